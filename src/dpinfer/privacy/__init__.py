@@ -1,0 +1,98 @@
+"""The privacy core: events, accountants, calibration, mechanisms, randomness, ledger, reports."""
+
+from .accountants import (
+    Accountant,
+    AdvancedCompositionAccountant,
+    PLDAccountant,
+    PureAccountant,
+    RDPAccountant,
+    act,
+    available_accountants,
+    get_accountant,
+    register_accountant,
+)
+from .calibration import calibrate_noise_multiplier
+from .errors import (
+    BudgetExceededError,
+    CalibrationError,
+    InsecureRandomnessWarning,
+    InvalidDataError,
+    InvalidPrivacyParameterError,
+    NeighbouringRelationError,
+    PrivacyError,
+    UnknownDatasetError,
+    UnsupportedEventError,
+)
+from .events import (
+    ADD_REMOVE,
+    REPLACE_ONE,
+    ComposedEvent,
+    GaussianEvent,
+    KnownEvent,
+    LaplaceEvent,
+    PoissonSubsampledGaussianEvent,
+    PrivacyEvent,
+    SparseVectorEvent,
+    compose,
+    event_from_dict,
+    event_to_dict,
+    to_replace_one,
+)
+from .gaussian import (
+    analytic_gaussian_delta,
+    analytic_gaussian_epsilon,
+    analytic_gaussian_sigma,
+    classical_gaussian_sigma,
+)
+from .ledger import Budget, Charge, Ledger
+from .mechanisms import gaussian, gaussian_sigma, laplace
+from .report import PrivacyReport
+from .rng import PrivacyRNG, as_privacy_rng
+
+__all__ = [
+    "ADD_REMOVE",
+    "Accountant",
+    "AdvancedCompositionAccountant",
+    "Budget",
+    "BudgetExceededError",
+    "CalibrationError",
+    "Charge",
+    "ComposedEvent",
+    "GaussianEvent",
+    "InsecureRandomnessWarning",
+    "InvalidDataError",
+    "InvalidPrivacyParameterError",
+    "KnownEvent",
+    "LaplaceEvent",
+    "Ledger",
+    "NeighbouringRelationError",
+    "PLDAccountant",
+    "PoissonSubsampledGaussianEvent",
+    "PrivacyError",
+    "PrivacyEvent",
+    "PrivacyRNG",
+    "PrivacyReport",
+    "PureAccountant",
+    "RDPAccountant",
+    "REPLACE_ONE",
+    "SparseVectorEvent",
+    "UnknownDatasetError",
+    "UnsupportedEventError",
+    "act",
+    "analytic_gaussian_delta",
+    "analytic_gaussian_epsilon",
+    "analytic_gaussian_sigma",
+    "as_privacy_rng",
+    "available_accountants",
+    "calibrate_noise_multiplier",
+    "classical_gaussian_sigma",
+    "compose",
+    "event_from_dict",
+    "event_to_dict",
+    "gaussian",
+    "gaussian_sigma",
+    "get_accountant",
+    "laplace",
+    "register_accountant",
+    "to_replace_one",
+]

@@ -1,0 +1,128 @@
+"""The accountant interface and its registry.
+
+An accountant interprets a :class:`~dpinfer.privacy.events.PrivacyEvent` and answers two
+questions: the smallest ε it can certify at a given δ, and the smallest δ at a given ε.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+
+from ..errors import InvalidPrivacyParameterError, UnsupportedEventError
+from ..events import PrivacyEvent, describe, flatten
+from ..validation import check_delta
+
+_REGISTRY: dict[str, Callable[[], Accountant]] = {}
+
+
+class Accountant(ABC):
+    """Turns privacy events into (ε, δ) guarantees under the events' neighbouring relation."""
+
+    name: str = ""
+
+    @abstractmethod
+    def _leaf_supported(self, event: PrivacyEvent) -> str | None:
+        """``None`` if the leaf event is supported, else the reason why not."""
+
+    @abstractmethod
+    def _epsilon(self, event: PrivacyEvent, delta: float) -> float:
+        """ε at ``delta`` for a supported event (may be ``math.inf``)."""
+
+    def supports(self, event: PrivacyEvent) -> bool:
+        """Whether this accountant can interpret ``event``."""
+        return all(self._leaf_supported(e) is None for e in flatten(event))
+
+    def check_supported(self, event: PrivacyEvent) -> None:
+        """Raise :class:`UnsupportedEventError` naming the first leaf this accountant cannot handle."""
+        if not isinstance(event, PrivacyEvent):
+            raise UnsupportedEventError(
+                f"accountant {self.name!r} takes a dpinfer PrivacyEvent, got "
+                f"{type(event).__name__}."
+            )
+        for leaf in flatten(event):
+            reason = self._leaf_supported(leaf)
+            if reason is not None:
+                raise UnsupportedEventError(
+                    f"accountant {self.name!r} cannot handle {describe(leaf)}: {reason}"
+                )
+
+    def epsilon(self, event: PrivacyEvent, delta: float) -> float:
+        """The smallest ε this accountant certifies for ``event`` at ``delta``.
+
+        Returns ``math.inf`` when no finite ε can be certified at that δ.
+        """
+        delta = check_delta(delta)
+        self.check_supported(event)
+        if not flatten(event):
+            return 0.0
+        return float(self._epsilon(event, delta))
+
+    def delta(self, event: PrivacyEvent, epsilon: float) -> float:
+        """The smallest δ this accountant certifies for ``event`` at ``epsilon``.
+
+        The default inverts :meth:`epsilon` by bisection on log δ (ε is non-increasing in δ).
+        """
+        epsilon = float(epsilon)
+        if not math.isfinite(epsilon) or epsilon < 0:
+            raise InvalidPrivacyParameterError(f"epsilon must be finite and >= 0, got {epsilon!r}.")
+        self.check_supported(event)
+        if not flatten(event):
+            return 0.0
+        return self._delta_by_bisection(event, epsilon)
+
+    def _delta_by_bisection(self, event: PrivacyEvent, epsilon: float) -> float:
+        if self._epsilon(event, 0.0) <= epsilon:
+            return 0.0
+        hi = 1.0 - 1e-12
+        if self._epsilon(event, hi) > epsilon:
+            return 1.0
+        lo = 1e-300
+        if self._epsilon(event, lo) <= epsilon:
+            return lo
+        log_lo, log_hi = math.log(lo), math.log(hi)
+        for _ in range(200):
+            mid = 0.5 * (log_lo + log_hi)
+            if self._epsilon(event, math.exp(mid)) <= epsilon:
+                log_hi = mid
+            else:
+                log_lo = mid
+            if log_hi - log_lo < 1e-10:
+                break
+        return math.exp(log_hi)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+def register_accountant(name: str) -> Callable[[type[Accountant]], type[Accountant]]:
+    """Class decorator adding an accountant (constructed with no arguments) to the registry."""
+
+    def wrap(cls: type[Accountant]) -> type[Accountant]:
+        cls.name = name
+        _REGISTRY[name] = cls
+        return cls
+
+    return wrap
+
+
+def get_accountant(name: str | Accountant) -> Accountant:
+    """An accountant by registry name (``"pure"``, ``"advanced"``, ``"rdp"``, ``"pld"``).
+
+    An :class:`Accountant` instance is returned as is, so configured accountants can be passed
+    wherever a name is accepted.
+    """
+    if isinstance(name, Accountant):
+        return name
+    try:
+        return _REGISTRY[name]()
+    except KeyError:
+        raise InvalidPrivacyParameterError(
+            f"unknown accountant {name!r}; available: {sorted(_REGISTRY)}."
+        ) from None
+
+
+def available_accountants() -> list[str]:
+    """Names of all registered accountants."""
+    return sorted(_REGISTRY)

@@ -1,0 +1,46 @@
+"""Exceptions of the privacy core.
+
+Every error raised before a release means: nothing was charged and nothing was released.
+The message always says what was wrong and what to do about it.
+"""
+
+from __future__ import annotations
+
+
+class PrivacyError(Exception):
+    """Base class of every privacy-related error raised by dpinfer."""
+
+
+class InvalidPrivacyParameterError(PrivacyError, ValueError):
+    """A privacy parameter (epsilon, delta, sensitivity, noise level, ...) is invalid."""
+
+
+class InvalidDataError(PrivacyError, ValueError):
+    """Input data is malformed: NaN/inf, wrong shape, or outside declared bounds."""
+
+
+class UnsupportedEventError(PrivacyError, TypeError):
+    """An accountant was asked to interpret an event it has no analysis for."""
+
+
+class NeighbouringRelationError(PrivacyError, ValueError):
+    """Events under different neighbouring relations were mixed without explicit conversion."""
+
+
+class BudgetExceededError(PrivacyError):
+    """A charge would overspend a dataset's privacy budget. Nothing was charged."""
+
+
+class UnknownDatasetError(PrivacyError, KeyError):
+    """The ledger has no dataset of that name."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; keep it readable.
+        return str(self.args[0]) if self.args else ""
+
+
+class CalibrationError(PrivacyError, ValueError):
+    """No noise level can meet the requested (epsilon, delta) target."""
+
+
+class InsecureRandomnessWarning(UserWarning):
+    """Privacy noise is being drawn from a deterministic (test-only) source."""

@@ -1,0 +1,280 @@
+"""Privacy events: plain frozen data describing what a private release did.
+
+Events say *which mechanism ran with which parameters*; accountants (``accountants/``) turn
+them into (epsilon, delta) guarantees. This mirrors the shape of dp-accounting's ``DpEvent``.
+
+Neighbouring relation
+---------------------
+Every event carries ``neighbouring``, either ``"replace-one"`` (data sets of equal size that
+differ in one record) or ``"add-remove"`` (one data set has one extra record). The parameters of
+an event are relative to the sensitivity *under that relation*:
+
+* ``LaplaceEvent(epsilon)``: Laplace noise of scale Δ/ε, Δ the sensitivity under the relation.
+* ``GaussianEvent(noise_multiplier)``: Gaussian noise of std ``noise_multiplier·Δ₂``.
+* ``PoissonSubsampledGaussianEvent``: DP-SGD style; the noise multiplier is relative to the
+  per-example clip norm C. Under add-remove a record moves the sum by at most C, under
+  replace-one by at most 2C; accountants handle both (as dp-accounting does).
+
+Accountants refuse to compose events under different relations: convert explicitly with
+:func:`to_replace_one` (add-remove guarantees imply replace-one guarantees, not conversely).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import InvalidPrivacyParameterError, NeighbouringRelationError
+from .validation import check_delta, check_epsilon, check_relation
+
+REPLACE_ONE = "replace-one"
+ADD_REMOVE = "add-remove"
+
+
+@dataclass(frozen=True)
+class PrivacyEvent:
+    """Base class of all events (never instantiated directly)."""
+
+    def __post_init__(self) -> None:
+        check_relation(self.neighbouring)  # type: ignore[attr-defined]
+
+    @property
+    def relation(self) -> str:
+        """The neighbouring relation of this event (alias of ``neighbouring``)."""
+        return self.neighbouring  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class LaplaceEvent(PrivacyEvent):
+    """A Laplace mechanism with scale Δ/ε: pure ε-DP."""
+
+    epsilon: float
+    neighbouring: str = REPLACE_ONE
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
+        super().__post_init__()
+
+
+@dataclass(frozen=True)
+class GaussianEvent(PrivacyEvent):
+    """A Gaussian mechanism with noise std ``noise_multiplier`` times the L2 sensitivity."""
+
+    noise_multiplier: float
+    neighbouring: str = REPLACE_ONE
+
+    def __post_init__(self) -> None:
+        sigma = float(self.noise_multiplier)
+        if not math.isfinite(sigma) or sigma <= 0:
+            raise InvalidPrivacyParameterError(
+                f"noise_multiplier must be positive and finite, got {self.noise_multiplier!r}."
+            )
+        object.__setattr__(self, "noise_multiplier", sigma)
+        super().__post_init__()
+
+
+@dataclass(frozen=True)
+class SparseVectorEvent(PrivacyEvent):
+    """The sparse vector technique as used by ABCDP (Algorithm 1): pure ε-DP.
+
+    Theorem 1 of Park, Vinaroz & Jitkrittum (2021): with threshold noise Lap(b) and query noise
+    Lap(2b), stopping after ``c`` positive answers, the release is ``epsilon``-DP for
+    b = (c+1)Δρ/ε (one threshold draw) or b = 2cΔρ/ε (threshold redrawn after each positive
+    answer, ``resample=True``), whatever the number of queries.
+    """
+
+    c: int
+    epsilon: float
+    resample: bool = False
+    neighbouring: str = REPLACE_ONE
+
+    def __post_init__(self) -> None:
+        if int(self.c) != self.c or int(self.c) < 1:
+            raise InvalidPrivacyParameterError(f"c must be an integer >= 1, got {self.c!r}.")
+        object.__setattr__(self, "c", int(self.c))
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
+        object.__setattr__(self, "resample", bool(self.resample))
+        super().__post_init__()
+
+
+@dataclass(frozen=True)
+class PoissonSubsampledGaussianEvent(PrivacyEvent):
+    """``steps`` rounds of a Gaussian sum query on a Poisson subsample (DP-SGD / DPVI).
+
+    Each record is included independently with probability ``sampling_rate``; per-record
+    contributions are clipped to norm C and N(0, (noise_multiplier·C)²) noise is added.
+    """
+
+    sampling_rate: float
+    noise_multiplier: float
+    steps: int
+    neighbouring: str = ADD_REMOVE
+
+    def __post_init__(self) -> None:
+        q = float(self.sampling_rate)
+        if not (0.0 < q <= 1.0):
+            raise InvalidPrivacyParameterError(
+                f"sampling_rate must lie in (0, 1], got {self.sampling_rate!r}."
+            )
+        sigma = float(self.noise_multiplier)
+        if not math.isfinite(sigma) or sigma <= 0:
+            raise InvalidPrivacyParameterError(
+                f"noise_multiplier must be positive and finite, got {self.noise_multiplier!r}."
+            )
+        if int(self.steps) != self.steps or int(self.steps) < 1:
+            raise InvalidPrivacyParameterError(
+                f"steps must be an integer >= 1, got {self.steps!r}."
+            )
+        object.__setattr__(self, "sampling_rate", q)
+        object.__setattr__(self, "noise_multiplier", sigma)
+        object.__setattr__(self, "steps", int(self.steps))
+        super().__post_init__()
+
+
+@dataclass(frozen=True)
+class KnownEvent(PrivacyEvent):
+    """A mechanism with its own (ε, δ) proof, e.g. the binomial mechanism of Xiong et al. (Prop. 4)."""
+
+    epsilon: float
+    delta: float = 0.0
+    neighbouring: str = REPLACE_ONE
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
+        object.__setattr__(self, "delta", check_delta(self.delta))
+        super().__post_init__()
+
+
+@dataclass(frozen=True)
+class ComposedEvent(PrivacyEvent):
+    """Sequential composition of several events on the same data set."""
+
+    events: tuple[PrivacyEvent, ...] = ()
+    neighbouring: str = ""
+
+    def __post_init__(self) -> None:
+        events = tuple(self.events)
+        for e in events:
+            if not isinstance(e, PrivacyEvent):
+                raise InvalidPrivacyParameterError(
+                    f"ComposedEvent takes PrivacyEvent instances, got {type(e).__name__}."
+                )
+        relations = {e.neighbouring for e in events}
+        if len(relations) > 1:
+            raise NeighbouringRelationError(
+                "cannot compose events under different neighbouring relations "
+                f"{sorted(relations)}; convert the add-remove events with "
+                "dpinfer.privacy.to_replace_one(event) first."
+            )
+        relation = self.neighbouring or (relations.pop() if relations else REPLACE_ONE)
+        if events and relation != events[0].neighbouring:
+            raise NeighbouringRelationError(
+                f"ComposedEvent declared {relation!r} but its events are "
+                f"{events[0].neighbouring!r}."
+            )
+        object.__setattr__(self, "events", events)
+        object.__setattr__(self, "neighbouring", relation)
+        super().__post_init__()
+
+
+def compose(*events: PrivacyEvent) -> ComposedEvent:
+    """Compose events, flattening nested compositions."""
+    flat: list[PrivacyEvent] = []
+    for e in events:
+        flat.extend(flatten(e))
+    return ComposedEvent(tuple(flat))
+
+
+def flatten(event: PrivacyEvent) -> list[PrivacyEvent]:
+    """The leaf events of an event (itself unless it is a composition)."""
+    if isinstance(event, ComposedEvent):
+        out: list[PrivacyEvent] = []
+        for e in event.events:
+            out.extend(flatten(e))
+        return out
+    return [event]
+
+
+def to_replace_one(event: PrivacyEvent) -> PrivacyEvent:
+    """Convert an add-remove event into the replace-one event it implies.
+
+    A replacement is a removal followed by an addition, so sensitivities under replace-one are at
+    most twice those under add-remove (group privacy with k = 2):
+
+    * Laplace(ε) and SVT(c, ε) -> the same with 2ε,
+    * Gaussian(σ) -> Gaussian(σ/2) (the L2 sensitivity doubles),
+    * Known(ε, δ) -> Known(2ε, (1 + e^ε)δ) (group privacy, Dwork & Roth 2014, Thm 2.2),
+    * Poisson-subsampled Gaussian: the same mechanism analysed under replace-one (its noise
+      multiplier is relative to the per-example clip norm under both relations).
+
+    Replace-one events are returned unchanged. The converse conversion is not valid in general
+    and is not offered.
+    """
+    if event.neighbouring == REPLACE_ONE:
+        return event
+    if isinstance(event, ComposedEvent):
+        return ComposedEvent(tuple(to_replace_one(e) for e in event.events))
+    if isinstance(event, (LaplaceEvent, SparseVectorEvent)):
+        return dataclasses.replace(event, epsilon=2 * event.epsilon, neighbouring=REPLACE_ONE)
+    if isinstance(event, GaussianEvent):
+        return GaussianEvent(event.noise_multiplier / 2, neighbouring=REPLACE_ONE)
+    if isinstance(event, KnownEvent):
+        delta = (1.0 + math.exp(event.epsilon)) * event.delta
+        if delta >= 1.0:
+            raise InvalidPrivacyParameterError(
+                f"group privacy turns {event} into a vacuous guarantee (delta >= 1)."
+            )
+        return KnownEvent(2 * event.epsilon, delta, REPLACE_ONE, event.description)
+    if isinstance(event, PoissonSubsampledGaussianEvent):
+        return dataclasses.replace(event, neighbouring=REPLACE_ONE)
+    raise InvalidPrivacyParameterError(f"no replace-one conversion known for {event!r}.")
+
+
+_EVENT_TYPES: dict[str, type[PrivacyEvent]] = {
+    cls.__name__: cls
+    for cls in (
+        LaplaceEvent,
+        GaussianEvent,
+        SparseVectorEvent,
+        PoissonSubsampledGaussianEvent,
+        KnownEvent,
+        ComposedEvent,
+    )
+}
+
+
+def event_to_dict(event: PrivacyEvent) -> dict[str, Any]:
+    """A JSON-ready dictionary of an event (``{"type": ..., fields...}``)."""
+    out: dict[str, Any] = {"type": type(event).__name__}
+    for f in dataclasses.fields(event):
+        value = getattr(event, f.name)
+        if f.name == "events":
+            value = [event_to_dict(e) for e in value]
+        out[f.name] = value
+    return out
+
+
+def event_from_dict(data: dict[str, Any]) -> PrivacyEvent:
+    """Inverse of :func:`event_to_dict`."""
+    data = dict(data)
+    kind = data.pop("type", None)
+    if kind not in _EVENT_TYPES:
+        raise InvalidPrivacyParameterError(f"unknown privacy event type {kind!r}.")
+    if kind == "ComposedEvent":
+        data["events"] = tuple(event_from_dict(e) for e in data.get("events", ()))
+    return _EVENT_TYPES[kind](**data)
+
+
+def describe(event: PrivacyEvent) -> str:
+    """A one-line human-readable description of an event."""
+    if isinstance(event, ComposedEvent):
+        return "Composed[" + ", ".join(describe(e) for e in event.events) + "]"
+    fields = ", ".join(
+        f"{f.name}={getattr(event, f.name)!r}"
+        for f in dataclasses.fields(event)
+        if f.name not in ("neighbouring", "description")
+    )
+    return f"{type(event).__name__}({fields}; {event.neighbouring})"

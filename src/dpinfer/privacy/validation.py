@@ -1,0 +1,106 @@
+"""Validation of privacy parameters and data: fail loudly, before anything is charged."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .errors import InvalidDataError, InvalidPrivacyParameterError
+
+NEIGHBOURING_RELATIONS = ("replace-one", "add-remove")
+
+
+def check_epsilon(epsilon: Any, name: str = "epsilon") -> float:
+    """Return ``epsilon`` as a float after checking it is finite and > 0."""
+    try:
+        value = float(epsilon)
+    except (TypeError, ValueError):
+        raise InvalidPrivacyParameterError(
+            f"{name} must be a positive finite number, got {epsilon!r}."
+        ) from None
+    if not math.isfinite(value) or value <= 0.0:
+        raise InvalidPrivacyParameterError(
+            f"{name} must be a positive finite number, got {epsilon!r}. "
+            "Choose the privacy level you want to guarantee, e.g. epsilon=1.0."
+        )
+    return value
+
+
+def check_delta(delta: Any, name: str = "delta") -> float:
+    """Return ``delta`` as a float after checking it lies in [0, 1)."""
+    try:
+        value = float(delta)
+    except (TypeError, ValueError):
+        raise InvalidPrivacyParameterError(
+            f"{name} must be a number in [0, 1), got {delta!r}."
+        ) from None
+    if not math.isfinite(value) or not 0.0 <= value < 1.0:
+        raise InvalidPrivacyParameterError(
+            f"{name} must lie in [0, 1), got {delta!r}. A common choice is delta << 1/n, "
+            "e.g. 1e-5 for a few thousand records."
+        )
+    return value
+
+
+def check_positive(value: Any, name: str) -> float:
+    """Return ``value`` as a float after checking it is finite and > 0."""
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        raise InvalidPrivacyParameterError(
+            f"{name} must be a positive finite number, got {value!r}."
+        ) from None
+    if not math.isfinite(out) or out <= 0.0:
+        raise InvalidPrivacyParameterError(
+            f"{name} must be a positive finite number, got {value!r}."
+        )
+    return out
+
+
+def check_sensitivity(sensitivity: Any, name: str = "sensitivity") -> float:
+    """Return the sensitivity as a float after checking it is finite and > 0."""
+    try:
+        return check_positive(sensitivity, name)
+    except InvalidPrivacyParameterError:
+        raise InvalidPrivacyParameterError(
+            f"{name} must be a positive finite number, got {sensitivity!r}. It bounds how much "
+            "the statistic can change between neighbouring data sets; derive it from the "
+            "declared data bounds (e.g. (hi - lo) / n for a clamped mean)."
+        ) from None
+
+
+def check_relation(relation: str) -> str:
+    """Check a neighbouring relation name."""
+    if relation not in NEIGHBOURING_RELATIONS:
+        raise InvalidPrivacyParameterError(
+            f"neighbouring relation must be one of {NEIGHBOURING_RELATIONS}, got {relation!r}."
+        )
+    return relation
+
+
+def check_finite_array(value: Any, name: str = "value") -> np.ndarray:
+    """Return ``value`` as a float64 array after checking every entry is finite."""
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InvalidDataError(f"{name} must be numeric, got {type(value).__name__}.") from None
+    if not np.all(np.isfinite(arr)):
+        bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
+        raise InvalidDataError(
+            f"{name} contains {bad} NaN or infinite value(s). Remove or impute them before the "
+            "private release; nothing was charged or released."
+        )
+    return arr
+
+
+def check_bounds(value: np.ndarray, lower: float, upper: float, name: str = "data") -> None:
+    """Check that every entry of ``value`` lies within the declared ``[lower, upper]``."""
+    arr = np.asarray(value)
+    if arr.size and (arr.min() < lower or arr.max() > upper):
+        raise InvalidDataError(
+            f"{name} has values outside the declared bounds [{lower}, {upper}] "
+            f"(min {arr.min():.6g}, max {arr.max():.6g}). Clip the data to the bounds or declare "
+            "wider bounds (the sensitivity is derived from them); nothing was charged or released."
+        )
