@@ -1,14 +1,15 @@
 """The ``dpinfer`` command line.
 
 Core commands (``budget``, ``demo``) live here. Each family adds its own subcommands from its
-own module: a module listed in :data:`COMMAND_MODULES` defines ``register(subparsers)``, which
-adds parsers whose ``func`` attribute runs the command.
+own module: every module of :data:`COMMAND_MODULES` that is present in the installed package
+defines ``register(subparsers)``, which adds parsers whose ``func`` attribute runs the command.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import json
 import sys
 from collections.abc import Sequence
@@ -17,8 +18,14 @@ from ._version import __version__
 from .privacy import Ledger, PrivacyError
 from .privacy.events import describe, event_from_dict
 
-# Modules contributing subcommands: each has ``register(subparsers) -> None``.
-COMMAND_MODULES: list[str] = []
+# Modules contributing subcommands, each with ``register(subparsers) -> None``. A family whose
+# module is not part of this build is skipped; an error inside a present module propagates.
+COMMAND_MODULES: list[str] = [
+    "dpinfer.abc.cli",  # simulate, abcdp
+    "dpinfer.vi.cli",  # dpvi
+    "dpinfer.abc.cli_smc",  # smc-abc
+    "dpinfer.neural.cli",  # sppe, sple
+]
 
 
 def _budget_init(args: argparse.Namespace) -> int:
@@ -92,6 +99,13 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _module_present(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:
+        return False
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser (core commands plus every registered family)."""
     parser = argparse.ArgumentParser(
@@ -130,7 +144,8 @@ def build_parser() -> argparse.ArgumentParser:
     hist.set_defaults(func=_budget_history)
 
     for name in COMMAND_MODULES:
-        importlib.import_module(name).register(sub)
+        if _module_present(name):
+            importlib.import_module(name).register(sub)
     return parser
 
 

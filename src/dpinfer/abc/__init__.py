@@ -1,0 +1,1 @@
+"""Approximate Bayesian computation: rejection ABC, ABCDP (private), SMC-ABC."""

@@ -1,0 +1,1 @@
+"""Distances with declared sensitivities: MMD (random features, exact), clipped distances."""

@@ -1,0 +1,1 @@
+"""Execution backends (serial, processes, Dask) behind one interface."""

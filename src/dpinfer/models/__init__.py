@@ -1,0 +1,1 @@
+"""Models: one module per model (prior + simulator + mechanism, + exact posterior if known)."""

@@ -1,0 +1,1 @@
+"""Differentially private variational inference (DPVI)."""
