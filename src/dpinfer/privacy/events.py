@@ -124,9 +124,7 @@ class PoissonSubsampledGaussianEvent(PrivacyEvent):
                 f"noise_multiplier must be positive and finite, got {self.noise_multiplier!r}."
             )
         if int(self.steps) != self.steps or int(self.steps) < 1:
-            raise InvalidPrivacyParameterError(
-                f"steps must be an integer >= 1, got {self.steps!r}."
-            )
+            raise InvalidPrivacyParameterError(f"steps must be an integer >= 1, got {self.steps!r}.")
         object.__setattr__(self, "sampling_rate", q)
         object.__setattr__(self, "noise_multiplier", sigma)
         object.__setattr__(self, "steps", int(self.steps))
@@ -172,8 +170,7 @@ class ComposedEvent(PrivacyEvent):
         relation = self.neighbouring or (relations.pop() if relations else REPLACE_ONE)
         if events and relation != events[0].neighbouring:
             raise NeighbouringRelationError(
-                f"ComposedEvent declared {relation!r} but its events are "
-                f"{events[0].neighbouring!r}."
+                f"ComposedEvent declared {relation!r} but its events are {events[0].neighbouring!r}."
             )
         object.__setattr__(self, "events", events)
         object.__setattr__(self, "neighbouring", relation)

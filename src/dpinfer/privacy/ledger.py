@@ -182,9 +182,7 @@ class Ledger:
         return Budget(*row)
 
     def _events(self, conn: sqlite3.Connection, dataset: str) -> list[PrivacyEvent]:
-        rows = conn.execute(
-            "SELECT event FROM charges WHERE dataset = ? ORDER BY id", (dataset,)
-        ).fetchall()
+        rows = conn.execute("SELECT event FROM charges WHERE dataset = ? ORDER BY id", (dataset,)).fetchall()
         return [event_from_dict(json.loads(r[0])) for r in rows]
 
     # -- charging ----------------------------------------------------------------------------

@@ -91,9 +91,7 @@ def gaussian_sigma(
         return analytic_gaussian_sigma(epsilon, delta, l2_sensitivity)
     if calibration == "classical":
         return classical_gaussian_sigma(epsilon, delta, l2_sensitivity)
-    raise InvalidPrivacyParameterError(
-        f"calibration must be 'analytic' or 'classical', got {calibration!r}."
-    )
+    raise InvalidPrivacyParameterError(f"calibration must be 'analytic' or 'classical', got {calibration!r}.")
 
 
 def gaussian(

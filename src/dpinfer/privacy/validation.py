@@ -33,9 +33,7 @@ def check_delta(delta: Any, name: str = "delta") -> float:
     try:
         value = float(delta)
     except (TypeError, ValueError):
-        raise InvalidPrivacyParameterError(
-            f"{name} must be a number in [0, 1), got {delta!r}."
-        ) from None
+        raise InvalidPrivacyParameterError(f"{name} must be a number in [0, 1), got {delta!r}.") from None
     if not math.isfinite(value) or not 0.0 <= value < 1.0:
         raise InvalidPrivacyParameterError(
             f"{name} must lie in [0, 1), got {delta!r}. A common choice is delta << 1/n, "
@@ -53,9 +51,7 @@ def check_positive(value: Any, name: str) -> float:
             f"{name} must be a positive finite number, got {value!r}."
         ) from None
     if not math.isfinite(out) or out <= 0.0:
-        raise InvalidPrivacyParameterError(
-            f"{name} must be a positive finite number, got {value!r}."
-        )
+        raise InvalidPrivacyParameterError(f"{name} must be a positive finite number, got {value!r}.")
     return out
 
 

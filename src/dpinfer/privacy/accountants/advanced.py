@@ -10,8 +10,10 @@ T steps by the advanced composition theorem:
 This is ``act`` of the authors' code (METHODS.md §3.2). Two deliberate differences from that
 code, both documented on :class:`AdvancedCompositionAccountant`:
 
-* where ε0 >= 1 the classical bound is not a valid guarantee, so ε0 of the analytic Gaussian
-  mechanism (Balle & Wang 2018) is used instead (``reproduce_paper=True`` keeps the formula);
+* the classical bound is not a valid guarantee where ε0 >= 1, so by default ε0 is the exact
+  (analytic) Gaussian ε at δ_iter (Balle & Wang 2018), which is valid for every σ, never larger
+  than the classical value, and keeps ε monotone in δ (``reproduce_paper=True`` keeps the
+  classical formula verbatim, and reproduces the paper's numbers);
 * replace-one guarantees are derived exactly by group privacy, (2ε, (1 + e^ε)δ), whereas the
   paper's reported numbers use ``2*act(2σ, δ/2, ...)``, which takes (1 + e^ε)δ/2 to be δ.
 """
@@ -31,6 +33,7 @@ from ..events import (
     SparseVectorEvent,
     flatten,
 )
+from ..gaussian import analytic_gaussian_epsilon
 from .base import Accountant, register_accountant
 
 
@@ -41,7 +44,7 @@ def act(
     steps: int,
     sampling_rate: float,
     *,
-    classical_only: bool = True,
+    gaussian_bound: str = "classical",
 ) -> float:
     """ε of T subsampled Gaussian steps by amplification + advanced composition (METHODS §3.2).
 
@@ -55,26 +58,26 @@ def act(
         The δ' of the advanced composition theorem, 0 < δ' < δ_total.
     steps, sampling_rate
         T and q.
-    classical_only
-        If True (the paper's formula) ε0 = sqrt(2 ln(1.25/δ_iter))/σ always. If False, where that
-        value is >= 1 (outside the classical bound's validity) the analytic Gaussian ε0 is used.
+    gaussian_bound
+        ``"classical"`` (the paper's formula): ε0 = sqrt(2 ln(1.25/δ_iter))/σ, a valid bound only
+        when it is < 1. ``"analytic"``: ε0 is the exact ε of the Gaussian mechanism at δ_iter.
     """
     if not 0.0 < delta_prime < delta_total:
         raise InvalidPrivacyParameterError(
-            f"delta_prime must lie in (0, delta_total), got {delta_prime} with delta_total "
-            f"{delta_total}."
+            f"delta_prime must lie in (0, delta_total), got {delta_prime} with delta_total {delta_total}."
         )
     T, q, sigma = int(steps), float(sampling_rate), float(noise_multiplier)
     delta_iter = (delta_total - delta_prime) / (T * q)
-    eps0 = math.sqrt(2.0 * math.log(1.25 / delta_iter)) / sigma
-    if eps0 >= 1.0 and not classical_only:
-        from ..gaussian import analytic_gaussian_epsilon
-
+    if gaussian_bound == "classical":
+        eps0 = math.sqrt(2.0 * math.log(1.25 / delta_iter)) / sigma
+    elif gaussian_bound == "analytic":
         eps0 = analytic_gaussian_epsilon(sigma, delta_iter)
+    else:
+        raise InvalidPrivacyParameterError(
+            f"gaussian_bound must be 'classical' or 'analytic', got {gaussian_bound!r}."
+        )
     eps_iter = math.log1p(q * math.expm1(eps0))
-    return math.sqrt(2.0 * T * math.log(1.25 / delta_prime)) * eps_iter + T * eps_iter * math.expm1(
-        eps_iter
-    )
+    return math.sqrt(2.0 * T * math.log(1.25 / delta_prime)) * eps_iter + T * eps_iter * math.expm1(eps_iter)
 
 
 @register_accountant("advanced")
@@ -89,7 +92,9 @@ class AdvancedCompositionAccountant(Accountant):
     delta_prime
         An absolute δ' (e.g. 4e-5 in the paper's Abalone comparison).
     reproduce_paper
-        Keep the classical Gaussian ε0 even where it is not a valid bound (ε0 >= 1).
+        Use the paper's classical Gaussian ε0 verbatim (also where it is not a valid bound,
+        ε0 >= 1). The default uses the exact analytic Gaussian ε0, which is valid everywhere,
+        never larger, and monotone in δ.
 
     Notes
     -----
@@ -130,12 +135,11 @@ class AdvancedCompositionAccountant(Accountant):
             sigma, steps, q = event.noise_multiplier, event.steps, event.sampling_rate
         if delta <= 0.0:
             return math.inf
-        dprime = (
-            self.delta_prime if self.delta_prime is not None else self.delta_prime_fraction * delta
-        )
+        dprime = self.delta_prime if self.delta_prime is not None else self.delta_prime_fraction * delta
         if dprime >= delta:
             return math.inf
-        return act(sigma, delta, dprime, steps, q, classical_only=self.reproduce_paper)
+        bound = "classical" if self.reproduce_paper else "analytic"
+        return act(sigma, delta, dprime, steps, q, gaussian_bound=bound)
 
     def _gaussian_epsilon(self, event: PrivacyEvent, delta: float) -> float:
         # A GaussianEvent's multiplier is relative to the sensitivity under its own relation,
@@ -156,13 +160,9 @@ class AdvancedCompositionAccountant(Accountant):
 
     def _epsilon(self, event: PrivacyEvent, delta: float) -> float:
         leaves = flatten(event)
-        pure_eps = sum(
-            e.epsilon for e in leaves if isinstance(e, (LaplaceEvent, SparseVectorEvent))
-        )
+        pure_eps = sum(e.epsilon for e in leaves if isinstance(e, (LaplaceEvent, SparseVectorEvent)))
         known = [e for e in leaves if isinstance(e, KnownEvent)]
-        gauss = [
-            e for e in leaves if isinstance(e, (GaussianEvent, PoissonSubsampledGaussianEvent))
-        ]
+        gauss = [e for e in leaves if isinstance(e, (GaussianEvent, PoissonSubsampledGaussianEvent))]
         known_delta = sum(e.delta for e in known)
         remaining = delta - known_delta
         if remaining < 0 or (gauss and remaining <= 0):

@@ -11,9 +11,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 
 from ..errors import InvalidPrivacyParameterError, UnsupportedEventError
-from ..events import PrivacyEvent, describe, flatten
+from ..events import GaussianEvent, PoissonSubsampledGaussianEvent, PrivacyEvent, describe, flatten
 from ..validation import check_delta
 
+_GAUSSIAN_TYPES = (GaussianEvent, PoissonSubsampledGaussianEvent)
 _REGISTRY: dict[str, Callable[[], Accountant]] = {}
 
 
@@ -38,8 +39,7 @@ class Accountant(ABC):
         """Raise :class:`UnsupportedEventError` naming the first leaf this accountant cannot handle."""
         if not isinstance(event, PrivacyEvent):
             raise UnsupportedEventError(
-                f"accountant {self.name!r} takes a dpinfer PrivacyEvent, got "
-                f"{type(event).__name__}."
+                f"accountant {self.name!r} takes a dpinfer PrivacyEvent, got {type(event).__name__}."
             )
         for leaf in flatten(event):
             reason = self._leaf_supported(leaf)
@@ -55,8 +55,12 @@ class Accountant(ABC):
         """
         delta = check_delta(delta)
         self.check_supported(event)
-        if not flatten(event):
+        leaves = flatten(event)
+        if not leaves:
             return 0.0
+        if delta == 0.0 and any(isinstance(e, _GAUSSIAN_TYPES) for e in leaves):
+            # A Gaussian mechanism is never pure DP; numerical PLDs can hide this in underflow.
+            return math.inf
         return float(self._epsilon(event, delta))
 
     def delta(self, event: PrivacyEvent, epsilon: float) -> float:

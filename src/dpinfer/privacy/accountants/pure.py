@@ -30,8 +30,7 @@ class PureAccountant(Accountant):
         if isinstance(event, (LaplaceEvent, SparseVectorEvent, KnownEvent)):
             return None
         return (
-            "it is not a pure/known-(ε, δ) event; use the 'pld' or 'rdp' accountant for "
-            "Gaussian mechanisms."
+            "it is not a pure/known-(ε, δ) event; use the 'pld' or 'rdp' accountant for Gaussian mechanisms."
         )
 
     def _epsilon(self, event: PrivacyEvent, delta: float) -> float:
