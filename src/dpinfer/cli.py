@@ -128,9 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
     init.add_argument("--epsilon", type=float, required=True)
     init.add_argument("--delta", type=float, default=0.0)
     init.add_argument("--accountant", default="pure", help="pure | advanced | rdp | pld")
-    init.add_argument(
-        "--neighbouring", default="replace-one", choices=("replace-one", "add-remove")
-    )
+    init.add_argument("--neighbouring", default="replace-one", choices=("replace-one", "add-remove"))
     init.set_defaults(func=_budget_init)
     show = bsub.add_parser("show", help="budget, spent and remaining per data set")
     show.add_argument("--ledger", required=True)
