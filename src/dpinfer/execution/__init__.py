@@ -1,1 +1,51 @@
-"""Execution backends (serial, processes, Dask) behind one interface."""
+"""Execution backends (serial, processes, Dask) behind one interface.
+
+``get_backend(spec)`` accepts ``"serial"``, ``"processes"`` (all cores), ``"dask"`` (a new local
+cluster), a scheduler address ``"tcp://host:port"``, a ``distributed.Client`` or a
+:class:`Backend` instance (returned as is).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import Backend, BackendError, WorkerLostError, batch_seeds
+from .processes import ProcessBackend
+from .serial import SerialBackend
+
+
+def get_backend(spec: Any = "processes", n_workers: int | None = None) -> Backend:
+    """A backend from a name, a scheduler address, a Dask client or a Backend."""
+    if isinstance(spec, Backend):
+        return spec
+    if spec is None or spec == "serial":
+        return SerialBackend()
+    if spec == "processes":
+        return ProcessBackend(n_workers)
+    if spec == "dask":
+        from .dask_backend import DaskBackend
+
+        return DaskBackend(None, n_workers=n_workers or 2)
+    if isinstance(spec, str) and "://" in spec:
+        from .dask_backend import DaskBackend
+
+        return DaskBackend(spec)
+    if type(spec).__name__ == "Client" and type(spec).__module__.startswith("distributed"):
+        from .dask_backend import DaskBackend
+
+        return DaskBackend(spec)
+    raise BackendError(
+        f"unknown backend {spec!r}: use 'serial', 'processes', 'dask', a scheduler address "
+        "('tcp://host:port'), a distributed.Client or a dpinfer.execution.Backend."
+    )
+
+
+__all__ = [
+    "Backend",
+    "BackendError",
+    "ProcessBackend",
+    "SerialBackend",
+    "WorkerLostError",
+    "batch_seeds",
+    "get_backend",
+]

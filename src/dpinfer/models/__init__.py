@@ -1,1 +1,11 @@
 """Models: one module per model (prior + simulator + mechanism, + exact posterior if known)."""
+
+from .base import GaussianPosterior as GaussianPosterior
+from .base import GaussianPrior as GaussianPrior
+from .base import LaplaceMechanism as LaplaceMechanism
+from .base import Mechanism as Mechanism
+from .base import Prior as Prior
+from .base import PrivateDataModel as PrivateDataModel
+from .base import PrivateRelease as PrivateRelease
+from .gaussian_mean import GaussianMean as GaussianMean
+from .gaussian_mean import GridPosterior as GridPosterior

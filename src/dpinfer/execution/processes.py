@@ -1,0 +1,142 @@
+"""The processes backend: a pool of local worker processes (default: all cores)."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
+
+from .base import Backend, WorkerLostError
+
+
+def _init_worker(threads: int) -> None:
+    """Limit each worker's thread pools so that workers do not oversubscribe the cores."""
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS"):
+        os.environ[var] = str(threads)
+    try:
+        import numba
+
+        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    except Exception:  # noqa: BLE001 - numba absent or threads already launched: not fatal
+        pass
+
+
+class ProcessBackend(Backend):
+    """A :class:`~concurrent.futures.ProcessPoolExecutor` that survives dying workers.
+
+    Parameters
+    ----------
+    n_workers
+        Worker processes (default: ``os.cpu_count()``).
+    start_method
+        ``"forkserver"`` (default: workers fork from a clean server process that has imported
+        ``preload`` once, so starting or replacing a worker is cheap and safe even when the parent
+        runs threads), ``"spawn"`` or ``"fork"`` (unsafe if the parent has started threads).
+    preload
+        Modules the fork server imports once (forkserver only).
+    threads_per_worker
+        Thread limit applied to numba/BLAS inside each worker.
+    max_restarts
+        How many times the pool may be rebuilt after a worker died before giving up.
+
+    When a worker dies, every unfinished batch of the current :meth:`map` call is re-run on a
+    fresh pool; finished batches keep their results. Results are returned in submission order.
+    """
+
+    name = "processes"
+
+    def __init__(
+        self,
+        n_workers: int | None = None,
+        start_method: str = "forkserver",
+        threads_per_worker: int = 1,
+        max_restarts: int = 3,
+        preload: tuple[str, ...] = ("numpy", "scipy.stats", "dpinfer.abc.smc_abc", "dpinfer.models"),
+    ) -> None:
+        n = (os.cpu_count() or 1) if n_workers is None else int(n_workers)
+        if n < 1:
+            raise ValueError(f"n_workers must be >= 1, got {n_workers!r}.")
+        self.n_workers = n
+        self.start_method = start_method
+        self.threads_per_worker = int(threads_per_worker)
+        self.max_restarts = int(max_restarts)
+        self.preload = tuple(preload)
+        self.restarts = 0
+        self._pool: ProcessPoolExecutor | None = None
+
+    def _get_pool(self) -> ProcessPoolExecutor:
+        if self._pool is None:
+            ctx = mp.get_context(self.start_method)
+            if self.start_method == "forkserver" and self.preload:
+                ctx.set_forkserver_preload(list(self.preload))
+            self._pool = ProcessPoolExecutor(
+                max_workers=self.n_workers,
+                mp_context=ctx,
+                initializer=_init_worker,
+                initargs=(self.threads_per_worker,),
+            )
+        return self._pool
+
+    def _discard_pool(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+
+    def map(self, fn: Callable[[Any], Any], payloads: Sequence[Any]) -> list[Any]:
+        payloads = list(payloads)
+        results: list[Any] = [None] * len(payloads)
+        pending = set(range(len(payloads)))
+        losses = 0
+        try:
+            while pending:
+                pool = self._get_pool()
+                try:
+                    futures: dict[Future[Any], int] = {
+                        pool.submit(fn, payloads[i]): i for i in sorted(pending)
+                    }
+                except BrokenProcessPool:
+                    futures = {}
+                broken = not futures
+                remaining = set(futures)
+                while remaining and not broken:
+                    done, remaining = wait(remaining, return_when=FIRST_EXCEPTION)
+                    for fut in done:
+                        exc = fut.exception()
+                        if exc is None:
+                            i = futures[fut]
+                            results[i] = fut.result()
+                            pending.discard(i)
+                        elif isinstance(exc, BrokenProcessPool):
+                            broken = True
+                        else:
+                            raise exc
+                if broken:
+                    # harvest whatever finished before the pool broke, re-run the rest
+                    for fut, i in futures.items():
+                        if fut.done() and not fut.cancelled() and fut.exception() is None:
+                            results[i] = fut.result()
+                            pending.discard(i)
+                    self._discard_pool()
+                    losses += 1
+                    self.restarts += 1
+                    if losses > self.max_restarts:
+                        raise WorkerLostError(
+                            f"worker processes died {losses} times; {len(pending)} batch(es) could not "
+                            "be completed. Check memory use, or use fewer workers."
+                        )
+        except BaseException:
+            if pending:
+                self._discard_pool()
+            raise
+        return results
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def __repr__(self) -> str:
+        return f"ProcessBackend(n_workers={self.n_workers}, start_method={self.start_method!r})"
