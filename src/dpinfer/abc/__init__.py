@@ -1,1 +1,20 @@
 """Approximate Bayesian computation: rejection ABC, ABCDP (private), SMC-ABC."""
+
+from .abcdp import abcdp
+from .draws import ArrayDraws, DrawSource, SimulatedDraws, as_draw_source
+from .rejection import rejection_abc, rejection_abc_draws
+from .result import ABCDPResult, ABCResult
+from .svt import SparseVector
+
+__all__ = [
+    "ABCDPResult",
+    "ABCResult",
+    "ArrayDraws",
+    "DrawSource",
+    "SimulatedDraws",
+    "SparseVector",
+    "abcdp",
+    "as_draw_source",
+    "rejection_abc",
+    "rejection_abc_draws",
+]

@@ -1,1 +1,16 @@
 """Distances with declared sensitivities: MMD (random features, exact), clipped distances."""
+
+from .base import Distance, as_batch, as_points
+from .clipped import ClippedDistance, weighted_euclidean
+from .mmd import RFFMMD, ExactMMD, median_heuristic
+
+__all__ = [
+    "ClippedDistance",
+    "Distance",
+    "ExactMMD",
+    "RFFMMD",
+    "as_batch",
+    "as_points",
+    "median_heuristic",
+    "weighted_euclidean",
+]

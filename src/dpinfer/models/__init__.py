@@ -7,5 +7,7 @@ from .base import Mechanism as Mechanism
 from .base import Prior as Prior
 from .base import PrivateDataModel as PrivateDataModel
 from .base import PrivateRelease as PrivateRelease
+from .covid import CovidPolynomial as CovidPolynomial
 from .gaussian_mean import GaussianMean as GaussianMean
 from .gaussian_mean import GridPosterior as GridPosterior
+from .mixture_uniform import MixtureOfUniforms as MixtureOfUniforms

@@ -1,0 +1,194 @@
+"""Results of rejection ABC and ABCDP, with save/load (npz + JSON) and ArviZ export."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..privacy.report import PrivacyReport
+
+
+def _paths(path: str | Path) -> tuple[Path, Path]:
+    p = Path(path)
+    if p.suffix in (".npz", ".json"):
+        p = p.with_suffix("")
+    return p.with_name(p.name + ".npz"), p.with_name(p.name + ".json")
+
+
+@dataclass
+class ABCResult:
+    """Accepted parameters of a (non-private) rejection-ABC run.
+
+    Attributes
+    ----------
+    accepted
+        The accepted θ, shape (n_accepted, p), in stream order.
+    accepted_index
+        Their positions t (0-based) in the stream.
+    n_draws
+        How many (θ_t, Y_t) pairs were examined (the algorithm may stop early).
+    epsilon_abc
+        The ABC threshold.
+    param_names
+        Names of the p parameters.
+    meta
+        Free-form JSON-ready facts (model, distance, seed, ...).
+    """
+
+    accepted: np.ndarray
+    accepted_index: np.ndarray
+    n_draws: int
+    epsilon_abc: float
+    param_names: tuple[str, ...] = ()
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.accepted_index = np.asarray(self.accepted_index, dtype=np.int64).reshape(-1)
+        acc = np.asarray(self.accepted, dtype=np.float64)
+        if acc.ndim == 1:
+            acc = acc.reshape(self.accepted_index.size, -1) if acc.size else acc.reshape(0, 1)
+        self.accepted = acc
+        self.n_draws = int(self.n_draws)
+        if not self.param_names:
+            self.param_names = tuple(f"theta_{i}" for i in range(self.accepted.shape[1]))
+        self.param_names = tuple(self.param_names)
+
+    @property
+    def private(self) -> bool:
+        """Whether the result carries a differential-privacy guarantee."""
+        return False
+
+    @property
+    def n_accepted(self) -> int:
+        return int(self.accepted_index.size)
+
+    @property
+    def indicators(self) -> np.ndarray:
+        """The 0/1 answers τ̃_1..τ̃_{n_draws} (rebuilt from the accepted positions)."""
+        out = np.zeros(self.n_draws, dtype=np.uint8)
+        out[self.accepted_index] = 1
+        return out
+
+    @property
+    def posterior_mean(self) -> np.ndarray:
+        """Mean of the accepted θ (NaN if nothing was accepted)."""
+        if self.n_accepted == 0:
+            return np.full(self.accepted.shape[1], np.nan)
+        return self.accepted.mean(axis=0)
+
+    # -- persistence -------------------------------------------------------------------------
+    def _json(self) -> dict[str, Any]:
+        return {
+            "kind": type(self).__name__,
+            "n_draws": self.n_draws,
+            "epsilon_abc": self.epsilon_abc,
+            "param_names": list(self.param_names),
+            "meta": self.meta,
+        }
+
+    def save(self, path: str | Path) -> tuple[Path, Path]:
+        """Write ``PATH.npz`` (arrays) and ``PATH.json`` (everything else); returns both paths."""
+        npz, js = _paths(path)
+        npz.parent.mkdir(parents=True, exist_ok=True)
+        np.savez(npz, accepted=self.accepted, accepted_index=self.accepted_index)
+        js.write_text(json.dumps(self._json(), indent=2, default=float))
+        return npz, js
+
+    @staticmethod
+    def load(path: str | Path) -> ABCResult:
+        """Read a result written by :meth:`save` (returns an :class:`ABCDPResult` if private)."""
+        npz, js = _paths(path)
+        meta = json.loads(js.read_text())
+        with np.load(npz) as data:
+            arrays = {"accepted": data["accepted"], "accepted_index": data["accepted_index"]}
+        common = dict(
+            n_draws=meta["n_draws"],
+            epsilon_abc=meta["epsilon_abc"],
+            param_names=tuple(meta["param_names"]),
+            meta=meta.get("meta", {}),
+            **arrays,
+        )
+        if meta.get("kind") == "ABCDPResult":
+            return ABCDPResult(
+                c=meta["c"],
+                b=meta["b"],
+                resample=meta["resample"],
+                privacy=PrivacyReport.from_dict(meta["privacy"]),
+                **common,
+            )
+        return ABCResult(**common)
+
+    def to_arviz(self) -> Any:
+        """The accepted θ as an ``arviz.InferenceData`` (one chain; needs arviz installed)."""
+        try:
+            import arviz as az
+        except ImportError:  # pragma: no cover - depends on the environment
+            raise ImportError(
+                "to_arviz() needs the optional package arviz: pip install arviz"
+            ) from None
+        posterior = {name: self.accepted[None, :, i] for i, name in enumerate(self.param_names)}
+        attrs = {"n_draws": self.n_draws, "epsilon_abc": self.epsilon_abc}
+        if self.private:
+            attrs["privacy"] = json.dumps(self.privacy.to_dict())  # type: ignore[attr-defined]
+        return az.from_dict(posterior=posterior, attrs=attrs)
+
+    def summary(self) -> str:
+        mean = ", ".join(f"{n}={v:.4g}" for n, v in zip(self.param_names, self.posterior_mean, strict=True))
+        return (
+            f"{type(self).__name__}: {self.n_accepted} accepted of {self.n_draws} draws "
+            f"(epsilon_abc={self.epsilon_abc:g}); posterior mean: {mean}"
+        )
+
+
+@dataclass
+class ABCDPResult(ABCResult):
+    """The release of ABCDP (Algorithm 1): indicators / accepted θ and the privacy report.
+
+    Attributes (besides those of :class:`ABCResult`)
+    ----------
+    c
+        The requested number of acceptances (the run stops at the c-th).
+    b
+        The Laplace scale used (threshold Lap(b), distance Lap(2b)).
+    resample
+        Whether the threshold was redrawn after each acceptance.
+    privacy
+        The :class:`~dpinfer.privacy.PrivacyReport` of the :class:`SparseVectorEvent`.
+    """
+
+    c: int = 1
+    b: float = 0.0
+    resample: bool = False
+    privacy: PrivacyReport | None = None
+
+    @property
+    def private(self) -> bool:
+        return self.privacy is not None
+
+    def _json(self) -> dict[str, Any]:
+        out = super()._json()
+        out.update(
+            c=int(self.c),
+            b=float(self.b),
+            resample=bool(self.resample),
+            privacy=self.privacy.to_dict() if self.privacy is not None else None,
+        )
+        return out
+
+    def release_dict(self) -> dict[str, Any]:
+        """Everything that is released, JSON-ready (indicators as accepted positions)."""
+        out = self._json()
+        out["accepted"] = self.accepted.tolist()
+        out["accepted_index"] = self.accepted_index.tolist()
+        out["posterior_mean"] = self.posterior_mean.tolist()
+        return out
+
+    def summary(self) -> str:
+        text = super().summary() + f"\n  c={self.c}, b={self.b:.4g}, resample={self.resample}"
+        if self.privacy is not None:
+            text += "\n" + self.privacy.summary()
+        return text

@@ -1,0 +1,95 @@
+"""The interface every ABC distance implements: a batched distance with a declared sensitivity.
+
+A distance ρ(Y*, Y) between the (confidential) observed data Y* and a simulated data set Y is
+used by ABCDP only through
+
+* :meth:`Distance.prepare` - whatever is computed from Y* once (e.g. its mean embedding); the
+  result stays inside the data owner's process and is never released;
+* :meth:`Distance.batch` - ρ for a batch of simulated data sets at once;
+* :meth:`Distance.sensitivity` - the global sensitivity Δρ = sup |ρ(Y*, Y) - ρ(Y*', Y)| over
+  neighbouring Y*, Y*' (replace-one) and all Y (Theorem 1 of Park et al. 2021 needs it).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+import numpy as np
+
+from ..privacy.errors import InvalidDataError
+
+
+def as_points(data: Any, name: str = "data") -> np.ndarray:
+    """Return a data set as a float64 array of shape (N, d) after checking it is finite.
+
+    A 1-D input of length N is read as N scalar points (d = 1).
+    """
+    try:
+        arr = np.asarray(data, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InvalidDataError(f"{name} must be numeric, got {type(data).__name__}.") from None
+    if arr.ndim == 1:
+        arr = arr[:, None]
+    if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0:
+        raise InvalidDataError(
+            f"{name} must have shape (N,) or (N, d) with N >= 1, got shape {arr.shape}."
+        )
+    if not np.all(np.isfinite(arr)):
+        bad = int(arr.size - np.count_nonzero(np.isfinite(arr)))
+        raise InvalidDataError(
+            f"{name} contains {bad} NaN or infinite value(s). Remove or impute them before the "
+            "private release; nothing was charged or released."
+        )
+    return arr
+
+
+def as_batch(sims: Any, d: int, name: str = "simulated data") -> np.ndarray:
+    """Return a batch of simulated data sets as an array of shape (B, M, d).
+
+    A 2-D input (B, M) is read as scalar points when ``d == 1``.
+    """
+    arr = np.asarray(sims)
+    if arr.ndim == 2 and d == 1:
+        arr = arr[:, :, None]
+    if arr.ndim != 3 or arr.shape[2] != d:
+        raise InvalidDataError(
+            f"{name} must have shape (batch, M, {d}) to match the observed data's dimension "
+            f"d={d}, got shape {arr.shape}. Simulate data of the same dimension as the observed "
+            "data."
+        )
+    if arr.shape[1] == 0:
+        raise InvalidDataError(f"{name} has data sets with no points (shape {arr.shape}).")
+    if not np.all(np.isfinite(arr)):
+        raise InvalidDataError(
+            f"{name} contains NaN or infinite values; check the simulator. Nothing was released."
+        )
+    return arr
+
+
+class Distance(ABC):
+    """A distance between the observed data and simulated data sets, with its sensitivity."""
+
+    #: short name used in reports
+    name: str = "distance"
+
+    @abstractmethod
+    def prepare(self, observed: Any) -> Any:
+        """Validate the observed data and precompute what ρ needs from it (kept private)."""
+
+    @abstractmethod
+    def batch(self, prepared: Any, sims: Any) -> np.ndarray:
+        """ρ(Y*, Y_t) for every simulated data set Y_t of the batch ``sims``; shape (B,)."""
+
+    @abstractmethod
+    def sensitivity(self, prepared: Any) -> float:
+        """Δρ under the replace-one relation for the prepared observed data."""
+
+    def __call__(self, observed: Any, simulated: Any) -> float:
+        """ρ between one observed and one simulated data set (convenience, not for loops)."""
+        prep = self.prepare(observed)
+        return float(self.batch(prep, np.asarray(simulated)[None])[0])
+
+    def config(self) -> dict[str, Any]:
+        """A JSON-ready description (for reports and release files)."""
+        return {"name": self.name}

@@ -1,0 +1,325 @@
+"""Maximum mean discrepancy (MMD) distances with a Gaussian kernel, and their sensitivity.
+
+ρ(Y*, Y) = ||μ(Y*) - μ(Y)||, the RKHS distance between the empirical mean embeddings
+μ(Y) = (1/|Y|) Σ_i φ(y_i) (the square root of the biased MMD² estimate, eq. (5) of Park et al.
+2021). With a kernel bounded by B_k, Lemma 1 gives the replace-one sensitivity
+Δρ = 2·sqrt(B_k)/N, N = |Y*|: replacing one observed point moves μ(Y*) by at most
+||φ(a) - φ(b)||/N <= 2·sqrt(B_k)/N, and ρ moves by no more (triangle inequality). The bound
+does not need |Y| = N. For the Gaussian kernel B_k = 1, so Δρ = 2/N.
+
+Two implementations:
+
+* :class:`RFFMMD` - random Fourier features with paired cos/sin features,
+  φ(x) = sqrt(2/D)·[cos(W x), sin(W x)], W ~ N(0, I/ℓ²) with D/2 rows (METHODS.md §1.2).
+  Since cos² + sin² = 1, ||φ(x)|| = 1 exactly for every x, so the bound B_k = 1 holds for the
+  *approximate* kernel too and Δρ = 2/N is exact, not asymptotic. Cost O(N·D) per data set.
+* :class:`ExactMMD` - the quadratic-time exact kernel MMD, for small N (e.g. COVID, N = 18).
+
+The bandwidth ℓ must never be computed from the confidential observed data: pass it, or use
+:func:`median_heuristic` on *simulated* data (the paper's choice, Section 6.1).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numba
+import numpy as np
+
+from ..privacy.errors import InvalidDataError, InvalidPrivacyParameterError
+from .base import Distance, as_batch, as_points
+
+
+def _check_bandwidth(bandwidth: Any) -> float:
+    try:
+        value = float(bandwidth)
+    except (TypeError, ValueError):
+        raise InvalidPrivacyParameterError(
+            f"bandwidth must be a positive number, got {bandwidth!r}. Give it explicitly or use "
+            "dpinfer.distances.median_heuristic(simulated_data) - never the observed data."
+        ) from None
+    if not math.isfinite(value) or value <= 0.0:
+        raise InvalidPrivacyParameterError(
+            f"bandwidth must be a positive finite number, got {bandwidth!r}. Give it explicitly "
+            "or use dpinfer.distances.median_heuristic(simulated_data) - never the observed data."
+        )
+    return value
+
+
+def median_heuristic(simulated: Any, max_points: int = 2000, seed: int = 0) -> float:
+    """Median pairwise Euclidean distance among *simulated* points (the bandwidth heuristic).
+
+    Parameters
+    ----------
+    simulated
+        Simulated data: one data set (N, d) / (N,), or a stack (T, N, d) / (T, N) that is pooled.
+        Never pass the confidential observed data: the result would leak information about it
+        and is not accounted for.
+    max_points
+        At most this many pooled points (drawn without replacement with ``seed``) are used.
+
+    Returns
+    -------
+    float
+        The median of ||x_i - x_j|| over pairs i < j of distinct points (> 0).
+    """
+    arr = np.asarray(simulated, dtype=np.float64)
+    if arr.ndim == 1:
+        arr = arr[:, None]
+    elif arr.ndim == 3:
+        arr = arr.reshape(-1, arr.shape[-1])
+    elif arr.ndim == 2 and arr.shape[1] > 16:
+        # (T, N) stack of scalar data sets
+        arr = arr.reshape(-1, 1)
+    if arr.ndim != 2 or arr.shape[0] < 2:
+        raise InvalidDataError(f"median_heuristic needs at least 2 points, got shape {arr.shape}.")
+    if not np.all(np.isfinite(arr)):
+        raise InvalidDataError("median_heuristic: simulated data contain NaN or infinite values.")
+    if arr.shape[0] > max_points:
+        idx = np.random.default_rng(seed).choice(arr.shape[0], max_points, replace=False)
+        arr = arr[idx]
+    sq = np.sum(arr**2, axis=1)
+    d2 = sq[:, None] + sq[None, :] - 2.0 * arr @ arr.T
+    iu = np.triu_indices(arr.shape[0], k=1)
+    dist = np.sqrt(np.maximum(d2[iu], 0.0))
+    med = float(np.median(dist))
+    if not med > 0.0:
+        raise InvalidDataError(
+            "median_heuristic: the median pairwise distance of the simulated points is 0 "
+            "(too many identical points); give the bandwidth explicitly."
+        )
+    return med
+
+
+# --------------------------------------------------------------------------------------------
+# Random Fourier features
+# --------------------------------------------------------------------------------------------
+@numba.njit(cache=True, fastmath=False)
+def _rff_sums(Y: np.ndarray, W: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - jitted
+    """out[b, :J] = Σ_i cos(W y_bi), out[b, J:] = Σ_i sin(W y_bi) (fused, no temporaries)."""
+    B, M, d = Y.shape
+    J = W.shape[0]
+    acc_c = np.zeros(J, dtype=np.float64)
+    acc_s = np.zeros(J, dtype=np.float64)
+    for b in range(B):
+        acc_c[:] = 0.0
+        acc_s[:] = 0.0
+        for i in range(M):
+            if d == 1:
+                y0 = Y[b, i, 0]
+                for j in range(J):
+                    p = y0 * W[j, 0]
+                    acc_c[j] += math.cos(p)
+                    acc_s[j] += math.sin(p)
+            else:
+                for j in range(J):
+                    p = Y[b, i, 0] * W[j, 0]
+                    for k in range(1, d):
+                        p += Y[b, i, k] * W[j, k]
+                    acc_c[j] += math.cos(p)
+                    acc_s[j] += math.sin(p)
+        for j in range(J):
+            out[b, j] = acc_c[j]
+            out[b, J + j] = acc_s[j]
+
+
+@dataclass(frozen=True)
+class _RFFPrepared:
+    mu: np.ndarray  # (D,) mean embedding of the observed data (confidential)
+    n: int
+    d: int
+    W: np.ndarray  # (D/2, d)
+
+
+class RFFMMD(Distance):
+    """MMD with paired random Fourier features, ||φ(x)|| = 1, Δρ = 2/N (Lemma 1, B_k = 1).
+
+    Parameters
+    ----------
+    bandwidth
+        Gaussian-kernel length scale ℓ, k(x, y) = exp(-||x - y||²/(2ℓ²)). Must come from the user
+        or from :func:`median_heuristic` on simulated data.
+    n_features
+        D, the total number of features (even; D/2 frequencies, each giving a cos and a sin).
+    seed
+        Seed of the frequencies W (public randomness; the sensitivity holds for every W).
+    dtype
+        ``"float64"`` (default) or ``"float32"`` for the embeddings (projections and
+        trigonometry in that precision; sums accumulated in float64).
+    backend
+        ``"numba"`` (fused projection + cos/sin + sum, no temporaries), ``"numpy"`` (chunked
+        matrix product then ``np.cos``/``np.sin``) or ``"auto"`` (numba for float64, numpy for
+        float32, whose SIMD trigonometry is faster). Both compute the same features.
+    """
+
+    name = "rff-mmd"
+
+    def __init__(
+        self,
+        bandwidth: float,
+        n_features: int = 100,
+        seed: int = 0,
+        dtype: str | type = "float64",
+        backend: str = "auto",
+    ) -> None:
+        self.bandwidth = _check_bandwidth(bandwidth)
+        if int(n_features) != n_features or n_features < 2 or int(n_features) % 2:
+            raise InvalidPrivacyParameterError(
+                f"n_features must be an even integer >= 2 (cos and sin pairs), got {n_features!r}."
+            )
+        self.n_features = int(n_features)
+        self.seed = int(seed)
+        self.dtype = np.dtype(dtype)
+        if self.dtype not in (np.dtype(np.float64), np.dtype(np.float32)):
+            raise InvalidPrivacyParameterError(f"dtype must be float64 or float32, got {dtype!r}.")
+        if backend == "auto":
+            backend = "numba" if self.dtype == np.float64 else "numpy"
+        if backend not in ("numba", "numpy"):
+            raise InvalidPrivacyParameterError(
+                f"backend must be 'auto', 'numba' or 'numpy', got {backend!r}."
+            )
+        self.backend = backend
+
+    @classmethod
+    def from_simulations(
+        cls, simulated: Any, n_features: int = 100, seed: int = 0, **kwargs: Any
+    ) -> RFFMMD:
+        """An RFFMMD whose bandwidth is the median heuristic of *simulated* data."""
+        return cls(median_heuristic(simulated, seed=seed), n_features, seed=seed, **kwargs)
+
+    def frequencies(self, d: int) -> np.ndarray:
+        """W, shape (D/2, d), rows ~ N(0, I/ℓ²), fixed by ``seed``."""
+        rng = np.random.default_rng([self.seed, 0xF0F])
+        return rng.standard_normal((self.n_features // 2, d)) / self.bandwidth
+
+    def feature_sums(self, sims: np.ndarray, W: np.ndarray) -> np.ndarray:
+        """Σ_i [cos(W y_i), sin(W y_i)] per data set; shape (B, D), unscaled."""
+        B, M, d = sims.shape
+        J = W.shape[0]
+        Wd = np.ascontiguousarray(W, dtype=self.dtype)
+        Yd = np.ascontiguousarray(sims, dtype=self.dtype)
+        out = np.empty((B, 2 * J), dtype=np.float64)
+        if self.backend == "numba":
+            _rff_sums(Yd, Wd, out)
+            return out
+        # numpy: chunks of about 2^20 projections to stay in cache and bound memory
+        rows = max(1, (1 << 20) // max(M * J, 1))
+        for start in range(0, B, rows):
+            stop = min(B, start + rows)
+            P = Yd[start:stop].reshape(-1, d) @ Wd.T  # ((stop-start)*M, J)
+            P = P.reshape(stop - start, M, J)
+            out[start:stop, :J] = np.cos(P).sum(axis=1, dtype=np.float64)
+            np.sin(P, out=P)
+            out[start:stop, J:] = P.sum(axis=1, dtype=np.float64)
+        return out
+
+    def embed(self, data: Any, W: np.ndarray | None = None) -> np.ndarray:
+        """Mean embedding μ(Y) = (1/|Y|) Σ φ(y_i) of one data set; shape (D,)."""
+        pts = as_points(data)
+        if W is None:
+            W = self.frequencies(pts.shape[1])
+        scale = math.sqrt(2.0 / self.n_features)
+        return self.feature_sums(pts[None], W)[0] * (scale / pts.shape[0])
+
+    def prepare(self, observed: Any) -> _RFFPrepared:
+        pts = as_points(observed, "observed data")
+        W = self.frequencies(pts.shape[1])
+        return _RFFPrepared(self.embed(pts, W), pts.shape[0], pts.shape[1], W)
+
+    def batch(self, prepared: _RFFPrepared, sims: Any) -> np.ndarray:
+        arr = as_batch(sims, prepared.d)
+        scale = math.sqrt(2.0 / self.n_features) / arr.shape[1]
+        emb = self.feature_sums(arr, prepared.W)
+        emb *= scale
+        emb -= prepared.mu
+        return np.sqrt(np.einsum("bj,bj->b", emb, emb))
+
+    def sensitivity(self, prepared: _RFFPrepared) -> float:
+        """Δρ = 2/N (Lemma 1 with B_k = 1, exact because ||φ(x)|| = 1)."""
+        return 2.0 / prepared.n
+
+    def config(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "bandwidth": self.bandwidth,
+            "n_features": self.n_features,
+            "seed": self.seed,
+            "dtype": self.dtype.name,
+        }
+
+
+# --------------------------------------------------------------------------------------------
+# Exact (quadratic) MMD
+# --------------------------------------------------------------------------------------------
+@numba.njit(cache=True)
+def _exact_mmd2(X: np.ndarray, Y: np.ndarray, inv2l2: float, kxx: float) -> np.ndarray:  # pragma: no cover
+    B, M, d = Y.shape
+    N = X.shape[0]
+    out = np.empty(B, dtype=np.float64)
+    for b in range(B):
+        kyy = 0.0
+        for i in range(M):
+            for j in range(i + 1, M):
+                s = 0.0
+                for k in range(d):
+                    t = Y[b, i, k] - Y[b, j, k]
+                    s += t * t
+                kyy += math.exp(-s * inv2l2)
+        kyy = (2.0 * kyy + M) / (M * M)
+        kxy = 0.0
+        for i in range(N):
+            for j in range(M):
+                s = 0.0
+                for k in range(d):
+                    t = X[i, k] - Y[b, j, k]
+                    s += t * t
+                kxy += math.exp(-s * inv2l2)
+        kxy /= N * M
+        out[b] = kxx + kyy - 2.0 * kxy
+    return out
+
+
+@dataclass(frozen=True)
+class _ExactPrepared:
+    X: np.ndarray
+    kxx: float
+    n: int
+    d: int
+
+
+class ExactMMD(Distance):
+    """Exact Gaussian-kernel MMD, ρ = sqrt(max(MMD²_biased, 0)), Δρ = 2/N (Lemma 1, B_k = 1).
+
+    Quadratic in the data-set sizes: meant for small N (the COVID data set has N = 18).
+    """
+
+    name = "exact-mmd"
+
+    def __init__(self, bandwidth: float) -> None:
+        self.bandwidth = _check_bandwidth(bandwidth)
+
+    @classmethod
+    def from_simulations(cls, simulated: Any, seed: int = 0) -> ExactMMD:
+        """An ExactMMD whose bandwidth is the median heuristic of *simulated* data."""
+        return cls(median_heuristic(simulated, seed=seed))
+
+    def prepare(self, observed: Any) -> _ExactPrepared:
+        X = as_points(observed, "observed data")
+        sq = np.sum(X**2, axis=1)
+        d2 = np.maximum(sq[:, None] + sq[None, :] - 2 * X @ X.T, 0.0)
+        kxx = float(np.exp(-d2 / (2 * self.bandwidth**2)).mean())
+        return _ExactPrepared(X, kxx, X.shape[0], X.shape[1])
+
+    def batch(self, prepared: _ExactPrepared, sims: Any) -> np.ndarray:
+        arr = np.ascontiguousarray(as_batch(sims, prepared.d), dtype=np.float64)
+        mmd2 = _exact_mmd2(prepared.X, arr, 1.0 / (2 * self.bandwidth**2), prepared.kxx)
+        return np.sqrt(np.maximum(mmd2, 0.0))
+
+    def sensitivity(self, prepared: _ExactPrepared) -> float:
+        """Δρ = 2/N (Lemma 1, Gaussian kernel: B_k = 1)."""
+        return 2.0 / prepared.n
+
+    def config(self) -> dict[str, Any]:
+        return {"name": self.name, "bandwidth": self.bandwidth}

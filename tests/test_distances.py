@@ -1,0 +1,109 @@
+"""Distances: feature norms, agreement RFF vs exact MMD, sensitivity bounds, clipping."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dpinfer.distances import RFFMMD, ClippedDistance, ExactMMD, median_heuristic, weighted_euclidean
+from dpinfer.privacy import InvalidDataError, InvalidPrivacyParameterError
+
+
+def test_rff_features_have_unit_norm_in_both_precisions():
+    x = np.random.default_rng(0).normal(size=(50, 3)) * 10
+    for dtype in ("float64", "float32"):
+        for backend in ("numba", "numpy"):
+            d = RFFMMD(1.3, 64, dtype=dtype, backend=backend)
+            W = d.frequencies(3)
+            for row in x[:10]:
+                assert np.linalg.norm(d.embed(row[None], W)) == pytest.approx(1.0, abs=1e-6)
+
+
+def test_backends_and_precisions_agree():
+    rng = np.random.default_rng(1)
+    obs, sims = rng.normal(size=(300, 2)), rng.normal(0.2, 1, size=(9, 150, 2))
+    ref = RFFMMD(0.8, 200, backend="numpy").batch(RFFMMD(0.8, 200).prepare(obs), sims)
+    for dtype in ("float64", "float32"):
+        for backend in ("numba", "numpy"):
+            d = RFFMMD(0.8, 200, dtype=dtype, backend=backend)
+            tol = 1e-10 if dtype == "float64" else 1e-4
+            np.testing.assert_allclose(d.batch(d.prepare(obs), sims), ref, atol=tol)
+
+
+def test_rff_approximates_exact_mmd():
+    rng = np.random.default_rng(2)
+    obs = rng.normal(size=(200, 1))
+    sims = np.stack([rng.normal(mu, 1, size=(200, 1)) for mu in (0.0, 0.5, 1.0, 2.0)])
+    exact = ExactMMD(1.0)
+    rff = RFFMMD(1.0, 20000, seed=4)
+    e = exact.batch(exact.prepare(obs), sims)
+    r = rff.batch(rff.prepare(obs), sims)
+    # RFF error of the kernel mean: O(1/sqrt(D)) per entry
+    np.testing.assert_allclose(r, e, atol=0.03)
+    assert np.all(np.diff(e) > 0)
+
+
+@pytest.mark.parametrize("make", [lambda: RFFMMD(0.7, 50, seed=1), lambda: ExactMMD(0.7)])
+def test_replace_one_sensitivity_bound_holds(make):
+    """|ρ(Y*, Y) - ρ(Y*', Y)| <= 2/N for many random replacements (Lemma 1)."""
+    dist = make()
+    rng = np.random.default_rng(3)
+    n = 7
+    obs = rng.normal(size=(n, 1))
+    sims = rng.normal(size=(30, 12, 1)) * 2
+    rho = dist.batch(dist.prepare(obs), sims)
+    worst = 0.0
+    for v in np.linspace(-8, 8, 161):
+        obs2 = obs.copy()
+        obs2[int(v * 10) % n, 0] = v
+        worst = max(worst, np.abs(dist.batch(dist.prepare(obs2), sims) - rho).max())
+    assert dist.sensitivity(dist.prepare(obs)) == pytest.approx(2 / n)
+    assert worst <= 2 / n + 1e-12
+    assert worst > 0.5 / n  # the search does move rho substantially
+
+
+def test_clipped_distance_sensitivity_and_nan_handling():
+    base = weighted_euclidean([1.0, 2.0])
+    dist = ClippedDistance(base, clip=3.0)
+    obs = np.zeros((5, 2))
+    prep = dist.prepare(obs)
+    assert dist.sensitivity(prep) == pytest.approx(3.0 / 5)
+    sims = np.zeros((2, 5, 2))
+    sims[0, 0] = [100.0, 0.0]
+    sims[1, 1] = [0.0, 0.5]
+    np.testing.assert_allclose(dist.batch(prep, sims), [3.0 / 5, 1.0 / 5])
+
+    def nan_base(o, s):
+        out = np.zeros(s.shape[:2])
+        out[0, 0] = np.nan
+        return out
+
+    d2 = ClippedDistance(nan_base, clip=2.0)
+    assert d2.batch(d2.prepare(obs), sims)[0] == pytest.approx(2.0 / 5)
+    with pytest.raises(InvalidDataError):
+        dist.batch(prep, np.zeros((2, 4, 2)))
+    with pytest.raises(InvalidPrivacyParameterError):
+        ClippedDistance(base, clip=0.0)
+
+
+def test_bad_inputs():
+    d = RFFMMD(1.0, 10)
+    with pytest.raises(InvalidDataError):
+        d.prepare([1.0, np.nan])
+    prep = d.prepare(np.zeros((4, 2)))
+    with pytest.raises(InvalidDataError):
+        d.batch(prep, np.zeros((3, 5, 1)))
+    with pytest.raises(InvalidPrivacyParameterError):
+        RFFMMD(1.0, 7)
+    with pytest.raises(InvalidPrivacyParameterError):
+        ExactMMD(-2.0)
+
+
+def test_median_heuristic_on_simulated_data():
+    rng = np.random.default_rng(4)
+    sims = rng.normal(size=(20, 100, 1))
+    med = median_heuristic(sims)
+    # median |X - Y| for X, Y ~ N(0,1): sqrt(2) * 0.6745
+    assert med == pytest.approx(np.sqrt(2) * 0.6745, rel=0.08)
+    with pytest.raises(InvalidDataError):
+        median_heuristic(np.ones((10, 1)))
