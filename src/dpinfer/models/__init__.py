@@ -11,3 +11,4 @@ from .covid import CovidPolynomial as CovidPolynomial
 from .gaussian_mean import GaussianMean as GaussianMean
 from .gaussian_mean import GridPosterior as GridPosterior
 from .mixture_uniform import MixtureOfUniforms as MixtureOfUniforms
+from .tuberculosis import Tuberculosis as Tuberculosis
