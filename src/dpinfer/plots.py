@@ -1,0 +1,154 @@
+"""Plots (matplotlib, Agg backend). ABCDP: flip probability (Fig. 1), error vs threshold
+(Fig. 3), COVID fits (Fig. 4), TB posterior histograms (Fig. 5) of Park et al. (2021)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from .diagnostics.flip import flip_probability  # noqa: E402
+
+
+def _save(fig: Any, path: str | Path | None) -> Any:
+    if path is not None:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=120, bbox_inches="tight")
+        plt.close(fig)
+    return fig
+
+
+def plot_flip_probability(
+    rho: Any,
+    epsilon_abc: float,
+    b_by_label: Mapping[str, float],
+    ax: Any = None,
+    title: str = "",
+) -> Any:
+    """Flip probability G_b(|ρ - ε_abc|) (Proposition 1) against ρ, one curve per noise scale."""
+    rho = np.sort(np.asarray(rho, dtype=np.float64))
+    if ax is None:
+        _, ax = plt.subplots(figsize=(4, 3))
+    for label, b in b_by_label.items():
+        ax.plot(rho, flip_probability(rho, epsilon_abc, b), label=label)
+    ax.axvline(epsilon_abc, color="k", lw=0.6, ls=":")
+    ax.set_xlabel("ρ")
+    ax.set_ylabel("flip probability")
+    ax.set_ylim(-0.02, 0.52)
+    if title:
+        ax.set_title(title, fontsize=9)
+    return ax
+
+
+def plot_flip_grid(
+    rho: Any,
+    epsilon_abc: float,
+    n_values: Sequence[int],
+    c_values: Sequence[int],
+    eps_totals: Sequence[float],
+    noise_scale: Any,
+    path: str | Path | None = None,
+) -> Any:
+    """Fig. 1: a grid (rows c, columns N) of flip-probability curves for several ε_total.
+
+    ``noise_scale(c, eps_total, n) -> b``.
+    """
+    fig, axes = plt.subplots(len(c_values), len(n_values), figsize=(3.2 * len(n_values), 2.6 * len(c_values)),
+                             squeeze=False, sharex=True, sharey=True)
+    for i, c in enumerate(c_values):
+        for j, n in enumerate(n_values):
+            b_by = {f"ε={e:g}": noise_scale(c, e, n) for e in eps_totals}
+            plot_flip_probability(rho, epsilon_abc, b_by, ax=axes[i, j], title=f"N={n}, c={c}")
+    axes[0, -1].legend(fontsize=6, loc="upper right")
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def plot_error_vs_threshold(
+    table: Sequence[Mapping[str, Any]],
+    path: str | Path | None = None,
+    prior_error: float | None = None,
+) -> Any:
+    """Fig. 3: mean absolute error of the posterior mean vs ε_abc, one panel per c.
+
+    ``table`` rows: c, epsilon_abc, epsilon_total (inf for non-private), resample, error.
+    """
+    cs = sorted({r["c"] for r in table})
+    fig, axes = plt.subplots(1, len(cs), figsize=(4 * len(cs), 3.2), squeeze=False)
+    for ax, c in zip(axes[0], cs, strict=True):
+        rows = [r for r in table if r["c"] == c]
+        keys = sorted({(r["epsilon_total"], r["resample"]) for r in rows}, key=lambda k: (k[0], k[1]))
+        for eps, res in keys:
+            sel = sorted((r for r in rows if r["epsilon_total"] == eps and r["resample"] == res),
+                         key=lambda r: r["epsilon_abc"])
+            x = [r["epsilon_abc"] for r in sel]
+            y = [r["error"] for r in sel]
+            if np.isinf(eps):
+                if res:
+                    continue
+                ax.plot(x, y, "k-o", ms=3, label="non-private")
+            else:
+                label = f"ε={eps:g}" + (" R" if res else "")
+                ax.plot(x, y, "-" if res else ":", marker="o", ms=3, label=label)
+        if prior_error is not None:
+            ax.axhline(prior_error, color="r", lw=0.8, label="prior")
+        ax.set_xscale("log")
+        ax.set_xlabel("ε_abc")
+        ax.set_ylabel("mean |posterior mean - θ*|")
+        ax.set_title(f"c = {c}")
+    axes[0, -1].legend(fontsize=6)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def plot_covid_fit(
+    panels: Sequence[Mapping[str, Any]],
+    days: Any,
+    observed: Any,
+    path: str | Path | None = None,
+) -> Any:
+    """Fig. 4: observed counts (red), curves from the accepted θ (grey) and from the posterior
+    mean (blue crosses). ``panels``: dicts with ``title``, ``curves`` (k, T) and ``mean_curve``."""
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.3), squeeze=False)
+    for ax, panel in zip(axes[0], panels, strict=True):
+        for curve in np.atleast_2d(panel["curves"]):
+            ax.plot(days, curve, "o", color="0.6", ms=3)
+        ax.plot(days, panel["mean_curve"], "x", color="tab:blue", ms=5, label="posterior mean")
+        ax.plot(days, observed, "o", color="tab:red", ms=4, label="observed")
+        ax.set_title(panel["title"], fontsize=9)
+        ax.set_xlabel("day")
+        ax.set_ylabel("cumulative cases")
+    axes[0, 0].legend(fontsize=7)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def plot_posterior_histograms(
+    rows: Mapping[str, np.ndarray],
+    param_names: Sequence[str],
+    truth: Any,
+    path: str | Path | None = None,
+) -> Any:
+    """Fig. 5: one row of histograms per run (label -> samples (k, p)); truth in black, mean in red."""
+    fig, axes = plt.subplots(len(rows), len(param_names), figsize=(2.6 * len(param_names), 1.9 * len(rows)),
+                             squeeze=False)
+    for i, (label, samples) in enumerate(rows.items()):
+        samples = np.atleast_2d(samples)
+        for j, name in enumerate(param_names):
+            ax = axes[i, j]
+            if samples.size:
+                ax.hist(samples[:, j], bins=10, color="0.7")
+                ax.axvline(np.mean(samples[:, j]), color="tab:red", lw=2)
+            ax.axvline(truth[j], color="k", lw=2)
+            if i == 0:
+                ax.set_title(name)
+            if j == 0:
+                ax.set_ylabel(label, fontsize=7)
+    fig.tight_layout()
+    return _save(fig, path)
