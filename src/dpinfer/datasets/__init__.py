@@ -40,3 +40,12 @@ def load_abalone_raw() -> tuple[np.ndarray, np.ndarray]:
     """
     raw = np.loadtxt(data_path("abalone.data"), delimiter=",", dtype=str)
     return raw[:, 0], raw[:, 1:].astype(np.float64)
+
+
+from .abalone import (  # noqa: E402, F401  (after load_abalone_raw, which it uses)
+    ClassificationSplit,
+    SyntheticLogisticData,
+    abalone_labels,
+    load_abalone,
+    make_synthetic_logistic,
+)

@@ -1,1 +1,27 @@
-"""Differentially private variational inference (DPVI)."""
+"""Differentially private variational inference (DPVI; Jälkö, Dikmen & Honkela, UAI 2017)."""
+
+from .engine import DPVI, PrivacyPlan, plan_privacy
+from .families import FullRankGaussian, MeanFieldGaussian, make_family
+from .models import GaussianLinearRegression, LogisticRegression, Model, PoissonRegression, make_model
+from .optim import Adam, DPOptimizer, WindowedAdaGrad, clip_per_example, noise_generator
+from .result import DPVIResult
+
+__all__ = [
+    "DPVI",
+    "Adam",
+    "DPOptimizer",
+    "DPVIResult",
+    "FullRankGaussian",
+    "GaussianLinearRegression",
+    "LogisticRegression",
+    "MeanFieldGaussian",
+    "Model",
+    "PoissonRegression",
+    "PrivacyPlan",
+    "WindowedAdaGrad",
+    "clip_per_example",
+    "make_family",
+    "make_model",
+    "noise_generator",
+    "plan_privacy",
+]

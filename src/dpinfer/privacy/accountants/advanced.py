@@ -150,7 +150,7 @@ class AdvancedCompositionAccountant(Accountant):
         delta_ar = delta / 2.0
         for _ in range(100):
             eps = self._gaussian_add_remove(event, delta_ar)
-            if not math.isfinite(eps):
+            if not math.isfinite(eps) or eps > 700.0:  # e^eps would overflow; vacuous anyway
                 return math.inf
             needed = delta / (1.0 + math.exp(eps))
             if delta_ar <= needed * (1 + 1e-12):

@@ -1,0 +1,160 @@
+"""Gaussian variational families with the reparameterisation θ = u + L ε, ε ~ N(0, I).
+
+Both families expose the pieces the DPVI gradient needs (Jälkö et al. 2017, Section 4):
+
+* ``sample(params, eps)``: θ as a differentiable function of the variational parameters;
+* ``pullback(params, eps, g)``: the chain rule ∂θ/∂params applied to per-example gradients
+  g_i = ∇_θ ℓ_i, *vectorised over examples* (closed form, no autograd);
+* ``entropy(params)``: the entropy of q, analytic.
+
+Parameter layouts (flat vectors, ``n_params`` entries):
+
+* :class:`MeanFieldGaussian`: ``[u (D), ω (D)]`` with q = N(u, diag(exp(ω))²), as PyMC3's ADVI
+  used by the authors (2D parameters);
+* :class:`FullRankGaussian`: ``[u (D), the D(D+1)/2 lower-triangular entries of L row by row]``
+  with the diagonal stored as log L_jj; q = N(u, L Lᵀ).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from ..privacy.errors import InvalidDataError
+
+Tensor = torch.Tensor
+
+
+class GaussianFamily:
+    """Common interface of the Gaussian families."""
+
+    name = ""
+
+    def __init__(self, dim: int) -> None:
+        self.dim = int(dim)
+        if self.dim < 1:
+            raise InvalidDataError(f"dim must be >= 1, got {dim!r}.")
+
+    n_params: int
+
+    def init_params(self, dtype: torch.dtype = torch.float64) -> Tensor:
+        """u = 0 and unit scale (PyMC3 ADVI's start: ω = 0)."""
+        return torch.zeros(self.n_params, dtype=dtype)
+
+    def sample(self, params: Tensor, eps: Tensor) -> Tensor:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def pullback(self, params: Tensor, eps: Tensor, g: Tensor) -> Tensor:  # pragma: no cover
+        raise NotImplementedError
+
+    def entropy(self, params: Tensor) -> Tensor:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def entropy_grad(self, params: Tensor) -> Tensor:
+        """∇_params H[q] (closed form in the subclasses; autograd here)."""
+        return torch.func.grad(self.entropy)(params)
+
+    def mean(self, params: np.ndarray) -> np.ndarray:
+        """Mean of q."""
+        return np.asarray(params[: self.dim], dtype=np.float64).copy()
+
+    def scale_tril(self, params: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def covariance(self, params: np.ndarray) -> np.ndarray:
+        """Covariance of q."""
+        L = self.scale_tril(params)
+        return L @ L.T
+
+
+class MeanFieldGaussian(GaussianFamily):
+    """q(θ) = N(u, diag(exp(ω))²); θ = u + exp(ω) ⊙ ε."""
+
+    name = "meanfield"
+
+    @property
+    def n_params(self) -> int:  # type: ignore[override]
+        return 2 * self.dim
+
+    def sample(self, params: Tensor, eps: Tensor) -> Tensor:
+        u, omega = params[: self.dim], params[self.dim :]
+        return u + torch.exp(omega) * eps
+
+    def pullback(self, params: Tensor, eps: Tensor, g: Tensor) -> Tensor:
+        """Per-example gradients w.r.t. (u, ω): ``[g_i, g_i ⊙ ε ⊙ exp(ω)]``, shape (B, 2D)."""
+        scale = torch.exp(params[self.dim :])
+        return torch.cat([g, g * (eps * scale)], dim=-1)
+
+    def entropy(self, params: Tensor) -> Tensor:
+        """H[q] = Σ ω_j + D/2 · log(2πe)."""
+        return params[self.dim :].sum() + 0.5 * self.dim * (1.0 + math.log(2 * math.pi))
+
+    def entropy_grad(self, params: Tensor) -> Tensor:
+        """∂H/∂u = 0, ∂H/∂ω = 1."""
+        out = torch.zeros_like(params)
+        out[self.dim :] = 1.0
+        return out
+
+    def scale_tril(self, params: np.ndarray) -> np.ndarray:
+        return np.diag(np.exp(np.asarray(params[self.dim :], dtype=np.float64)))
+
+
+class FullRankGaussian(GaussianFamily):
+    """q(θ) = N(u, L Lᵀ), L lower triangular with positive diagonal exp(l_jj); θ = u + L ε."""
+
+    name = "fullrank"
+
+    def __init__(self, dim: int) -> None:
+        super().__init__(dim)
+        rows, cols = np.tril_indices(self.dim)
+        self._rows = torch.as_tensor(rows)
+        self._cols = torch.as_tensor(cols)
+        self._diag_mask = torch.as_tensor(rows == cols)
+
+    @property
+    def n_params(self) -> int:  # type: ignore[override]
+        return self.dim + self.dim * (self.dim + 1) // 2
+
+    def _entries(self, params: Tensor) -> Tensor:
+        raw = params[self.dim :]
+        return torch.where(self._diag_mask, torch.exp(raw), raw)
+
+    def _L(self, params: Tensor) -> Tensor:
+        L = torch.zeros(self.dim, self.dim, dtype=params.dtype)
+        return L.index_put((self._rows, self._cols), self._entries(params))
+
+    def sample(self, params: Tensor, eps: Tensor) -> Tensor:
+        return params[: self.dim] + eps @ self._L(params).T
+
+    def pullback(self, params: Tensor, eps: Tensor, g: Tensor) -> Tensor:
+        """Per-example gradients: ∂/∂u = g_i; ∂/∂L_jk = g_ij ε_k (×L_jj on the log-diagonal)."""
+        dL = g[:, self._rows] * eps[self._cols]
+        dL = torch.where(self._diag_mask, dL * self._entries(params), dL)
+        return torch.cat([g, dL], dim=-1)
+
+    def entropy(self, params: Tensor) -> Tensor:
+        """H[q] = Σ log L_jj + D/2 · log(2πe)."""
+        return params[self.dim :][self._diag_mask].sum() + 0.5 * self.dim * (1.0 + math.log(2 * math.pi))
+
+    def entropy_grad(self, params: Tensor) -> Tensor:
+        """∂H/∂u = 0, ∂H/∂l_jj = 1 on the log-diagonal, 0 off it."""
+        out = torch.zeros_like(params)
+        out[self.dim :] = self._diag_mask.to(params.dtype)
+        return out
+
+    def scale_tril(self, params: np.ndarray) -> np.ndarray:
+        p = torch.as_tensor(np.asarray(params, dtype=np.float64))
+        return self._L(p).numpy()
+
+
+FAMILIES: dict[str, type[GaussianFamily]] = {"meanfield": MeanFieldGaussian, "fullrank": FullRankGaussian}
+
+
+def make_family(name: str, dim: int) -> GaussianFamily:
+    """A family by name: ``"meanfield"`` or ``"fullrank"``."""
+    try:
+        return FAMILIES[name](dim)
+    except KeyError:
+        raise InvalidDataError(f"family must be one of {sorted(FAMILIES)}, got {name!r}.") from None

@@ -1,0 +1,104 @@
+"""Per-example gradients of the reparameterised ELBO with respect to the variational parameters.
+
+With a minibatch B drawn from N training records and θ_s = u + L ε_s (s = 1..S Monte Carlo
+draws shared by all examples of the step), the unbiased ELBO estimate is
+
+    L̂ = (1/S) Σ_s [ scale · Σ_{i∈B} log p(y_i | x_i, θ_s) + log p(θ_s) ] + H[q],
+
+with ``scale = 1/q`` (Poisson sampling at rate q) or ``N/|B|`` (fixed-size batches). Two ways to
+split L̂ into per-example terms are offered (both are DP: the prior and entropy terms do not
+depend on the data):
+
+``"elbo"`` (the authors' code, METHODS.md §3.1, PyMC3 minibatch ADVI)
+    ℓ_i = scale · log p(y_i | x_i, θ) + (log p(θ) + H[q]) / |B|; every ∇ℓ_i is clipped, so C
+    applies to *scaled* gradients and the prior/entropy pull is clipped too. Σ_i ∇ℓ_i = ∇L̂.
+``"likelihood"`` (the authors' other code path, ``dpvi/utils/advi.py``)
+    ℓ_i = log p(y_i | x_i, θ) is clipped; the privatised sum is multiplied by ``scale`` and the
+    exact prior and entropy gradients are added outside the clipping.
+
+Per-example θ-gradients come from the model (closed form or ``vmap(grad)``) and are mapped to the
+variational parameters by the family's closed-form ``pullback``: all vectorised over examples.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .families import GaussianFamily
+from .models import Model
+
+Tensor = torch.Tensor
+
+PER_EXAMPLE_MODES = ("elbo", "likelihood")
+
+
+def data_free_grad(model: Model, family: GaussianFamily, params: Tensor, eps: Tensor) -> Tensor:
+    """∇_params of (1/S) Σ_s log p(θ_s) + H[q]: the part of the ELBO gradient without data."""
+    S = eps.shape[0]
+    out = family.entropy_grad(params)
+    for s in range(S):
+        theta = family.sample(params, eps[s])
+        g_theta = model.log_prior_grad(theta)
+        out = out + family.pullback(params, eps[s], g_theta.unsqueeze(0))[0] / S
+    return out
+
+
+def per_example_likelihood_grads(
+    model: Model, family: GaussianFamily, params: Tensor, X: Tensor, y: Tensor, eps: Tensor
+) -> Tensor:
+    """∇_params (1/S) Σ_s log p(y_i | x_i, θ_s) for every example, shape (B, n_params)."""
+    S = eps.shape[0]
+    out = None
+    for s in range(S):
+        theta = family.sample(params, eps[s])
+        g = family.pullback(params, eps[s], model.per_example_grad(theta, X, y))
+        out = g if out is None else out + g
+    assert out is not None
+    return out / S if S > 1 else out
+
+
+def per_example_terms(
+    model: Model,
+    family: GaussianFamily,
+    params: Tensor,
+    X: Tensor,
+    y: Tensor,
+    eps: Tensor,
+    scale: float,
+    mode: str = "elbo",
+) -> tuple[Tensor, Tensor]:
+    """The rows to clip and the data-free gradient (module docstring).
+
+    Returns
+    -------
+    rows : Tensor (B, n_params)
+        Per-example gradients that are clipped and summed.
+    free : Tensor (n_params,)
+        ∇(log p + H); already included in ``rows`` in mode ``"elbo"``, to be added after the
+        privatised sum in mode ``"likelihood"``.
+    """
+    lik = per_example_likelihood_grads(model, family, params, X, y, eps)
+    free = data_free_grad(model, family, params, eps)
+    if mode == "elbo":
+        return scale * lik + free / max(X.shape[0], 1), free
+    return lik, free
+
+
+def combine(privatized_sum: Tensor, free: Tensor, scale: float, mode: str) -> Tensor:
+    """The ELBO gradient estimate from the privatised sum of the rows (module docstring)."""
+    if mode == "elbo":
+        return privatized_sum
+    return scale * privatized_sum + free
+
+
+def elbo_estimate(
+    model: Model, family: GaussianFamily, params: Tensor, X: Tensor, y: Tensor, eps: Tensor, scale: float
+) -> float:
+    """The minibatch ELBO estimate L̂ (module docstring). Computed on confidential data."""
+    S = eps.shape[0]
+    total = 0.0
+    with torch.no_grad():
+        for s in range(S):
+            theta = family.sample(params, eps[s])
+            total += float(scale * model.log_likelihood(theta, X, y).sum() + model.log_prior(theta))
+        return total / S + float(family.entropy(params))

@@ -1,0 +1,199 @@
+"""The result of a DPVI fit: the variational posterior, predictions, traces and the privacy report."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..privacy import PrivacyReport
+from ..privacy.errors import InvalidDataError
+from .families import make_family
+from .models import BUILTIN_MODELS, Model, make_model
+
+FORMAT = "dpinfer.dpvi/1"
+
+
+@dataclass
+class DPVIResult:
+    """A fitted Gaussian variational posterior q(θ).
+
+    Attributes
+    ----------
+    family
+        ``"meanfield"`` or ``"fullrank"``.
+    params
+        The flat variational parameters (layout in :mod:`dpinfer.vi.families`).
+    model_name, model_config
+        The model (built-in models are rebuilt from these after :meth:`load`).
+    privacy
+        The privacy report (ε, δ, accountant, neighbouring relation, σ, q, T, C); ``None`` for a
+        non-private fit.
+    elbo_trace
+        Array (k, 2) of (step, minibatch ELBO estimate). These values are computed on the
+        confidential data *without noise*: they are recorded by default only for non-private
+        fits; for private fits only with ``track_elbo=True``, which sets ``confidential_trace``.
+    config
+        The fit's settings (seed, optimizer, learning rate, sampling scheme, ...).
+    """
+
+    family: str
+    params: np.ndarray
+    model_name: str
+    model_config: dict[str, Any]
+    privacy: PrivacyReport | None
+    elbo_trace: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
+    config: dict[str, Any] = field(default_factory=dict)
+    confidential_trace: bool = False
+    model: Model | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.params = np.asarray(self.params, dtype=np.float64)
+        self.elbo_trace = np.asarray(self.elbo_trace, dtype=np.float64).reshape(-1, 2)
+        self._family = make_family(self.family, int(self.model_config["dim"]))
+        if self.model is None and self.model_name in BUILTIN_MODELS:
+            self.model = make_model(self.model_name, **self.model_config)
+
+    # -- the posterior ------------------------------------------------------------------------
+    @property
+    def private(self) -> bool:
+        """Whether the fit was differentially private."""
+        return self.privacy is not None
+
+    @property
+    def dim(self) -> int:
+        return self._family.dim
+
+    @property
+    def mean(self) -> np.ndarray:
+        """Posterior mean of θ under q."""
+        return self._family.mean(self.params)
+
+    @property
+    def covariance(self) -> np.ndarray:
+        """Posterior covariance of θ under q."""
+        return self._family.covariance(self.params)
+
+    @property
+    def std(self) -> np.ndarray:
+        """Posterior standard deviations."""
+        return np.sqrt(np.diag(self.covariance))
+
+    def sample(self, n: int, seed: int | np.random.Generator | None = None) -> np.ndarray:
+        """``n`` draws from q(θ), shape (n, dim) (post-processing: no privacy cost)."""
+        rng = np.random.default_rng(seed)
+        L = self._family.scale_tril(self.params)
+        return self.mean + rng.standard_normal((int(n), self.dim)) @ L.T
+
+    # -- predictions ---------------------------------------------------------------------------
+    def _check_X(self, X: Any) -> np.ndarray:
+        X = np.asarray(X, dtype=np.float64)
+        if X.ndim != 2 or X.shape[1] != self.dim:
+            raise InvalidDataError(f"X must have shape (n, {self.dim}), got {X.shape}.")
+        return X
+
+    def predict_proba(
+        self, X: Any, method: str = "probit", n_samples: int = 1000, seed: int = 0
+    ) -> np.ndarray:
+        """P(y = 1 | x) for a logistic model (``"probit"``: the authors' approximation; ``"mc"``)."""
+        if self.model is None or not hasattr(self.model, "predict_proba"):
+            raise InvalidDataError(
+                f"predict_proba needs a classification model; this fit used {self.model_name!r}."
+            )
+        X = self._check_X(X)
+        samples = self.sample(n_samples, seed) if method == "mc" else None
+        return self.model.predict_proba(self.mean, self.covariance, X, method=method, samples=samples)
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Predicted class (threshold 0.5) for a logistic model, or predictive mean for Poisson."""
+        if self.model is not None and hasattr(self.model, "predict_mean"):
+            return self.model.predict_mean(self.mean, self.covariance, self._check_X(X))
+        return (self.predict_proba(X) >= 0.5).astype(np.float64)
+
+    def accuracy(self, X: Any, y: Any) -> float:
+        """Classification accuracy on (X, y) (threshold 0.5 on :meth:`predict_proba`)."""
+        y = np.asarray(y, dtype=np.float64).reshape(-1)
+        return float(np.mean((self.predict_proba(X) >= 0.5) == (y == 1.0)))
+
+    # -- persistence ---------------------------------------------------------------------------
+    def to_dict(self, include_confidential: bool = False) -> dict[str, Any]:
+        """A JSON-ready dictionary; a confidential ELBO trace is left out unless asked for."""
+        trace = self.elbo_trace
+        if self.confidential_trace and not include_confidential:
+            trace = np.zeros((0, 2))
+        return {
+            "format": FORMAT,
+            "family": self.family,
+            "params": self.params.tolist(),
+            "mean": self.mean.tolist(),
+            "covariance": self.covariance.tolist(),
+            "model_name": self.model_name,
+            "model_config": self.model_config,
+            "privacy": None if self.privacy is None else self.privacy.to_dict(),
+            "elbo_trace": trace.tolist(),
+            "confidential_trace": bool(self.confidential_trace and include_confidential),
+            "config": self.config,
+        }
+
+    def save(self, path: str | Path, include_confidential: bool = False) -> Path:
+        """Write the result as JSON (see :meth:`to_dict`)."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.to_dict(include_confidential), indent=2))
+        return path
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], model: Model | None = None) -> DPVIResult:
+        if data.get("format") != FORMAT:
+            raise InvalidDataError(f"not a DPVI result file (format {data.get('format')!r}).")
+        privacy = None if data["privacy"] is None else PrivacyReport.from_dict(data["privacy"])
+        return cls(
+            family=data["family"],
+            params=np.asarray(data["params"]),
+            model_name=data["model_name"],
+            model_config=data["model_config"],
+            privacy=privacy,
+            elbo_trace=np.asarray(data["elbo_trace"]),
+            config=data.get("config", {}),
+            confidential_trace=bool(data.get("confidential_trace", False)),
+            model=model,
+        )
+
+    @classmethod
+    def load(cls, path: str | Path, model: Model | None = None) -> DPVIResult:
+        """Read a result written by :meth:`save` (pass ``model`` for a custom model)."""
+        return cls.from_dict(json.loads(Path(path).read_text()), model=model)
+
+    def to_arviz(self, n_samples: int = 1000, seed: int = 0, var_names: list[str] | None = None) -> Any:
+        """An ``arviz.InferenceData`` with ``n_samples`` draws from q (one chain).
+
+        arviz is optional and imported here; install it with ``pip install arviz``.
+        """
+        try:
+            import arviz as az
+        except ImportError as exc:
+            raise ImportError(
+                "DPVIResult.to_arviz needs the optional package arviz: pip install arviz"
+            ) from exc
+        draws = self.sample(n_samples, seed)
+        names = var_names or [f"theta_{j}" for j in range(self.dim)]
+        if len(names) != self.dim:
+            raise InvalidDataError(f"var_names needs {self.dim} names, got {len(names)}.")
+        posterior = {name: draws[None, :, j] for j, name in enumerate(names)}
+        attrs = {"inference": f"dpvi-{self.family}"}
+        if self.privacy is not None:
+            attrs.update(
+                epsilon=self.privacy.epsilon, delta=self.privacy.delta, accountant=self.privacy.accountant
+            )
+        return az.from_dict(posterior=posterior, attrs=attrs)
+
+    def summary(self) -> str:
+        """A few human-readable lines."""
+        lines = [f"DPVI {self.family} posterior for model {self.model_name!r} (dim {self.dim})"]
+        lines.append("  mean: " + np.array2string(self.mean, precision=4))
+        lines.append("  std:  " + np.array2string(self.std, precision=4))
+        lines.append(self.privacy.summary() if self.privacy is not None else "  NON-PRIVATE fit")
+        return "\n".join(lines)
