@@ -481,3 +481,28 @@ class GaussianPosterior:
         from scipy.stats import norm
 
         return norm(self.mean[i], self.sd[i]).cdf
+
+
+class DrawsPosterior:
+    """A posterior represented by equal-weight draws (e.g. products of Beta posteriors)."""
+
+    def __init__(self, draws: Any, param_names: tuple[str, ...] | None = None) -> None:
+        self.draws = np.atleast_2d(np.asarray(draws, dtype=np.float64))
+        self.param_names = tuple(param_names or (f"theta{i}" for i in range(self.draws.shape[1])))
+        self.valid = True
+        self.reason = ""
+
+    @property
+    def mean(self) -> np.ndarray:
+        return self.draws.mean(axis=0)
+
+    @property
+    def sd(self) -> np.ndarray:
+        return self.draws.std(axis=0, ddof=1)
+
+    def interval(self, level: float = 0.95) -> np.ndarray:
+        return np.quantile(self.draws, [0.5 - level / 2, 0.5 + level / 2], axis=0).T
+
+    def sample(self, n: int, seed: Any = None) -> np.ndarray:
+        idx = as_generator(seed).integers(0, self.draws.shape[0], int(n))
+        return self.draws[idx]
