@@ -1,0 +1,128 @@
+"""`dpinfer dpvi` end to end: CSV input, ledger charge, output file, clear errors."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from dpinfer.cli import main
+from dpinfer.privacy import Ledger
+from dpinfer.vi import DPVIResult
+
+
+def _write_csv(path, X, y, bad_row=None):
+    lines = ["a,b,label"]
+    for i, (row, t) in enumerate(zip(X, y, strict=True)):
+        vals = [f"{v:.6f}" for v in row] + [f"{t:g}"]
+        if i == bad_row:
+            vals[1] = "oops"
+        lines.append(",".join(vals))
+    path.write_text("\n".join(lines) + "\n")
+
+
+def _data(n=600, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, 2))
+    y = (rng.random(n) < 1 / (1 + np.exp(-(X @ np.array([2.0, -1.0]))))).astype(float)
+    return X, y
+
+
+def test_cli_fits_a_csv_and_charges_the_ledger(tmp_path, capsys):
+    X, y = _data()
+    _write_csv(tmp_path / "d.csv", X, y)
+    ledger = tmp_path / "l.db"
+    Ledger(ledger).register("d", epsilon=3.0, delta=1e-5, accountant="pld")
+    out = tmp_path / "fit.json"
+    code = main(
+        [
+            "dpvi",
+            "--data",
+            str(tmp_path / "d.csv"),
+            "--target",
+            "label",
+            "--epsilon",
+            "2",
+            "--delta",
+            "1e-5",
+            "--clip",
+            "1",
+            "--sampling-rate",
+            "0.2",
+            "--steps",
+            "1000",
+            "--ledger",
+            str(ledger),
+            "--seed",
+            "1",
+            "--no-progress",
+            "--out",
+            str(out),
+        ]
+    )
+    assert code == 0
+    fit = DPVIResult.load(out)
+    assert fit.privacy.epsilon <= 2.0 and fit.privacy.neighbouring == "replace-one"
+    assert fit.config["feature_names"] == ["a", "b"]
+    assert np.sign(fit.mean).tolist() == [1.0, -1.0]
+    hist = Ledger(ledger).history("d")
+    assert [h["status"] for h in hist] == ["released"]
+    assert "charged to 'd'" in capsys.readouterr().out
+
+
+def test_cli_abalone_non_private_reports_accuracy(tmp_path, capsys):
+    out = tmp_path / "fit.json"
+    assert (
+        main(
+            [
+                "dpvi",
+                "--data",
+                "abalone",
+                "--non-private",
+                "--steps",
+                "300",
+                "--sampling-rate",
+                "0.05",
+                "--seed",
+                "0",
+                "--no-progress",
+                "--json",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    last = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert last["privacy"] is None and last["test_accuracy"] > 0.7
+
+
+def test_cli_bad_input_is_a_clear_error_and_nothing_is_charged(tmp_path, capsys):
+    X, y = _data(50)
+    _write_csv(tmp_path / "bad.csv", X, y, bad_row=3)
+    ledger = tmp_path / "l.db"
+    Ledger(ledger).register("bad", epsilon=3.0, delta=1e-5, accountant="pld")
+    args = [
+        "dpvi",
+        "--data",
+        str(tmp_path / "bad.csv"),
+        "--target",
+        "label",
+        "--epsilon",
+        "1",
+        "--ledger",
+        str(ledger),
+        "--no-progress",
+        "--out",
+        str(tmp_path / "o.json"),
+    ]
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert "line 5" in err and "'oops' is not a number" in err
+    _write_csv(tmp_path / "bad.csv", X, y + 1)  # labels 1/2: not binary
+    assert main(args) == 1
+    assert "binary" in capsys.readouterr().err
+    assert main([*args[:-2], "--target", "nope", "--out", "x.json"]) == 1
+    assert "not in" in capsys.readouterr().err
+    assert Ledger(ledger).history("bad") == []
+    assert not (tmp_path / "o.json").exists()
