@@ -107,3 +107,40 @@ def test_median_heuristic_on_simulated_data():
     assert med == pytest.approx(np.sqrt(2) * 0.6745, rel=0.08)
     with pytest.raises(InvalidDataError):
         median_heuristic(np.ones((10, 1)))
+
+
+def test_vectorised_sincos_kernel_is_accurate():
+    from dpinfer.distances.mmd import sincos_array
+
+    for scale in (1.0, 100.0, 2.0**19):
+        x = np.random.default_rng(5).uniform(-scale, scale, 200_000)
+        s, c = sincos_array(x)
+        assert np.abs(s - np.sin(x)).max() < 4.5e-16
+        assert np.abs(c - np.cos(x)).max() < 4.5e-16
+
+
+def test_large_arguments_fall_back_to_libm():
+    obs = np.array([[1e6], [2e6]])
+    sims = np.array([[[1e6], [3e6]]])
+    a = RFFMMD(0.5, 8, backend="numba")
+    b = RFFMMD(0.5, 8, backend="numpy")
+    np.testing.assert_allclose(a.batch(a.prepare(obs), sims), b.batch(b.prepare(obs), sims), atol=1e-9)
+
+
+def test_binned_rff_has_unit_norm_exact_sensitivity_and_small_error():
+    from dpinfer.distances import BinnedRFFMMD
+
+    rng = np.random.default_rng(6)
+    obs = rng.uniform(0, 5, size=(1000, 1))
+    sims = rng.uniform(0, 5, size=(6, 400, 1))
+    binned = BinnedRFFMMD(0.6, 100, lo=0.0, hi=5.0, n_bins=4096)
+    exact = RFFMMD(0.6, 100)
+    for x in (-3.0, 0.0, 2.2, 7.0):  # also outside the grid: edge bins
+        assert np.linalg.norm(binned.embed(np.array([[x]]))) == pytest.approx(1.0)
+    pb, pe = binned.prepare(obs), exact.prepare(obs)
+    assert binned.sensitivity(pb) == pytest.approx(2 / 1000)
+    err = np.abs(binned.batch(pb, sims) - exact.batch(pe, sims)).max()
+    # each feature moves by at most ||w||·h/2 per point
+    h = 5.0 / 4096
+    bound = np.abs(exact.frequencies(1)).max() * h / 2 * 2
+    assert err < bound

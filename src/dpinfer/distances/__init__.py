@@ -2,9 +2,10 @@
 
 from .base import Distance, as_batch, as_points
 from .clipped import ClippedDistance, weighted_euclidean
-from .mmd import RFFMMD, ExactMMD, median_heuristic
+from .mmd import RFFMMD, BinnedRFFMMD, ExactMMD, median_heuristic
 
 __all__ = [
+    "BinnedRFFMMD",
     "ClippedDistance",
     "Distance",
     "ExactMMD",

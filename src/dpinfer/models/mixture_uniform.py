@@ -36,18 +36,28 @@ class MixtureOfUniforms:
     def simulate(self, theta: Any, rng: np.random.Generator, n_points: int | None = None) -> np.ndarray:
         """Y ~ p(y | θ) for each row of θ; shape (B, n_points, 1).
 
-        Component labels by inverse CDF of the weights, then a U(0, 1) offset.
+        Exact inverse-CDF sampling with one uniform per point: the mixture CDF is piecewise
+        linear, F(y) = C_{k} + θ_{k+1}(y - k) on [k, k+1] (C the cumulative weights), so
+        y = k + (u - C_k)/θ_{k+1} with k the number of cumulative weights <= u.
         """
         th = np.atleast_2d(np.asarray(theta, dtype=np.float64))
         if th.shape[1] != self.k or np.any(th < 0):
             raise InvalidDataError(f"theta must be (B, {self.k}) non-negative weights, got {th.shape}.")
         m = self.n_points if n_points is None else int(n_points)
-        cum = np.cumsum(th / th.sum(axis=1, keepdims=True), axis=1)
+        w = th / th.sum(axis=1, keepdims=True)
+        cum = np.cumsum(w, axis=1)
+        cum[:, -1] = 1.0
         u = rng.random((th.shape[0], m))
-        comp = np.zeros(u.shape, dtype=np.float64)
-        for j in range(self.k - 1):  # comp = number of cumulative weights below u
-            comp += u >= cum[:, j : j + 1]
-        return (comp + rng.random((th.shape[0], m)))[:, :, None]
+        out = np.empty((th.shape[0], m, 1))
+        for b in range(th.shape[0]):
+            k = np.searchsorted(cum[b], u[b], side="right")
+            np.minimum(k, self.k - 1, out=k)
+            lower = np.concatenate(([0.0], cum[b, :-1]))
+            wk = w[b][k]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                frac = np.where(wk > 0, (u[b] - lower[k]) / wk, 0.5)
+            out[b, :, 0] = k + np.clip(frac, 0.0, 1.0)
+        return out
 
     def observed(self, seed: int = 0, theta: Any = None) -> np.ndarray:
         """A synthetic observed data set Y* at θ* (the paper's set-up); shape (n_points, 1)."""
