@@ -1,0 +1,51 @@
+"""The DPVI paper's Abalone targets (slow: 10 fits per setting, about 20 s in all)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from dpinfer.datasets import load_abalone
+from dpinfer.vi import DPVI, LogisticRegression, plan_privacy
+
+pytestmark = pytest.mark.slow
+
+T, Q, C, DELTA = 1000, 0.05, 5.0, 1e-3
+
+
+def _mean_accuracy(runs=10, **kw):
+    d = load_abalone()
+    engine = DPVI(LogisticRegression(8))
+    accs = [engine.fit(d.X_train, d.y_train, seed=r, **kw).accuracy(d.X_test, d.y_test) for r in range(runs)]
+    return float(np.mean(accs)), float(np.std(accs, ddof=1) / np.sqrt(runs))
+
+
+def test_non_private_accuracy_over_10_runs():
+    m, _ = _mean_accuracy(private=False, clip=None, sampling_rate=0.01, steps=2000, lr=0.1)
+    assert m >= 0.76  # paper 0.767
+
+
+def test_pld_calibrated_eps_012_beats_the_paper_target():
+    plan = plan_privacy(sampling_rate=Q, steps=T, delta=DELTA, epsilon=0.12)
+    m, se = _mean_accuracy(
+        noise_multiplier=plan.noise_multiplier, delta=DELTA, clip=C, sampling_rate=Q, steps=T
+    )
+    assert m >= 0.74  # paper 0.744 at its moments-accountant eps = 0.121 (with 2.1x more noise)
+
+
+def test_paper_noise_and_sampling_reproduce_the_paper_accuracy():
+    warnings.filterwarnings("ignore", message="sampling='with-replacement'")
+    m, se = _mean_accuracy(
+        noise_multiplier=2 * 51.077,
+        delta=DELTA,
+        clip=C,
+        sampling_rate=Q,
+        steps=T,
+        sampling="with-replacement",
+        paper_accounting=True,
+        delta_prime=4e-5,
+    )
+    # paper: 0.7440 +- 0.0025 (10 runs); allow 3 combined standard errors
+    assert abs(m - 0.744) < 3 * np.hypot(se, 0.0025)
