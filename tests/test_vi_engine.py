@@ -341,3 +341,11 @@ def test_bad_input_is_refused_and_nothing_is_charged(ledger, X, y, kw, err, matc
     with pytest.raises(err, match=match):
         _fit(ledger, X, y, **kw)
     assert ledger.history("d") == []
+
+
+def test_with_replacement_fits_need_an_advanced_ledger(ledger):
+    X, y = np.array([[0.0, 1.0], [1.0, 2.0]] * 10), np.array([0.0, 1.0] * 10)
+    with pytest.raises(InvalidPrivacyParameterError, match="Poisson"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _fit(ledger, X, y, sampling="with-replacement", sampling_rate=0.5)
+    assert ledger.history("d") == []

@@ -33,7 +33,9 @@ Accounting convention for replace-one with the advanced accountant:
   Gaussian bound even where it is not valid (ε0 >= 1).
 
 The fit is charged to the ledger (when given) before the first noisy gradient is computed, and
-every input is validated (and the noise calibrated) before that.
+every input is validated (and the noise calibrated) before that. The ledger composes the fit's
+event with its own accountant; with-replacement fits are therefore only charged to data sets
+budgeted with the ``"advanced"`` accountant.
 
 Randomness: the user's ``seed`` drives subsampling, the Monte Carlo draws of the
 reparameterisation and (with ``init_scale > 0``) the initialisation; the privacy noise comes only
@@ -377,6 +379,14 @@ class DPVI:
             raise InvalidPrivacyParameterError("private=False takes neither epsilon nor noise_multiplier.")
         if ledger is not None and plan is None:
             raise InvalidPrivacyParameterError("a non-private fit cannot be charged to a ledger.")
+        if ledger is not None and sampling == "with-replacement":
+            budget_accountant = ledger.budget(dataset).accountant  # type: ignore[arg-type]
+            if budget_accountant != "advanced":
+                raise InvalidPrivacyParameterError(
+                    f"the ledger accounts {dataset!r} with {budget_accountant!r}, which would treat the "
+                    "paper's with-replacement batches as Poisson subsampling; use sampling='poisson' "
+                    "(or a data set budgeted with the 'advanced' accountant)."
+                )
 
         # ---- 3. set up -------------------------------------------------------------------------
         tdtype = torch.float64 if dtype == "float64" else torch.float32
