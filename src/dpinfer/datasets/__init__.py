@@ -49,3 +49,4 @@ from .abalone import (  # noqa: E402, F401  (after load_abalone_raw, which it us
     load_abalone,
     make_synthetic_logistic,
 )
+from .abcdp_data import load_covid_nl, load_tb_sanfrancisco  # noqa: E402, F401
