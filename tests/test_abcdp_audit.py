@@ -165,3 +165,64 @@ def test_privacy_audit_rff_mmd_neighbours():
     ]
     _, violated = certified_violation(counts[0], counts[1], EPS)
     assert not violated
+
+
+@pytest.mark.slow
+def test_privacy_audit_through_public_abcdp():
+    """The same audit through dpinfer.abc.abcdp (noise scale from Theorem 1, stream, result)."""
+    from dpinfer.abc import abcdp
+
+    clip = 1.0
+    dist = ClippedDistance(weighted_euclidean([1.0]), clip=clip)
+    d = np.zeros((4, 1))
+    d_prime = d.copy()
+    d_prime[0, 0] = 5.0
+    sims = np.zeros((3, 4, 1))
+    sims[:2, 0, 0] = 5.0
+    sims[:2, 1:, 0] = 1.0 / 3.0
+    sims[2, 1:, 0] = 2.0 / 3.0
+    thetas = np.arange(3.0)[:, None]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InsecureRandomnessWarning)
+        rngs = [PrivacyRNG.insecure_deterministic(s) for s in (21, 22)]
+    n = 20_000
+    counts = []
+    for data, rng in ((d, rngs[0]), (d_prime, rngs[1])):
+        cnt = np.zeros(4, dtype=np.int64)
+        for _ in range(n):
+            res = abcdp(data, (thetas, sims), dist, C_STOP, EPS, EPS_ABC, privacy_rng=rng)
+            cnt[res.accepted_index[0] if res.n_accepted else 3] += 1
+        counts.append(cnt)
+    _, rho, rho_prime = neighbouring_clipped()
+    b = svt_noise_scale(C_STOP, EPS, 0.25)
+    for cnt, r in zip(counts, (rho, rho_prime), strict=True):
+        exact = exact_output_probabilities(r, b, 2.0)
+        assert np.all(np.abs(cnt / n - exact) < 5 * np.sqrt(exact * (1 - exact) / n))
+    _, violated = certified_violation(counts[0], counts[1], EPS)
+    assert not violated
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("resample", [False, True])
+def test_privacy_audit_c2_both_resample_options(resample):
+    """c = 2 on 4 queries with the worst-case shift pattern; full output = indicator vector."""
+    clip, n_rec = 1.0, 4
+    delta = clip / n_rec
+    rho = np.array([0.5, 0.5, 0.5, 0.5])
+    rho_prime = rho + np.array([-delta, -delta, delta, delta])
+    b = svt_noise_scale(2, EPS, delta, resample)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InsecureRandomnessWarning)
+        rngs = [PrivacyRNG.insecure_deterministic(s) for s in (31, 32)]
+    counts = []
+    for r, rng in ((rho, rngs[0]), (rho_prime, rngs[1])):
+        cnt = np.zeros(16, dtype=np.int64)
+        for _ in range(100_000):
+            eng = SparseVector(2, b, EPS_ABC, resample, rng)
+            out = eng.process(r)
+            code = int(sum(int(v) << i for i, v in enumerate(out)))
+            cnt[code] += 1
+        counts.append(cnt)
+    keep = (counts[0] + counts[1]) > 0
+    _, violated = certified_violation(counts[0][keep], counts[1][keep], EPS)
+    assert not violated
