@@ -129,7 +129,11 @@ def abcdp(
     ------
     InvalidDataError, InvalidPrivacyParameterError
         Before anything is charged or released: NaN/inf in the observed data, dimensions that
-        differ, c < 1 or c > T, ε_abc < 0, ε_total <= 0, a malformed stream.
+        differ, c < 1 or c > T, ε_abc < 0, ε_total <= 0, a malformed stream (the first batch is
+        simulated and its distances computed before the charge). A later batch of a
+        :class:`SimulatedDraws` stream that turns out malformed (e.g. a simulator returning
+        NaN) raises after the charge: the charge is then kept and marked ``failed`` in the
+        ledger, and nothing is released.
     """
     # ---- validation: nothing is charged or released before all of this has passed ----------
     eps_total = check_epsilon(epsilon_total, "epsilon_total")

@@ -57,15 +57,15 @@ def svt_epsilon(c: int, b: float, sensitivity: float, resample: bool = False) ->
 def laplace_difference_tail(a: Any, b: float) -> np.ndarray:
     """G_b(a) = P(Z > a) = (1/6)[4 exp(-a/2b) - exp(-a/b)] for a >= 0 (Lemma 2).
 
-    Z = m - v with m ~ Lap(b), v ~ Lap(2b). G_b(0) = 1/2, decreasing to 0. With b = 0, G is 0
-    for a > 0 (no noise, no flip).
+    Z = m - v with m ~ Lap(b), v ~ Lap(2b). G_b(0) = 1/2, decreasing to 0. With b = 0 there is
+    no noise and no flip: G is taken as 0.
     """
     a = np.asarray(a, dtype=np.float64)
     if np.any(a < 0):
         raise ValueError("G_b(a) is defined for a >= 0; use |rho - epsilon_abc|.")
     b = _check_b(b)
     if b == 0:
-        return np.where(a > 0, 0.0, 0.5)
+        return np.zeros_like(a)
     return (4.0 * np.exp(-a / (2 * b)) - np.exp(-a / b)) / 6.0
 
 
@@ -123,7 +123,7 @@ def posterior_mean_tail_bound(
     b = _check_b(b)
     gap = np.abs(np.asarray(rho, dtype=np.float64) - float(epsilon_abc))
     if b == 0:
-        total = float(np.sum(gap == 0))
+        total = 0.0
     else:
         total = float(np.sum(np.exp(-gap / (2 * b))))
     return max(0.0, 1.0 - 4.0 * float(k_t) / (3.0 * a * int(c_prime)) * total)
