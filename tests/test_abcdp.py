@@ -262,3 +262,24 @@ def test_to_arviz(toy):
     res = abcdp(observed, (thetas, sims), dist, 3, 1.0, 100.0, privacy_rng=prng(7))
     idata = res.to_arviz()
     assert idata.posterior["theta_0"].shape == (1, 3)
+
+
+def test_simulator_failure_after_charge_is_recorded_as_failed(tmp_path):
+    model = MixtureOfUniforms(n_points=50)
+    calls = {"n": 0}
+
+    def flaky(theta, rng):
+        calls["n"] += 1
+        out = model.simulate(theta, rng)
+        if calls["n"] > 1:
+            out[0, 0, 0] = np.nan
+        return out
+
+    draws = SimulatedDraws(model.prior_sample, flaky, 100, seed=0, batch_size=10)
+    ledger = Ledger(tmp_path / "l.db")
+    ledger.register("toy", epsilon=5.0)
+    with pytest.raises(InvalidDataError):
+        abcdp(model.observed(seed=1), draws, RFFMMD(0.6, 10), 50, 1.0, 1e-6,
+              ledger=ledger, dataset="toy", privacy_rng=prng(8))
+    hist = ledger.history("toy")
+    assert len(hist) == 1 and hist[0]["status"] == "failed"
