@@ -70,8 +70,11 @@ def test_reported_epsilon_equals_the_privacy_core_accountant(abalone):
         seed=0,
         accountant="rdp",
         neighbouring="add-remove",
+        per_example="likelihood",
     )
     assert fit.privacy.epsilon == get_accountant("rdp").epsilon(ar, 1e-5)
+    # n is private under add-remove: it is not released
+    assert fit.config["n_train"] is None and fit.privacy.details["expected_batch_size"] is None
 
 
 def test_calibrated_noise_is_the_core_calibration_and_meets_the_target():

@@ -21,6 +21,13 @@ declared neighbouring relation, and accounted by the privacy core:
   a q-subsample and ignores that a record can be drawn twice in one batch (probability about
   B²/(2N²) per step). Use it to reproduce the paper, not for new releases.
 
+Per-example terms and the relation: with ``per_example="elbo"`` (the authors' split) every
+example's term carries (log p + H)/|B|, so the batch size enters every clipped row. Under
+replace-one |B| is the same for neighbouring data sets (it depends on the coin flips only), so a
+record still moves the sum by at most 2C; under add-remove it would not, hence add-remove requires
+``per_example="likelihood"`` (scale 1/q is public; prior and entropy outside the clipping). For
+the same reason n (and the expected batch size qn) is left out of the result under add-remove.
+
 Noise multiplier convention: σ here is relative to C (noise std σC), as in DP-SGD. The authors'
 code adds N(0, (2σ_paper C)²), so σ = 2σ_paper; both are in the report.
 
@@ -346,6 +353,16 @@ class DPVI:
             raise InvalidPrivacyParameterError(
                 f"sampling_rate={q} gives an empty fixed-size batch for n={n}; raise it."
             )
+        if private and per_example == "elbo" and neighbouring != "replace-one":
+            raise InvalidPrivacyParameterError(
+                "per_example='elbo' shares the prior and entropy terms among the |B| examples of a batch, "
+                "so under add-remove one record would change every example's clipped term; use "
+                "per_example='likelihood' (data-independent terms outside the clipping) for add-remove."
+            )
+        if private and sampling == "with-replacement" and neighbouring != "replace-one":
+            raise InvalidPrivacyParameterError(
+                "fixed-size batches (B = int(q n)) are analysed under replace-one only (n is public)."
+            )
         if ledger is not None and not dataset:
             raise InvalidPrivacyParameterError("charging a ledger needs the dataset name (dataset=...).")
         if not 0.0 <= float(init_scale) < math.inf:
@@ -470,7 +487,10 @@ class DPVI:
                     "steps": steps,
                     "clip": clip,
                     "sampling": sampling,
-                    "expected_batch_size": q * n if sampling == "poisson" else batch,
+                    # n is public under replace-one only; never reveal it under add-remove
+                    "expected_batch_size": (q * n if sampling == "poisson" else batch)
+                    if plan.event.neighbouring == "replace-one"
+                    else None,
                     "per_example": per_example,
                     "convention": plan.convention,
                     "target_epsilon": epsilon,
@@ -488,7 +508,7 @@ class DPVI:
             "clip": clip,
             "per_example": per_example,
             "mc_samples": S,
-            "n_train": n,
+            "n_train": n if (plan is None or plan.event.neighbouring == "replace-one") else None,
             "private": bool(private),
             "dtype": dtype,
         }
