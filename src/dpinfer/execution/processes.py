@@ -125,7 +125,8 @@ class ProcessBackend(Backend):
                     if losses > self.max_restarts:
                         raise WorkerLostError(
                             f"worker processes died {losses} times; {len(pending)} batch(es) could not "
-                            "be completed. Check memory use, or use fewer workers."
+                            "be completed. Check memory use, or use fewer workers; a script that starts "
+                            "workers needs an `if __name__ == '__main__':` guard."
                         )
         except BaseException:
             if pending:

@@ -1,0 +1,115 @@
+"""Demo section: linear regression from Laplace-privatised sufficient statistics at ε = 1.
+
+A fresh release of the shipped synthetic regression data set is made through the model's own
+mechanism (charged to the demo ledger), then the private-data posterior is approximated by SMC-ABC
+and by data-augmentation MCMC and compared with the naive plug-in posterior (which ignores the
+noise) and the confidential posterior (which the analyst could not compute).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+DATASET = "linreg-synthetic"
+EPSILON = 1.0
+
+
+def _fmt_ci(mean: float, ci: Any) -> str:
+    return f"{mean:.2f} ({ci[0]:.2f}, {ci[1]:.2f})"
+
+
+def section_smc_abc(ctx: Any) -> None:
+    """SMC-ABC vs DA-MCMC vs naive vs confidential 95% intervals, linear regression, ε = 1."""
+    from ..datasets.private_data import load_linreg_confidential
+    from ..models import LinearRegression
+    from ..privacy import PrivacyRNG
+    from .baselines import da_mcmc_linreg
+    from .smc_abc import QuantileSchedule, smc_abc
+
+    x, y = load_linreg_confidential()
+    model = LinearRegression(epsilon=EPSILON, x_mean=(0.90014, -1.17335))
+    s = model.statistic(x, y)
+    ctx.ledger.register(DATASET, epsilon=EPSILON, delta=0.0, accountant="pure")
+    release = model.mechanism.release(
+        s, PrivacyRNG(), ledger=ctx.ledger, dataset=DATASET, label="9 sufficient statistics (Laplace)"
+    )
+    s_dp = release.value
+
+    quick = bool(ctx.quick)
+    seed = int(ctx.seed)
+    t0 = time.perf_counter()
+    smc = smc_abc(
+        model,
+        s_dp,
+        n_particles=300 if quick else 1000,
+        schedule=QuantileSchedule(alpha=0.5, max_populations=4 if quick else 9),
+        backend="serial" if quick else "processes",
+        seed=seed,
+        batch_size=2000,
+        max_simulations=60_000 if quick else 500_000,
+    )
+    t_smc = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    da = da_mcmc_linreg(
+        model, s_dp, n_samples=1000 if quick else 4000, burn_in=500 if quick else 2000, thin=5, seed=seed
+    )
+    t_da = time.perf_counter() - t0
+    naive = model.naive_posterior(s_dp)
+    conf = model.confidential_posterior(s)
+
+    methods = [
+        (
+            "SMC-ABC",
+            smc.mean(),
+            smc.interval(),
+            f"{smc.n_simulations} simulations, final tolerance {smc.tolerance:.3g}, {t_smc:.1f} s"
+            + ("" if smc.complete else " (simulation budget reached)"),
+        ),
+        ("DA-MCMC", da.mean, da.interval(), f"record acceptance {da.record_acceptance:.2f}, {t_da:.1f} s"),
+        ("naive plug-in", naive.mean, naive.interval(), "ignores the noise" if naive.valid else naive.reason),
+        ("confidential", conf.mean, conf.interval(), "not available to the analyst"),
+    ]
+    for name, mean, ci, note in methods:
+        for i, p in enumerate(model.param_names):
+            value = "-" if not np.all(np.isfinite(ci[i])) else _fmt_ci(float(mean[i]), ci[i])
+            ctx.report.add_row(
+                "SMC-ABC (private data)", name, f"{p} mean (95% CI)", value, EPSILON, note if i == 0 else ""
+            )
+    text = (
+        f"Linear regression (n = 100, clamp [-10, 10], replace-one sensitivity 15/n) released once at "
+        f"epsilon = {EPSILON} through `LinearRegression.mechanism` and charged to the ledger as "
+        f"{DATASET!r}.\n\n```\n{release.privacy.summary()}\n```\n\nSMC-ABC uses the adaptive quantile "
+        "schedule with a simulation budget; its final tolerance is large compared with the privacy "
+        "noise in 9 dimensions, so it is slightly wider than DA-MCMC (the likelihood-based reference)."
+    )
+    ctx.report.add_text("SMC-ABC: linear regression from private statistics", text)
+    path = _figure(ctx.out_dir, model.param_names, methods)
+    if path is not None:
+        ctx.report.add_figure("95% credible intervals, linear regression, epsilon = 1", path)
+    print(smc.summary())
+
+
+def _figure(out_dir: Any, names: tuple[str, ...], methods: list[tuple]) -> Any:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:  # pragma: no cover
+        return None
+    fig, axes = plt.subplots(1, len(names), figsize=(10, 3))
+    for i, ax in enumerate(axes):
+        for j, (_name, mean, ci, _) in enumerate(methods):
+            if np.all(np.isfinite(ci[i])):
+                ax.errorbar(mean[i], j, xerr=[[mean[i] - ci[i][0]], [ci[i][1] - mean[i]]], fmt="o", capsize=3)
+        ax.set_yticks(range(len(methods)))
+        ax.set_yticklabels([m[0] for m in methods] if i == 0 else [])
+        ax.set_title(names[i])
+    fig.tight_layout()
+    path = out_dir / "smc_abc_linreg_eps1.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
