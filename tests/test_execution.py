@@ -164,3 +164,19 @@ def test_smc_abc_survives_a_killed_worker(tmp_path):
         assert be.restarts >= 1
     assert np.array_equal(ref.particles, res.particles)
     assert np.array_equal(ref.weights, res.weights)
+
+
+@pytest.mark.slow
+def test_dask_process_cluster_reruns_batch_of_killed_worker(tmp_path):
+    pytest.importorskip("distributed")
+    from dpinfer.execution.dask_backend import DaskBackend
+
+    marker = str(tmp_path / "died")
+    payloads = [(marker, i, np.random.SeedSequence(3, spawn_key=(i,))) for i in range(6)]
+    with DaskBackend(None, n_workers=2, processes=True) as be:
+        out = be.map(_die_once, payloads)
+    assert os.path.exists(marker)
+    expected = [
+        (i, np.random.default_rng(np.random.SeedSequence(3, spawn_key=(i,))).random()) for i in range(6)
+    ]
+    assert out == expected

@@ -568,18 +568,19 @@ def smc_abc(
             start = time.perf_counter()
             resampled = False
             chol = cov = None
+            # the proposal population (resampled copy if degenerate); the last completed
+            # population itself is left untouched until this one completes
+            src_p, src_w = particles, weights
             if particles is not None:
                 if ess(weights) < resample_threshold * n_particles:
                     rs = np.random.default_rng(
                         np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + (1, t))
                     )
                     idx = rs.choice(n_particles, size=n_particles, p=weights)
-                    particles, dists = particles[idx], dists[idx]
-                    weights = np.full(n_particles, 1.0 / n_particles)
+                    src_p = particles[idx]
+                    src_w = np.full(n_particles, 1.0 / n_particles)
                     resampled = True
-                base = (
-                    weighted_cov(particles, weights) if weighted_covariance else np.cov(particles.T, ddof=1)
-                )
+                base = weighted_cov(src_p, src_w) if weighted_covariance else np.cov(src_p.T, ddof=1)
                 cov = kernel_scale * np.atleast_2d(base)
                 cov = cov + 1e-12 * np.trace(cov) / cov.shape[0] * np.eye(cov.shape[0])
                 chol = np.linalg.cholesky(cov)
@@ -603,10 +604,11 @@ def smc_abc(
                     wave = int(min(max(need, be.n_workers), 8 * be.n_workers))
                 wave = max(wave, 1)
                 if max_simulations is not None and total_sims + sims_used + batch_size > max_simulations:
+                    bar.close()
                     raise _BudgetStop(f"max_simulations={max_simulations} reached during population {t}")
                 seeds = batch_seeds(root, (0, t), wave, start=next_batch)
                 tasks = [
-                    _BatchTask(model, obs, tol, int(batch_size), s, particles, weights, chol, scale_arr)
+                    _BatchTask(model, obs, tol, int(batch_size), s, src_p, src_w, chol, scale_arr)
                     for s in seeds
                 ]
                 results = be.map(_population_batch, tasks)
@@ -637,7 +639,7 @@ def smc_abc(
             if particles is None:
                 new_w = np.full(n_particles, 1.0 / n_particles)
             else:
-                new_w = _pmc_weights(model.prior, new_particles, particles, weights, chol)
+                new_w = _pmc_weights(model.prior, new_particles, src_p, src_w, chol)
             particles, weights, dists = new_particles, new_w, new_dists
             total_sims += sims_used
             diag = PopulationDiagnostics(

@@ -40,7 +40,16 @@ def get_backend(spec: Any = "processes", n_workers: int | None = None) -> Backen
     )
 
 
+def __getattr__(name: str) -> Any:
+    if name == "DaskBackend":  # optional dependency: imported on first use
+        from .dask_backend import DaskBackend
+
+        return DaskBackend
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
+    "DaskBackend",
     "Backend",
     "BackendError",
     "ProcessBackend",
