@@ -86,6 +86,18 @@ def test_calibrated_noise_is_the_core_calibration_and_meets_the_target():
     assert 0.99 <= plan.epsilon <= 1.0
 
 
+def test_a_reused_privacy_plan_gives_the_same_report(abalone):
+    X, y = abalone.X_train[:400], abalone.y_train[:400]
+    plan = plan_privacy(sampling_rate=0.1, steps=30, delta=1e-5, noise_multiplier=3.0)
+    kw = dict(delta=1e-5, clip=1.0, sampling_rate=0.1, steps=30, seed=0)
+    a = DPVI(LogisticRegression(8)).fit(X, y, noise_multiplier=3.0, privacy_rng=_insecure(0), **kw)
+    b = DPVI(LogisticRegression(8)).fit(X, y, privacy_plan=plan, privacy_rng=_insecure(0), **kw)
+    assert a.privacy == b.privacy
+    np.testing.assert_array_equal(a.params, b.params)
+    with pytest.raises(InvalidPrivacyParameterError, match="does not match"):
+        DPVI(LogisticRegression(8)).fit(X, y, privacy_plan=plan, **{**kw, "steps": 31})
+
+
 def test_paper_accounting_reproduces_the_authors_numbers():
     # METHODS.md §3.4 test vectors: 2*act(2 sigma, 5e-4, 4e-5, 1000, 0.05); our sigma = 2 sigma_paper
     for sigma_paper, eps in [(6.0496, 8.2372), (29.964, 1.2490)]:

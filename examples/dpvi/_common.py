@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import functools
 import math
 import time
 from pathlib import Path
@@ -10,15 +11,35 @@ from typing import Any
 
 import numpy as np
 
-from dpinfer.vi import DPVI, LogisticRegression, plan_privacy
+from dpinfer.vi import DPVI, LogisticRegression, PrivacyPlan, plan_privacy
 
 RESULTS = Path(__file__).parent / "results"
 
 
-def calibrate(epsilon: float, delta: float, q: float, steps: int, **kw: Any) -> tuple[float, float]:
-    """Noise multiplier for (epsilon, delta) with the privacy core (PLD, replace-one by default)."""
-    plan = plan_privacy(sampling_rate=q, steps=steps, delta=delta, epsilon=epsilon, **kw)
+@functools.cache
+def _plan(epsilon: float, delta: float, q: float, steps: int, accountant: str | None) -> PrivacyPlan:
+    return plan_privacy(sampling_rate=q, steps=steps, delta=delta, epsilon=epsilon, accountant=accountant)
+
+
+def calibrate(
+    epsilon: float, delta: float, q: float, steps: int, accountant: str | None = None
+) -> tuple[float, float]:
+    """Noise multiplier for (epsilon, delta) with the privacy core (PLD, replace-one by default); cached."""
+    plan = _plan(epsilon, delta, q, steps, accountant)
     return plan.noise_multiplier, plan.epsilon
+
+
+def plan_for(noise_multiplier: float, delta: float, q: float, steps: int, **kw: Any) -> PrivacyPlan:
+    """The privacy plan of a given noise level (accounted once, reused by every run)."""
+    key = (noise_multiplier, delta, q, steps, tuple(sorted(kw.items())))
+    if key not in _PLANS:
+        _PLANS[key] = plan_privacy(
+            sampling_rate=q, steps=steps, delta=delta, noise_multiplier=noise_multiplier, **kw
+        )
+    return _PLANS[key]
+
+
+_PLANS: dict[Any, PrivacyPlan] = {}
 
 
 def accuracies(
@@ -43,6 +64,8 @@ def accuracies(
     """
     engine = DPVI(LogisticRegression(X.shape[1]))
     accs, eps = [], None
+    plan_kw = {k: kw.pop(k) for k in ("accountant", "sampling", "paper_accounting", "delta_prime") if k in kw}
+    plan = None if noise_multiplier is None else plan_for(noise_multiplier, delta, q, steps, **plan_kw)
     for r in range(runs):
         if noise_multiplier is None:
             fit = engine.fit(
@@ -52,13 +75,14 @@ def accuracies(
             fit = engine.fit(
                 X,
                 y,
-                noise_multiplier=noise_multiplier,
+                privacy_plan=plan,
                 delta=delta,
                 clip=clip,
                 sampling_rate=q,
                 steps=steps,
                 lr=lr,
                 seed=seed0 + r,
+                sampling=plan_kw.get("sampling", "poisson"),
                 **kw,
             )
             eps = fit.privacy.epsilon

@@ -101,6 +101,10 @@ class PrivacyPlan:
         The accountant that certified ``epsilon``.
     convention
         ``"exact"`` or ``"paper"`` (see the module docstring).
+    target_epsilon
+        The ε the noise was calibrated to (``None`` when σ was given).
+    sampling
+        The sampling scheme the plan was accounted for.
     """
 
     noise_multiplier: float
@@ -109,6 +113,13 @@ class PrivacyPlan:
     delta: float
     accountant: Accountant
     convention: str
+    target_epsilon: float | None = None
+    sampling: str = "poisson"
+
+    @property
+    def calibrated(self) -> bool:
+        """Whether σ was calibrated to a target ε."""
+        return self.target_epsilon is not None
 
 
 def plan_privacy(
@@ -182,14 +193,14 @@ def plan_privacy(
             z = calibrate_noise_multiplier(lambda s: event(s, "add-remove"), epsilon / 2.0, delta / 2.0, acc)
         else:
             z = check_positive(noise_multiplier, "noise_multiplier")
-        return PrivacyPlan(z, event(z), eps_of(z), delta, acc, "paper")
+        return PrivacyPlan(z, event(z), eps_of(z), delta, acc, "paper", epsilon, sampling)
 
     if epsilon is not None:
         epsilon = check_epsilon(epsilon)
         z = calibrate_noise_multiplier(event, epsilon, delta, acc)
     else:
         z = check_positive(noise_multiplier, "noise_multiplier")
-    return PrivacyPlan(z, event(z), acc.epsilon(event(z), delta), delta, acc, "exact")
+    return PrivacyPlan(z, event(z), acc.epsilon(event(z), delta), delta, acc, "exact", epsilon, sampling)
 
 
 def _seed_ints(seq: np.random.SeedSequence) -> int:
@@ -256,6 +267,7 @@ class DPVI:
         elbo_every: int | None = None,
         dtype: str = "float64",
         callback: Callable[[int, np.ndarray], None] | None = None,
+        privacy_plan: PrivacyPlan | None = None,
     ) -> DPVIResult:
         """Fit q(θ) to the posterior of the model given (X, y).
 
@@ -309,6 +321,10 @@ class DPVI:
             ``"float64"`` (default) or ``"float32"``.
         callback
             ``callback(step, params)`` after every step (e.g. to record a trajectory).
+        privacy_plan
+            A :class:`PrivacyPlan` from :func:`plan_privacy` to reuse (repeated fits with the same
+            q, T and relation skip the calibration and accounting); replaces epsilon,
+            noise_multiplier, accountant and the accounting options.
 
         Returns
         -------
@@ -370,9 +386,31 @@ class DPVI:
 
         # ---- 2. privacy plan: calibrate or account (before touching the noise) ----------------
         plan: PrivacyPlan | None = None
-        if private:
-            if delta is None:
-                raise InvalidPrivacyParameterError("a private fit needs delta (e.g. 1e-5).")
+        if not private:
+            if epsilon is not None or noise_multiplier is not None or privacy_plan is not None:
+                raise InvalidPrivacyParameterError(
+                    "private=False takes neither epsilon, noise_multiplier nor privacy_plan."
+                )
+        elif delta is None:
+            raise InvalidPrivacyParameterError("a private fit needs delta (e.g. 1e-5).")
+        elif privacy_plan is not None:
+            ev = privacy_plan.event
+            if (
+                epsilon is not None
+                or noise_multiplier is not None
+                or not math.isclose(ev.sampling_rate, q)
+                or ev.steps != steps
+                or ev.neighbouring != neighbouring
+                or privacy_plan.sampling != sampling
+                or not math.isclose(privacy_plan.delta, float(delta))
+            ):
+                raise InvalidPrivacyParameterError(
+                    f"privacy_plan ({ev}, {privacy_plan.sampling}, delta {privacy_plan.delta:g}) does not "
+                    f"match this fit (q={q}, steps={steps}, {neighbouring}, {sampling}, delta {delta}), or "
+                    "epsilon/noise_multiplier was also given."
+                )
+            plan = privacy_plan
+        else:
             plan = plan_privacy(
                 sampling_rate=q,
                 steps=steps,
@@ -385,6 +423,7 @@ class DPVI:
                 paper_accounting=paper_accounting,
                 delta_prime=delta_prime,
             )
+        if plan is not None:
             privacy_rng = as_privacy_rng(privacy_rng)
             if sampling == "with-replacement":
                 warnings.warn(
@@ -392,8 +431,6 @@ class DPVI:
                     "repeated draws of a record within a batch; prefer sampling='poisson'.",
                     stacklevel=2,
                 )
-        elif epsilon is not None or noise_multiplier is not None:
-            raise InvalidPrivacyParameterError("private=False takes neither epsilon nor noise_multiplier.")
         if ledger is not None and plan is None:
             raise InvalidPrivacyParameterError("a non-private fit cannot be charged to a ledger.")
         if ledger is not None and sampling == "with-replacement":
@@ -493,8 +530,8 @@ class DPVI:
                     else None,
                     "per_example": per_example,
                     "convention": plan.convention,
-                    "target_epsilon": epsilon,
-                    "calibrated": epsilon is not None,
+                    "target_epsilon": plan.target_epsilon,
+                    "calibrated": plan.calibrated,
                 },
             )
         config = {
