@@ -144,3 +144,15 @@ def test_binned_rff_has_unit_norm_exact_sensitivity_and_small_error():
     h = 5.0 / 4096
     bound = np.abs(exact.frequencies(1)).max() * h / 2 * 2
     assert err < bound
+
+
+def test_vectorised_float32_sincos_kernel_matches_numpy_float32_accuracy():
+    from dpinfer.distances.mmd import sincos32_array
+
+    x = np.random.default_rng(7).uniform(-(2.0**12), 2.0**12, 200_000).astype(np.float32)
+    s, c = sincos32_array(x)
+    xd = x.astype(np.float64)
+    ref_err = max(np.abs(np.sin(x) - np.sin(xd)).max(), np.abs(np.cos(x) - np.cos(xd)).max())
+    assert np.abs(s - np.sin(xd)).max() < 2.5 * ref_err
+    assert np.abs(c - np.cos(xd)).max() < 2.5 * ref_err
+    np.testing.assert_allclose(s.astype(np.float64) ** 2 + c.astype(np.float64) ** 2, 1.0, atol=1e-6)
