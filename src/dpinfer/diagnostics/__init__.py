@@ -10,8 +10,14 @@ from .flip import (
     svt_epsilon,
     svt_noise_scale,
 )
+from .metrics import c2st, ks_marginals, median_predictive_distance, mmd, neg_log_density
 
 __all__ = [
+    "c2st",
+    "ks_marginals",
+    "median_predictive_distance",
+    "mmd",
+    "neg_log_density",
     "expected_flips",
     "flip_probability",
     "laplace_difference_cdf",
