@@ -1,0 +1,245 @@
+"""The round engine shared by SPPE and SPLE (Xiong et al. 2025, §3.5, Algorithms 1-2).
+
+Round ``r``:
+
+1. draw ``N`` parameters from the proposal (the prior in round 0, the current posterior
+   approximation afterwards, restricted to the prior support);
+2. simulate each confidential summary ``s_i`` once and privatise it ``M`` times with a scrambled
+   Sobol net pushed through the mechanism map ``G`` (nested RQMC; ``M = 1`` or ``qmc=False``
+   gives Monte Carlo);
+3. add the simulations to the pool of all rounds (5 % of each round held out for validation);
+4. continue training the flow on the whole pool (:func:`dpinfer.neural.training.train_flow`).
+
+Reproducibility: one ``seed`` fixes the simulations (``spawn_key (1, r, batch)``), the network
+initialisation and minibatches (``(2,)``), the proposals (``(3, r)``) and MCMC (``(4, r)``).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..privacy import InvalidDataError
+from .flows import ConditionalFlow, FlowConfig
+from .posterior import NeuralPosterior
+from .rqmc import check_points
+from .training import (
+    LossFn,
+    RoundInfo,
+    SimulationPool,
+    TrainingConfig,
+    simulate_round,
+    timer,
+    torch_threads,
+    train_flow,
+)
+
+
+def _check_int(name: str, value: Any, minimum: int) -> int:
+    try:
+        ok = int(value) == value and int(value) >= minimum
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise InvalidDataError(f"{name} must be an integer >= {minimum}, got {value!r}.")
+    return int(value)
+
+
+class SequentialEstimator:
+    """Base class of :class:`~dpinfer.neural.sppe.SPPE` and :class:`~dpinfer.neural.sple.SPLE`.
+
+    Parameters
+    ----------
+    model
+        A :class:`~dpinfer.models.base.PrivateDataModel` (prior, confidential simulator, mechanism).
+    flow
+        ``"nsf"`` (default: 8 transforms, 50 hidden, 2 residual blocks, 10 bins), ``"maf"``, a dict
+        of :class:`~dpinfer.neural.flows.FlowConfig` fields or a FlowConfig.
+    rounds
+        Number of rounds R (>= 1; paper: 10).
+    simulations_per_round
+        N new simulations per round (paper: 1000).
+    rqmc_points
+        M = 2^m privatised copies of each confidential summary (nested RQMC).
+    qmc
+        Scrambled Sobol nets (True) or i.i.d. uniforms (False) for the ``M`` copies.
+    training
+        :class:`~dpinfer.neural.training.TrainingConfig` or a dict of its fields.
+    seed
+        Simulation/training seed (never privacy noise).
+    backend, n_workers, simulation_batch_size
+        Where the simulations run (:mod:`dpinfer.execution`); results do not depend on them.
+    progress
+        Show a per-round progress bar (only on a TTY).
+    callback
+        ``callback(info, posterior)`` after every round (``posterior`` is live: use it at once).
+    threads
+        torch intra-op threads during fitting (default 1: fastest on a shared machine for
+        these small networks; None leaves torch's setting).
+    """
+
+    kind = "sequential"
+
+    def __init__(
+        self,
+        model: Any,
+        flow: Any = "nsf",
+        rounds: int = 10,
+        simulations_per_round: int = 1000,
+        rqmc_points: int = 8,
+        *,
+        qmc: bool = True,
+        training: Any = None,
+        seed: int | np.random.SeedSequence | None = None,
+        backend: Any = "serial",
+        n_workers: int | None = None,
+        simulation_batch_size: int = 500,
+        progress: bool = False,
+        callback: Callable[[RoundInfo, NeuralPosterior], None] | None = None,
+        threads: int | None = 1,
+    ) -> None:
+        for attr in ("prior", "mechanism", "simulate_confidential", "check_observed"):
+            if not hasattr(model, attr):
+                raise InvalidDataError(
+                    f"model must be a dpinfer PrivateDataModel (prior, mechanism, simulate_confidential); "
+                    f"it has no {attr!r}."
+                )
+        self.model = model
+        self.flow_config = FlowConfig.from_any(flow)
+        self.rounds = _check_int("rounds", rounds, 1)
+        self.simulations_per_round = _check_int("simulations_per_round", simulations_per_round, 20)
+        check_points(rqmc_points)
+        self.rqmc_points = int(rqmc_points)
+        self.qmc = bool(qmc)
+        self.training = TrainingConfig.from_any(training)
+        self.seed = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+        self.backend = backend
+        self.n_workers = n_workers
+        self.simulation_batch_size = _check_int("simulation_batch_size", simulation_batch_size, 1)
+        self.progress = bool(progress)
+        self.callback = callback
+        self.threads = threads
+
+    # -- hooks --------------------------------------------------------------------------------
+    def _dims(self) -> tuple[int, int]:
+        raise NotImplementedError
+
+    def _standardize(self, flow: ConditionalFlow, theta: np.ndarray, x: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def _loss(self, round_index: int) -> LossFn:
+        raise NotImplementedError
+
+    def _posterior(self, flow: ConditionalFlow, observed: np.ndarray) -> NeuralPosterior:
+        raise NotImplementedError
+
+    def _propose(self, posterior: NeuralPosterior, n: int, round_index: int) -> np.ndarray:
+        raise NotImplementedError
+
+    def _end_of_round(self, posterior: NeuralPosterior, round_index: int, last: bool) -> dict[str, Any]:
+        return {}
+
+    # -- helpers ------------------------------------------------------------------------------
+    def _child(self, *key: int) -> np.random.SeedSequence:
+        return np.random.SeedSequence(
+            self.seed.entropy,
+            spawn_key=tuple(self.seed.spawn_key) + tuple(key),
+            pool_size=self.seed.pool_size,
+        )
+
+    def settings(self) -> dict[str, Any]:
+        return {
+            "method": self.kind,
+            "flow": self.flow_config.to_dict(),
+            "rounds": self.rounds,
+            "simulations_per_round": self.simulations_per_round,
+            "rqmc_points": self.rqmc_points,
+            "qmc": self.qmc,
+            "training": self.training.to_dict(),
+            "seed_entropy": str(self.seed.entropy),
+        }
+
+    def check_observed(self, observed: Any) -> np.ndarray:
+        """Validate the observed release (shape and the mechanism's range) before any work."""
+        obs = self.model.check_observed(observed)
+        if obs.shape != (self.model.obs_dim,):
+            raise InvalidDataError(
+                f"observed statistics must have length {self.model.obs_dim}, got shape {obs.shape}."
+            )
+        return obs
+
+    # -- the algorithm ------------------------------------------------------------------------
+    def fit(self, observed: Any) -> NeuralPosterior:
+        """Run all rounds and return the posterior given the observed release ``observed``."""
+        obs = self.check_observed(observed)
+        with torch_threads(self.threads), torch.random.fork_rng(devices=[]):
+            torch.manual_seed(int(self._child(2).generate_state(1)[0]))
+            gen = torch.Generator().manual_seed(int(self._child(2, 1).generate_state(1)[0]))
+            features, context = self._dims()
+            flow = ConditionalFlow(self.flow_config, features, context)
+            posterior = self._posterior(flow, obs)
+            pool = SimulationPool()
+            bar = None
+            if self.progress and sys.stderr.isatty():
+                from tqdm import tqdm
+
+                bar = tqdm(total=self.rounds, desc=self.kind.upper(), unit="round")
+            try:
+                for r in range(self.rounds):
+                    t0 = timer()
+                    if r == 0:
+                        theta = self.model.prior.sample(
+                            self.simulations_per_round, np.random.default_rng(self._child(3, 0))
+                        )
+                    else:
+                        theta = self._propose(posterior, self.simulations_per_round, r)
+                    theta = np.asarray(theta, dtype=np.float64)
+                    _, x = simulate_round(
+                        self.model,
+                        theta,
+                        self.rqmc_points,
+                        self.seed,
+                        r,
+                        qmc_points=self.qmc,
+                        backend=self.backend,
+                        batch_size=self.simulation_batch_size,
+                        n_workers=self.n_workers,
+                    )
+                    logp = np.asarray(self.model.prior.log_prob(theta), dtype=np.float64)
+                    pool.add(theta, x, logp, self.training.validation_fraction)
+                    t1 = timer()
+                    train, val = pool.tensors()
+                    if r == 0:
+                        self._standardize(flow, train[0].numpy(), train[1].numpy())
+                    fit = train_flow(flow, self._loss(r), train, val, self.training, gen)
+                    t2 = timer()
+                    extra = self._end_of_round(posterior, r, r == self.rounds - 1)
+                    t3 = timer()
+                    info = RoundInfo(
+                        round=r,
+                        n_simulations=theta.shape[0],
+                        n_simulations_total=pool.n_simulations,
+                        epochs=int(fit["epochs"]),
+                        best_validation_loss=float(fit["best_validation_loss"]),
+                        train_loss=float(fit["train_loss"]),
+                        simulation_time=t1 - t0,
+                        training_time=(t2 - t1) + (t3 - t2),
+                        extra=extra,
+                    )
+                    posterior.rounds.append(info)
+                    if bar is not None:
+                        bar.update(1)
+                        bar.set_postfix(sims=info.n_simulations_total, epochs=info.epochs)
+                    if self.callback is not None:
+                        self.callback(info, posterior)
+            finally:
+                if bar is not None:
+                    bar.close()
+        return posterior
+
+
+__all__ = ["SequentialEstimator"]

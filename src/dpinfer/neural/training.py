@@ -1,0 +1,278 @@
+"""Simulation rounds and the flow-training loop shared by SPPE and SPLE.
+
+Simulation (:func:`simulate_round`): the round's parameters are cut into batches; batch ``j`` of
+round ``r`` draws all its randomness (confidential simulator and RQMC scrambles) from
+``SeedSequence(seed, spawn_key=(1, r, j))`` (:func:`dpinfer.execution.batch_seeds`), so one seed
+gives the same simulations on every backend and worker count, in submission order.
+
+Training (:func:`train_flow`): Adam (lr 5e-4, weight decay 1e-4), minibatches of 100
+simulations (each with its ``M`` privatised copies), gradient-norm clipping at 5, early stopping
+when the loss on the held-out simulations has not improved for 20 epochs, and the best
+validation state restored (Xiong et al. 2025, App. E; Papamakarios et al. 2019).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import math
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..execution import batch_seeds, get_backend
+from ..privacy import InvalidDataError
+from .rqmc import point_sets
+
+
+@dataclass(frozen=True)
+class TrainingConfig:
+    """Optimiser and stopping rule (defaults: Xiong et al. 2025, App. E; METHODS §2.5)."""
+
+    learning_rate: float = 5e-4
+    weight_decay: float = 1e-4
+    batch_size: int = 100
+    clip_norm: float = 5.0
+    validation_fraction: float = 0.05
+    patience: int = 20
+    max_epochs: int = 1000
+
+    def __post_init__(self) -> None:
+        if not (self.learning_rate > 0 and self.weight_decay >= 0 and self.clip_norm > 0):
+            raise InvalidDataError("learning_rate and clip_norm must be positive, weight_decay >= 0.")
+        if int(self.batch_size) != self.batch_size or self.batch_size < 2:
+            raise InvalidDataError(f"batch_size must be an integer >= 2, got {self.batch_size!r}.")
+        if not 0 < self.validation_fraction < 0.5:
+            raise InvalidDataError(
+                f"validation_fraction must be in (0, 0.5), got {self.validation_fraction!r}."
+            )
+        for name in ("patience", "max_epochs"):
+            v = getattr(self, name)
+            if int(v) != v or v < 1:
+                raise InvalidDataError(f"{name} must be a positive integer, got {v!r}.")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_any(cls, value: Any) -> TrainingConfig:
+        if value is None:
+            return cls()
+        if isinstance(value, TrainingConfig):
+            return value
+        if isinstance(value, dict):
+            return cls(**value)
+        raise InvalidDataError(f"training must be a TrainingConfig or a dict, got {type(value).__name__}.")
+
+
+@dataclass
+class RoundInfo:
+    """Diagnostics of one round."""
+
+    round: int
+    n_simulations: int
+    n_simulations_total: int
+    epochs: int
+    best_validation_loss: float
+    train_loss: float
+    simulation_time: float
+    training_time: float
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@contextlib.contextmanager
+def torch_threads(n: int | None) -> Iterator[None]:
+    """Temporarily set torch's intra-op threads (``None``: leave unchanged)."""
+    if n is None:
+        yield
+        return
+    old = torch.get_num_threads()
+    torch.set_num_threads(int(n))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)
+
+
+# ----------------------------------------------------------------------------------------------
+# simulation
+# ----------------------------------------------------------------------------------------------
+@dataclass
+class _SimTask:
+    model: Any
+    theta: np.ndarray
+    m_points: int
+    qmc_points: bool
+    seed: np.random.SeedSequence
+
+
+def _simulate_batch(task: _SimTask) -> tuple[np.ndarray, np.ndarray]:
+    """Confidential summaries and their ``M`` privatised copies for one batch."""
+    rng = np.random.default_rng(task.seed)
+    s = np.asarray(task.model.simulate_confidential(task.theta, rng), dtype=np.float64)
+    u = point_sets(s.shape[0], task.m_points, task.model.noise_dim, rng, task.qmc_points)
+    x = np.asarray(task.model.mechanism.G(s[:, None, :], u), dtype=np.float64)
+    return s, x
+
+
+def simulate_round(
+    model: Any,
+    theta: np.ndarray,
+    m_points: int,
+    seed: Any,
+    round_index: int,
+    *,
+    qmc_points: bool = True,
+    backend: Any = "serial",
+    batch_size: int = 500,
+    n_workers: int | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Simulate ``s_i`` and ``x_{i,m} = G(s_i, u_{i,m})`` for every row of ``theta``.
+
+    Returns ``s`` of shape (n, stat_dim) and ``x`` of shape (n, M, out_dim).
+    """
+    n = theta.shape[0]
+    nb = max(1, math.ceil(n / batch_size))
+    seeds = batch_seeds(seed, (1, round_index), nb)
+    tasks = [
+        _SimTask(model, theta[j * batch_size : (j + 1) * batch_size], m_points, qmc_points, seeds[j])
+        for j in range(nb)
+    ]
+    if isinstance(backend, str) and backend == "serial":
+        results = [_simulate_batch(t) for t in tasks]
+    else:
+        be = get_backend(backend, n_workers)
+        results = be.map(_simulate_batch, tasks)
+    s = np.concatenate([r[0] for r in results], axis=0)
+    x = np.concatenate([r[1] for r in results], axis=0)
+    if not np.all(np.isfinite(x)):
+        raise InvalidDataError(
+            "the simulator produced NaN or inf privatised statistics; check the prior support and the model."
+        )
+    return s, x
+
+
+# ----------------------------------------------------------------------------------------------
+# training
+# ----------------------------------------------------------------------------------------------
+LossFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Generator | None], torch.Tensor]
+
+
+def _batched_loss(
+    loss_fn: LossFn, theta: torch.Tensor, x: torch.Tensor, logp: torch.Tensor, batch: int, seed: int
+) -> float:
+    gen = torch.Generator().manual_seed(seed)
+    total, count = 0.0, 0
+    with torch.no_grad():
+        for start in range(0, theta.shape[0], batch):
+            sl = slice(start, start + batch)
+            b = theta[sl].shape[0]
+            total += float(loss_fn(theta[sl], x[sl], logp[sl], gen)) * b
+            count += b
+    return total / max(count, 1)
+
+
+def train_flow(
+    flow: torch.nn.Module,
+    loss_fn: LossFn,
+    train: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+    validation: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+    config: TrainingConfig,
+    generator: torch.Generator,
+    epoch_callback: Callable[[int, float], None] | None = None,
+) -> dict[str, Any]:
+    """Minimise ``loss_fn`` with Adam and early stopping; restore the best validation state.
+
+    ``train`` and ``validation`` are ``(theta, x, log_prior)`` tensors. Returns the number of
+    epochs, the best validation loss and the last training loss.
+    """
+    theta, x, logp = train
+    n = theta.shape[0]
+    opt = torch.optim.Adam(flow.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
+    best = math.inf
+    best_state = copy.deepcopy(flow.state_dict())
+    since = 0
+    epoch = 0
+    last_train = math.nan
+    val_seed = int(torch.randint(0, 2**31 - 1, (1,), generator=generator))
+    for epoch in range(1, config.max_epochs + 1):
+        flow.train()
+        perm = torch.randperm(n, generator=generator)
+        acc, cnt = 0.0, 0
+        for start in range(0, n, config.batch_size):
+            idx = perm[start : start + config.batch_size]
+            if idx.numel() < 2:
+                continue
+            opt.zero_grad()
+            loss = loss_fn(theta[idx], x[idx], logp[idx], generator)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(flow.parameters(), config.clip_norm)
+            opt.step()
+            acc += float(loss.detach()) * idx.numel()
+            cnt += idx.numel()
+        last_train = acc / max(cnt, 1)
+        flow.eval()
+        val = _batched_loss(loss_fn, *validation, config.batch_size, val_seed)
+        if epoch_callback is not None:
+            epoch_callback(epoch, val)
+        if val < best:
+            best = val
+            best_state = copy.deepcopy(flow.state_dict())
+            since = 0
+        else:
+            since += 1
+            if since >= config.patience:
+                break
+    flow.load_state_dict(best_state)
+    flow.eval()
+    return {"epochs": epoch, "best_validation_loss": best, "train_loss": last_train}
+
+
+class SimulationPool:
+    """All rounds' simulations (pooled training and validation sets), as float32 tensors."""
+
+    def __init__(self) -> None:
+        self.train: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self.validation: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+
+    def add(
+        self, theta: np.ndarray, x: np.ndarray, log_prior: np.ndarray, validation_fraction: float
+    ) -> None:
+        """Add a round: its last ``ceil(fraction·n)`` simulations (i.i.d. draws) go to validation."""
+        n = theta.shape[0]
+        n_val = max(1, math.ceil(validation_fraction * n))
+        if n - n_val < 2:
+            raise InvalidDataError(f"too few simulations per round ({n}) to hold out a validation set.")
+        self.train.append((theta[: n - n_val], x[: n - n_val], log_prior[: n - n_val]))
+        self.validation.append((theta[n - n_val :], x[n - n_val :], log_prior[n - n_val :]))
+
+    @staticmethod
+    def _stack(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> tuple[torch.Tensor, ...]:
+        return tuple(
+            torch.as_tensor(np.concatenate([p[k] for p in parts]), dtype=torch.float32) for k in range(3)
+        )
+
+    def tensors(self) -> tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]]:
+        return self._stack(self.train), self._stack(self.validation)
+
+    @property
+    def n_simulations(self) -> int:
+        return int(sum(p[0].shape[0] for p in self.train) + sum(p[0].shape[0] for p in self.validation))
+
+
+def timer() -> float:
+    return time.perf_counter()
+
+
+__all__ = [
+    "RoundInfo",
+    "SimulationPool",
+    "TrainingConfig",
+    "simulate_round",
+    "torch_threads",
+    "train_flow",
+]
