@@ -1,0 +1,114 @@
+"""Demo section: SPPE on an SIR epidemic released through the Proposition-4 mechanism at ε = 10.
+
+A confidential epidemic is simulated at θ* = (log β, log γ) = (-0.5, -3) (R0 = 12.2) in a population
+of 10^5 (2·10^4 in quick mode), its infection curve at t = 0, 17, ..., 153 is released once through
+``SIR.mechanism`` (charged to the demo ledger as ``"sir-demo"``, privacy noise from the operating
+system), and the private-data posterior is approximated by SPPE with nested RQMC. Small budget:
+2 rounds of 300 simulations (quick: 1 round of 200), a 4-transform spline flow.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+DATASET = "sir-demo"
+EPSILON = 10.0
+TRUTH = (-0.5, -3.0)
+
+
+def section_sppe(ctx: Any) -> None:
+    """SPPE posterior of (log β, log γ) and R0 from a privatised SIR infection curve."""
+    from ..diagnostics import median_predictive_distance
+    from ..models import SIR
+    from ..privacy import PrivacyRNG
+    from .sppe import SPPE
+
+    quick = bool(ctx.quick)
+    model = SIR(population=20_000 if quick else 100_000, epsilon=EPSILON)
+    confidential = model.simulate_confidential(np.array([TRUTH]), ctx.rng(60))[0]
+    ctx.ledger.register(DATASET, epsilon=EPSILON, delta=0.0, accountant="pure")
+    release = model.mechanism.release(
+        confidential, PrivacyRNG(), ledger=ctx.ledger, dataset=DATASET, label="SIR infection curve (Prop. 4)"
+    )
+    s_dp = release.value
+    settings = {
+        "flow": {"kind": "nsf", "transforms": 4, "hidden": 32, "blocks": 2, "bins": 8},
+        "rounds": 1 if quick else 2,
+        "simulations_per_round": 200 if quick else 300,
+        "rqmc_points": 2 if quick else 4,
+        "atoms": 5,
+        "training": {"max_epochs": 40 if quick else 100, "patience": 10},
+    }
+    t0 = time.perf_counter()
+    post = SPPE(model, seed=int(ctx.seed), **settings).fit(s_dp)
+    wall = time.perf_counter() - t0
+    draws = post.sample(2000, seed=int(ctx.seed))
+    r0 = np.exp(draws[:, 0] - draws[:, 1])
+    medd = median_predictive_distance(model, draws[:500], s_dp, seed=int(ctx.seed))
+    note = f"{post.n_simulations} simulations, M = {settings['rqmc_points']}, {wall:.1f} s"
+    for i, name in enumerate(model.param_names):
+        lo, hi = np.quantile(draws[:, i], [0.025, 0.975])
+        ctx.report.add_row(
+            "SPPE (private data)",
+            "SPPE",
+            f"{name} mean (95% CI)",
+            f"{draws[:, i].mean():.3f} ({lo:.3f}, {hi:.3f})",
+            EPSILON,
+            f"truth {TRUTH[i]}; " + (note if i == 0 else ""),
+        )
+    lo, hi = np.quantile(r0, [0.025, 0.975])
+    ctx.report.add_row(
+        "SPPE (private data)",
+        "SPPE",
+        "R0 median (95% CI)",
+        f"{np.median(r0):.2f} ({lo:.2f}, {hi:.2f})",
+        EPSILON,
+        f"truth {np.exp(TRUTH[0] - TRUTH[1]):.2f}",
+    )
+    ctx.report.add_row(
+        "SPPE (private data)",
+        "SPPE",
+        "median predictive distance",
+        f"{medd:.4f}",
+        EPSILON,
+        "median ||s_dp(theta) - s_obs|| over posterior draws",
+    )
+    text = (
+        f"SIR epidemic (K = {model.population}) released once at epsilon = {EPSILON} through the "
+        f"Proposition-4 binomial mechanism and charged to the ledger as {DATASET!r}.\n\n```\n"
+        f"{release.privacy.summary()}\n```\n\nObserved release: {np.round(s_dp, 4).tolist()}.\n\n"
+        f"SPPE settings: {settings}. Per round: "
+        + "; ".join(f"round {r.round}: {r.n_simulations_total} sims, {r.epochs} epochs" for r in post.rounds)
+    )
+    ctx.report.add_text("SPPE: SIR epidemic from a privatised infection curve", text)
+    path = _figure(ctx.out_dir, draws, model.param_names)
+    if path is not None:
+        ctx.report.add_figure("SPPE posterior draws, SIR at epsilon = 10 (cross: truth)", path)
+    print(post.summary())
+
+
+def _figure(out_dir: Any, draws: np.ndarray, names: tuple[str, ...]) -> Any:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:  # pragma: no cover
+        return None
+    fig, ax = plt.subplots(figsize=(4.5, 4))
+    ax.scatter(draws[:, 0], draws[:, 1], s=3, alpha=0.3, label="SPPE draws")
+    ax.plot(*TRUTH, "rx", ms=10, mew=2, label="truth")
+    ax.set_xlabel(names[0])
+    ax.set_ylabel(names[1])
+    ax.legend(loc="best")
+    fig.tight_layout()
+    path = out_dir / "sppe_sir_eps10.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+__all__ = ["section_sppe"]
