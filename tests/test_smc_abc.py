@@ -213,3 +213,27 @@ def test_simulation_budget_stops_with_incomplete_result():
 def test_weighted_quantile_matches_unweighted():
     x = np.random.default_rng(0).standard_normal(10001)
     assert weighted_quantile(x, np.ones_like(x), 0.5) == pytest.approx(np.median(x), abs=1e-3)
+
+
+@pytest.mark.slow
+def test_smc_abc_agrees_with_da_mcmc_on_linear_regression():
+    """SMC-ABC (tolerance limited by a simulation budget) vs the likelihood-based DA-MCMC, eps = 1."""
+    from dpinfer.abc.baselines import da_mcmc_linreg
+    from dpinfer.datasets.private_data import load_linreg
+    from dpinfer.models import LinearRegression
+
+    d = load_linreg()
+    model = LinearRegression(epsilon=1.0, x_mean=(0.90014, -1.17335))
+    da = da_mcmc_linreg(model, d.observed(1.0), n_samples=4000, burn_in=2000, thin=10, seed=0)
+    res = smc_abc(
+        model,
+        d.observed(1.0),
+        n_particles=1000,
+        schedule=QuantileSchedule(max_populations=25),
+        backend="serial",
+        seed=0,
+        batch_size=5000,
+        max_simulations=600_000,
+    )
+    assert np.all(np.abs(res.mean() - da.mean) < 0.3 * da.sd)
+    assert np.all(np.abs(res.sd() / da.sd - 1) < 0.2)
