@@ -126,3 +126,17 @@ def test_demo_section_quick(tmp_path):
     assert (tmp_path / "abcdp_covid.png").exists()
     assert ledger.spent("covid-nl") == pytest.approx(44)
     assert any(r.section == "ABCDP" for r in ctx.report.rows)
+
+
+def test_simulations_are_memory_mapped_when_uncompressed(covid_files):
+    from dpinfer.abc.cli import load_simulations
+
+    tmp, sims, _ = covid_files
+    theta, data, meta = load_simulations(sims)
+    assert isinstance(data, np.memmap) and meta["model"] == "covid"
+    with np.load(sims) as f:
+        np.testing.assert_array_equal(np.asarray(data), f["sims"])
+        np.savez_compressed(tmp / "c.npz", theta=f["theta"], sims=f["sims"])
+    _, data_c, _ = load_simulations(tmp / "c.npz")
+    assert not isinstance(data_c, np.memmap)
+    np.testing.assert_array_equal(data_c, np.asarray(data))

@@ -68,8 +68,48 @@ def _simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _memmap_npz_member(path: Path, name: str) -> np.ndarray | None:
+    """Memory-map an uncompressed ``.npy`` member of an ``.npz`` (as written by ``np.savez``).
+
+    Returns None if the member is compressed or not a plain array; the caller then loads it.
+    """
+    import zipfile
+
+    with zipfile.ZipFile(path) as zf:
+        try:
+            info = zf.getinfo(name + ".npy")
+        except KeyError:
+            return None
+        if info.compress_type != zipfile.ZIP_STORED:
+            return None
+    with open(path, "rb") as f:
+        f.seek(info.header_offset)
+        local = f.read(30)
+        if local[:4] != b"PK\x03\x04":
+            return None
+        name_len = int.from_bytes(local[26:28], "little")
+        extra_len = int.from_bytes(local[28:30], "little")
+        start = info.header_offset + 30 + name_len + extra_len
+        f.seek(start)
+        version = np.lib.format.read_magic(f)
+        if version == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+        elif version == (2, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+        else:
+            return None
+        if dtype.hasobject:
+            return None
+        offset = f.tell()
+    return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape, order="F" if fortran else "C")
+
+
 def load_simulations(path: str | Path) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
-    """Read a ``dpinfer simulate`` file; checks its keys and shapes."""
+    """Read a ``dpinfer simulate`` file; checks its keys and shapes.
+
+    The simulated data are memory-mapped when stored uncompressed (the default of
+    ``dpinfer simulate``), so ABCDP streams them batch by batch and memory does not grow with T.
+    """
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"simulations file {p} not found (make it with `dpinfer simulate`).")
@@ -81,7 +121,10 @@ def load_simulations(path: str | Path) -> tuple[np.ndarray, np.ndarray, dict[str
                     f"{p} lacks {sorted(missing)}: a simulations file holds 'theta' (T, p) and 'sims' "
                     "(T, ...); make it with `dpinfer simulate`."
                 )
-            theta, sims = data["theta"], data["sims"]
+            theta = data["theta"]
+            sims = _memmap_npz_member(p, "sims")
+            if sims is None:
+                sims = data["sims"]
             meta = json.loads(str(data["meta"])) if "meta" in data.files else {}
     except (ValueError, OSError) as exc:
         raise InvalidDataError(f"cannot read simulations file {p}: {exc}") from None
