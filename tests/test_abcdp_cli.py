@@ -32,6 +32,14 @@ def test_simulate_file_contents(covid_files):
     main(["simulate", "covid", "--draws", "3000", "--seed", "3", "--out", str(again)])
     with np.load(sims) as a, np.load(again) as b:
         np.testing.assert_array_equal(a["theta"], b["theta"])
+        # the streamed file holds exactly the stream of SimulatedDraws(seed, batch_size)
+        from dpinfer.abc import SimulatedDraws
+        from dpinfer.models import CovidPolynomial
+
+        m = CovidPolynomial()
+        th, sm = SimulatedDraws(m.prior_sample, m.simulate, 3000, seed=3, batch_size=256).materialize()
+        np.testing.assert_array_equal(a["theta"], th)
+        np.testing.assert_array_equal(a["sims"], sm)
 
 
 def test_abcdp_command_charges_ledger_and_writes_release(covid_files):

@@ -43,28 +43,57 @@ def make_model(name: str, n_points: int | None = None, n_datasets: int | None = 
 
 
 def _simulate(args: argparse.Namespace) -> int:
+    """Stream the simulations into an uncompressed ``.npz`` (memory does not grow with T)."""
+    import zipfile
+
     from .draws import SimulatedDraws
 
     if args.draws < 1:
         raise InvalidDataError(f"--draws must be >= 1, got {args.draws}.")
     model = make_model(args.model, args.n_points, args.n_datasets)
     draws = SimulatedDraws(model.prior_sample, model.simulate, args.draws, args.seed, args.batch_size)
-    thetas, sims = draws.materialize()
-    meta: dict[str, Any] = {
-        "model": args.model,
-        "param_names": list(model.param_names),
-        "seed": args.seed,
-        "batch_size": args.batch_size,
-        "n_draws": args.draws,
-        "kind": "datasets" if args.model == "tuberculosis" else "points",
-    }
-    if meta["kind"] == "points":
-        meta["bandwidth_median_heuristic"] = median_heuristic(sims[: min(200, len(sims))], seed=args.seed)
+    dtype = np.dtype(np.float32 if args.float32 else np.float64)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    dtype = np.float32 if args.float32 else np.float64
-    np.savez(out, theta=thetas, sims=sims.astype(dtype), meta=np.array(json.dumps(meta)))
-    print(f"wrote {out}: theta {thetas.shape}, sims {sims.shape} ({args.model}, seed {args.seed})")
+    kind = "datasets" if args.model == "tuberculosis" else "points"
+    thetas: list[np.ndarray] = []
+    head: list[np.ndarray] = []  # the first simulated data sets, for the bandwidth heuristic
+    n_head = 0
+    sims_shape: tuple[int, ...] = ()
+    tmp = out.with_name(out.name + ".partial")
+    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+        member = None
+        for theta, sims in draws.batches():
+            if member is None:
+                sims_shape = (args.draws, *sims.shape[1:])
+                member = zf.open("sims.npy", "w", force_zip64=True)
+                header = {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False,
+                          "shape": sims_shape}
+                np.lib.format.write_array_header_2_0(member, header)
+            member.write(np.ascontiguousarray(sims, dtype=dtype).tobytes())
+            thetas.append(theta)
+            if kind == "points" and n_head < 200:
+                head.append(sims[: 200 - n_head])
+                n_head += len(head[-1])
+        assert member is not None
+        member.close()
+        theta_all = np.concatenate(thetas)
+        meta: dict[str, Any] = {
+            "model": args.model,
+            "param_names": list(model.param_names),
+            "seed": args.seed,
+            "batch_size": args.batch_size,
+            "n_draws": args.draws,
+            "kind": kind,
+        }
+        if kind == "points":
+            meta["bandwidth_median_heuristic"] = median_heuristic(np.concatenate(head), seed=args.seed)
+        with zf.open("theta.npy", "w") as f:
+            np.lib.format.write_array(f, theta_all)
+        with zf.open("meta.npy", "w") as f:
+            np.lib.format.write_array(f, np.array(json.dumps(meta)))
+    tmp.replace(out)
+    print(f"wrote {out}: theta {theta_all.shape}, sims {sims_shape} ({args.model}, seed {args.seed})")
     return 0
 
 
