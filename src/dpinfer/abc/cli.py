@@ -61,9 +61,15 @@ def _simulate(args: argparse.Namespace) -> int:
     n_head = 0
     sims_shape: tuple[int, ...] = ()
     tmp = out.with_name(out.name + ".partial")
-    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+    from .abcdp import _progress
+
+    with (
+        zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf,
+        _progress(args.draws, None, f"simulate {args.model}") as bar,
+    ):
         member = None
         for theta, sims in draws.batches():
+            bar.update(len(theta))
             if member is None:
                 sims_shape = (args.draws, *sims.shape[1:])
                 member = zf.open("sims.npy", "w", force_zip64=True)
