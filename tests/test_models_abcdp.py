@@ -57,6 +57,9 @@ def test_tb_sanfrancisco_data_and_summaries():
     sizes, months = load_tb_sanfrancisco()
     assert sizes.sum() == 473 and sizes.size == 326 and sizes.max() == 30 and months.size == 30
     s = sanfrancisco_summaries()[0]
+    np.testing.assert_array_equal(Tuberculosis.sanfrancisco()[0], s)
+    d = Tuberculosis(n_datasets=1).distance()
+    assert d.sensitivity(d.prepare(Tuberculosis.sanfrancisco())) == 200.0
     np.testing.assert_allclose(s[:6], [473, 326, 30, (30 - 10) / 3, 282, 20])
     assert s[6] == 24 and s[7] == np.unique(months).size
 

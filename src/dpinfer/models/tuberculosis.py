@@ -362,6 +362,14 @@ class Tuberculosis:
         th = self.theta_true if theta is None else np.asarray(theta, dtype=np.float64)
         return self.simulate(th[None], np.random.default_rng(seed), n_datasets)[0]
 
+    @staticmethod
+    def sanfrancisco() -> np.ndarray:
+        """The San Francisco data as observed summaries of one data set; shape (1, 8).
+
+        Use with ``Tuberculosis(n_datasets=1)``; the clipped query then has Δρ = clip/1.
+        """
+        return sanfrancisco_summaries()
+
     def distance(self, clip: float = 200.0) -> ClippedDistance:
         """The ABCDP query: mean over data sets of min(tb_distance, clip); Δρ = clip/n."""
         return ClippedDistance(tb_distance, clip)
