@@ -108,3 +108,10 @@ def test_tb_distance_weights():
     sim = obs.copy()
     sim[0, 0] = 0  # relative error divides by zero -> clipped at C
     assert dist.batch(dist.prepare(obs), sim[None])[0] == pytest.approx(200.0)
+
+
+def test_tb_parallel_simulation_equals_serial():
+    theta = Tuberculosis().prior_sample(3, np.random.default_rng(4))
+    serial = Tuberculosis(n_datasets=6).simulate(theta, np.random.default_rng(5))
+    parallel = Tuberculosis(n_datasets=6, parallel=True).simulate(theta, np.random.default_rng(5))
+    np.testing.assert_array_equal(serial, parallel)

@@ -30,7 +30,7 @@ from dpinfer.privacy import PrivacyRNG
 
 
 def run_n(n: int, draws: int, seed: int, c: int, eps: float, eps_abc: float, clip: float, batch: int):
-    model = Tuberculosis(n_datasets=n)
+    model = Tuberculosis(n_datasets=n, parallel=True)
     observed = model.observed(seed=10_000 + seed)
     dist = model.distance(clip)
     prep = dist.prepare(observed)
