@@ -58,6 +58,14 @@ class Model:
         Dimension of θ.
     name
         A short name used in reports.
+
+    Notes
+    -----
+    Privacy relies on example i's term depending on record i only (plus θ): the per-example
+    gradients are clipped one by one, and that bounds the sensitivity only if no record influences
+    another record's term. The default :meth:`per_example_grad` evaluates each example on its own
+    (``X[i:i+1]``), so batch-coupled likelihoods cannot leak through it; a subclass overriding it
+    with a closed form must keep rows independent.
     """
 
     name: str = "custom"
