@@ -228,3 +228,55 @@ def test_sple_bad_settings(model):
         SPLE(model, rqmc_points=6)
     with pytest.raises(InvalidDataError, match="model"):
         SPPE(object())
+
+
+def test_standardization_comes_from_simulations_not_the_observed_data(model):
+    kw = dict(
+        flow=SMALL, rounds=1, simulations_per_round=100, rqmc_points=2, training={"max_epochs": 2}, seed=3
+    )
+    a = SPPE(model, **kw).fit([0.6]).flow
+    b = SPPE(model, **kw).fit([1.9]).flow
+    # round 0 only sees prior simulations: identical z-scoring (and weights) whatever was observed
+    for name in ("x_mean", "x_std", "c_mean", "c_std"):
+        assert torch.equal(getattr(a, name), getattr(b, name))
+    assert abs(float(a.c_mean[0]) - 1.9) > 1.0 and float(a.x_std[0]) > 0.5  # prior moments, not s_obs
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("flow", ["nsf", "maf"])
+def test_default_architectures_reach_the_exact_posterior(model, reference, flow):
+    """Paper-sized flows (8 transforms, 50 hidden units), 3 rounds of 500 simulations, M = 8."""
+    for cls, kw in ((SPPE, {"atoms": 10}), (SPLE, {})):
+        post = cls(
+            model,
+            flow=flow,
+            rounds=3,
+            simulations_per_round=500,
+            rqmc_points=8,
+            training={"max_epochs": 200},
+            seed=1,
+            **kw,
+        ).fit(OBS)
+        assert c2st(post.sample(1000, seed=2), reference) <= 0.58
+
+
+@pytest.mark.slow
+def test_sppe_on_sir_concentrates_near_the_truth():
+    from dpinfer.models import SIR
+
+    sir = SIR(population=10_000, epsilon=10.0)
+    conf = sir.simulate_confidential(np.array([[-0.5, -3.0]]), np.random.default_rng(0))[0]
+    obs = sir.mechanism.G(conf, np.random.default_rng(1).random(10))
+    post = SPPE(
+        sir,
+        flow={"transforms": 5},
+        rounds=3,
+        simulations_per_round=500,
+        rqmc_points=4,
+        training={"max_epochs": 200},
+        seed=0,
+    ).fit(obs)
+    draws = post.sample(2000, seed=0)
+    lo, hi = np.quantile(draws, [0.005, 0.995], axis=0)
+    assert np.all(lo < [-0.5, -3.0]) and np.all(hi > [-0.5, -3.0])
+    assert np.all(draws.std(axis=0) < 0.5 * sir.prior.sd)
