@@ -93,3 +93,39 @@ def test_sir_release_and_observed_checks(tmp_path, test_rng):
     real = SIR.real_outbreak()
     assert real.mechanism.M == pytest.approx(100.0)
     assert real.privacy_report().epsilon == pytest.approx(10 * 100 * math.log(1.01))
+
+
+def test_hybrid_poisson_sampler_matches_poisson():
+    from dpinfer.models.sir import stream_seeds
+    from dpinfer.models.sir_tau_leap import _poisson
+
+    state = stream_seeds(np.random.default_rng(0), 1)[0].copy()
+    for mu in (0.7, 6.0, 30.0, 4000.0):
+        draws = np.array([_poisson(mu, state) for _ in range(20000)])
+        assert abs(draws.mean() - mu) < 4 * math.sqrt(mu / draws.size)
+        assert abs(draws.var() / mu - 1) < 0.06
+        if mu == 30.0:
+            k = np.arange(10, 55)
+            obs = np.array([(draws == v).sum() for v in k])
+            exp = stats.poisson(mu).pmf(k) * draws.size
+            assert stats.chisquare(obs, exp * obs.sum() / exp.sum()).pvalue > 1e-3
+
+
+def test_hybrid_simulator_agrees_with_exact():
+    from dpinfer.models.sir_tau_leap import hybrid_sir
+
+    b, g, K, reps = math.exp(-0.5), math.exp(-3), 100_000, 400
+    ex, _ = gillespie_sir(np.full(reps, b), g, K, seed=11)
+    hy, _ = hybrid_sir(np.full(reps, b), g, K, seed=12)
+    se = np.sqrt(ex.var(0) / reps + hy.var(0) / reps) + 1e-9
+    assert np.all(np.abs(ex.mean(0) - hy.mean(0)) < 4 * se + 0.002 * K)
+    assert np.all(hy[:, 0] == 1)
+    # final size for a large R0
+    _, final = hybrid_sir(np.full(200, 0.5), 0.1, 20_000, times=[1e9], seed=5)
+    frac = 1 - final[:, 0] / 20_000
+    major = frac > 0.1
+    assert abs(frac[major].mean() - final_size(5.0)) < 4 * frac[major].std() / math.sqrt(major.sum()) + 1e-3
+    model = SIR(population=K, simulator="hybrid")
+    assert model.simulate(np.array([[-0.5, -3.0]]), 0).shape == (1, 10)
+    with pytest.raises(InvalidDataError):
+        SIR(simulator="ode")

@@ -358,6 +358,10 @@ class SIR(PrivateDataModel):
         (log β, log γ).
     record_after_event
         Reproduce the authors' recording quirk (see :func:`gillespie_sir`).
+    simulator
+        ``"exact"`` (Gillespie, default) or ``"hybrid"`` (exact while fewer than 100 are infected,
+        tau-leaping otherwise; :mod:`dpinfer.models.sir_tau_leap`). The hybrid is an approximation:
+        validate its posterior against the exact one before relying on it.
     """
 
     name = "sir"
@@ -372,7 +376,11 @@ class SIR(PrivateDataModel):
         prior: Any = "synthetic",
         initial_infected: int = 1,
         record_after_event: bool = False,
+        simulator: str = "exact",
     ) -> None:
+        if simulator not in ("exact", "hybrid"):
+            raise InvalidDataError(f"simulator must be 'exact' or 'hybrid', got {simulator!r}.")
+        self.simulator = simulator
         self.population = int(population)
         if self.population < 2:
             raise InvalidDataError("population must be >= 2.")
@@ -404,6 +412,18 @@ class SIR(PrivateDataModel):
 
     def simulate_confidential(self, theta: np.ndarray, seed: Any = None) -> np.ndarray:
         theta = self.prior.check_theta(theta)
+        if self.simulator == "hybrid":
+            from .sir_tau_leap import hybrid_sir
+
+            infected, _ = hybrid_sir(
+                np.exp(theta[:, 0]),
+                np.exp(theta[:, 1]),
+                self.population,
+                self.times,
+                self.initial_infected,
+                as_generator(seed),
+            )
+            return infected.astype(np.float64)
         infected, _ = gillespie_sir(
             np.exp(theta[:, 0]),
             np.exp(theta[:, 1]),
@@ -418,6 +438,7 @@ class SIR(PrivateDataModel):
     def describe(self) -> dict[str, Any]:
         d = super().describe()
         d.update(
+            simulator=self.simulator,
             population=self.population,
             times=self.times.tolist(),
             n_trials=self.mechanism.n_trials,
