@@ -131,6 +131,44 @@ def test_paper_accounting_reproduces_the_authors_numbers():
     assert plan.noise_multiplier == pytest.approx(2 * 29.964, rel=1e-3)
 
 
+def test_engine_update_with_zero_gradients_has_variance_sigma2_C2():
+    """End to end: zero likelihood, prior and entropy gradients, q = 1, plain SGD with lr 1: every
+    step of the parameters is the released noise, which must be N(0, (sigma C)^2) per coordinate."""
+    from dpinfer.vi import MeanFieldGaussian, Model
+
+    class NoEntropy(MeanFieldGaussian):
+        def entropy_grad(self, params):
+            return 0.0 * params
+
+    model = Model(lambda th, X, y: 0.0 * (X @ th), lambda th: 0.0 * th.sum(), dim=3)
+    engine = DPVI(model)
+    engine.family = NoEntropy(3)
+    sigma, C, T = 0.5, 0.2, 1500
+    traj = []
+    engine.fit(
+        np.ones((5, 3)),
+        np.zeros(5),
+        noise_multiplier=sigma,
+        delta=1e-5,
+        clip=C,
+        sampling_rate=1.0,
+        steps=T,
+        optimizer="sgd",
+        lr=1.0,
+        per_example="likelihood",
+        neighbouring="add-remove",
+        accountant="rdp",
+        seed=0,
+        privacy_rng=_insecure(2),
+        callback=lambda t, p: traj.append(p),
+    )
+    steps = np.diff(np.vstack([np.zeros(6), *traj]), axis=0).ravel()  # 9000 noise values
+    n, target = steps.size, (sigma * C) ** 2
+    assert abs(steps.var() - target) < 5 * target * np.sqrt(2.0 / n)
+    assert abs(steps.mean()) < 5 * sigma * C / np.sqrt(n)
+    assert abs(steps.var() - sigma**2) > 5 * target * np.sqrt(2.0 / n)  # the "noise without C" bug
+
+
 # ---- ledger ----------------------------------------------------------------------------------
 class _WatchedRNG(PrivacyRNG):
     """Records the ledger's charges at the moment the first privacy noise is drawn."""

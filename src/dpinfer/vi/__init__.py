@@ -3,7 +3,7 @@
 from .engine import DPVI, PrivacyPlan, plan_privacy
 from .families import FullRankGaussian, MeanFieldGaussian, make_family
 from .models import GaussianLinearRegression, LogisticRegression, Model, PoissonRegression, make_model
-from .optim import Adam, DPOptimizer, WindowedAdaGrad, clip_per_example, noise_generator
+from .optim import SGD, Adam, DPOptimizer, WindowedAdaGrad, clip_per_example, noise_generator
 from .result import DPVIResult
 
 __all__ = [
@@ -18,6 +18,7 @@ __all__ = [
     "Model",
     "PoissonRegression",
     "PrivacyPlan",
+    "SGD",
     "WindowedAdaGrad",
     "clip_per_example",
     "make_family",

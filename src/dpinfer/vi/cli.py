@@ -151,7 +151,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--sampling-rate", type=float, default=0.05, help="q (default 0.05)")
     p.add_argument("--steps", type=int, default=1000, help="T (default 1000)")
     p.add_argument("--lr", type=float, default=0.1)
-    p.add_argument("--optimizer", default="adagrad", choices=("adagrad", "adam"))
+    p.add_argument("--optimizer", default="adagrad", choices=("adagrad", "adam", "sgd"))
     p.add_argument("--accountant", default=None, help="pld (default) | rdp | advanced")
     p.add_argument("--neighbouring", default="replace-one", choices=("replace-one", "add-remove"))
     p.add_argument("--sampling", default="poisson", choices=("poisson", "with-replacement"))

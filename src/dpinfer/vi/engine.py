@@ -296,7 +296,7 @@ class DPVI:
             Report ε with the authors' ``2·act(2σ_paper, δ/2, δ')`` convention; δ' of the advanced
             composition (default 0.1·δ). See the module docstring.
         optimizer, lr
-            ``"adagrad"`` (windowed, window 10; the paper's, lr 0.1 for DP) or ``"adam"``.
+            ``"adagrad"`` (windowed, window 10; the paper's, lr 0.1 for DP), ``"adam"`` or ``"sgd"``.
         per_example
             ``"elbo"`` (default; the authors' per-example ELBO terms) or ``"likelihood"``; see
             :mod:`dpinfer.vi.gradients`.

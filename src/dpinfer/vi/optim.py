@@ -9,7 +9,8 @@ a parameter update. The optimizers *ascend* the ELBO:
 
 * :class:`WindowedAdaGrad`: PyMC3's ``adagrad_window`` used by the authors,
   θ ← θ + lr · g / sqrt(Σ_{last `window` steps} g² + stabiliser), window 10, stabiliser 0.1;
-* :class:`Adam` (Kingma & Ba 2015).
+* :class:`Adam` (Kingma & Ba 2015);
+* :class:`SGD`, plain ascent (the privatised gradient enters the update linearly).
 
 The noise is drawn from a ``torch.Generator`` seeded from a :class:`~dpinfer.privacy.PrivacyRNG`,
 never from the user's seed (:func:`noise_generator`).
@@ -58,6 +59,16 @@ class WindowedAdaGrad:
         return params + self.lr * g / torch.sqrt(self._hist.sum(0) + self.stabiliser)
 
 
+class SGD:
+    """Plain gradient ascent θ ← θ + lr·g (DP-SGD's update; its noise passes through linearly)."""
+
+    def __init__(self, lr: float = 0.01) -> None:
+        self.lr = float(lr)
+
+    def step(self, params: Tensor, g: Tensor) -> Tensor:
+        return params + self.lr * g
+
+
 class Adam:
     """Adam (ascent) with bias correction."""
 
@@ -80,15 +91,17 @@ class Adam:
         return params + self.lr * mhat / (torch.sqrt(vhat) + self.eps)
 
 
-def make_optimizer(name: str, lr: float) -> WindowedAdaGrad | Adam:
-    """``"adagrad"`` (windowed, the paper's) or ``"adam"``."""
+def make_optimizer(name: str, lr: float) -> WindowedAdaGrad | Adam | SGD:
+    """``"adagrad"`` (windowed, the paper's), ``"adam"`` or ``"sgd"``."""
     if not (math.isfinite(float(lr)) and float(lr) > 0):
         raise InvalidPrivacyParameterError(f"lr must be a positive number, got {lr!r}.")
     if name == "adagrad":
         return WindowedAdaGrad(lr)
     if name == "adam":
         return Adam(lr)
-    raise InvalidPrivacyParameterError(f"optimizer must be 'adagrad' or 'adam', got {name!r}.")
+    if name == "sgd":
+        return SGD(lr)
+    raise InvalidPrivacyParameterError(f"optimizer must be 'adagrad', 'adam' or 'sgd', got {name!r}.")
 
 
 class DPOptimizer:
@@ -108,7 +121,7 @@ class DPOptimizer:
 
     def __init__(
         self,
-        optimizer: WindowedAdaGrad | Adam,
+        optimizer: WindowedAdaGrad | Adam | SGD,
         clip: float | None,
         noise_multiplier: float,
         generator: torch.Generator | None,
