@@ -97,6 +97,13 @@ def _run(args: argparse.Namespace) -> int:
     if epsilon is None:
         raise ValueError("the release's epsilon is needed: pass --epsilon or put 'epsilon' in the JSON file.")
     model = build_model(args.model, float(epsilon), **model_args)
+    if args.backend == "dask" or "://" in args.backend:
+        try:
+            import distributed  # noqa: F401
+        except ImportError as exc:
+            raise ValueError(
+                "the Dask backend needs dask[distributed]: pip install 'dpinfer[dask]'."
+            ) from exc
     try:
         res = smc_abc(
             model,
