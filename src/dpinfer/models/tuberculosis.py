@@ -263,21 +263,48 @@ def _simulate_batch(
     for b in range(rates.shape[0]):
         for s in range(seeds.shape[1]):
             _simulate_one(
-                rates[b, 0], rates[b, 1], rates[b, 2], rates[b, 3], rates[b, 4], means[b, 0], means[b, 1],
-                p_c, p_obs, t_obs, warm_min, warm_max, size_bound, seeds[b, s], out[b, s],
+                rates[b, 0],
+                rates[b, 1],
+                rates[b, 2],
+                rates[b, 3],
+                rates[b, 4],
+                means[b, 0],
+                means[b, 1],
+                p_c,
+                p_obs,
+                t_obs,
+                warm_min,
+                warm_max,
+                size_bound,
+                seeds[b, s],
+                out[b, s],
             )
 
 
 @numba.njit(cache=True, parallel=True)
-def _simulate_batch_parallel(rates, means, seeds, p_c, p_obs, t_obs, warm_min, warm_max, size_bound,
-                             out):  # pragma: no cover
+def _simulate_batch_parallel(
+    rates, means, seeds, p_c, p_obs, t_obs, warm_min, warm_max, size_bound, out
+):  # pragma: no cover
     n_sets = seeds.shape[1]
     for q in numba.prange(rates.shape[0] * n_sets):
         b = q // n_sets
         s = q % n_sets
         _simulate_one(
-            rates[b, 0], rates[b, 1], rates[b, 2], rates[b, 3], rates[b, 4], means[b, 0], means[b, 1],
-            p_c, p_obs, t_obs, warm_min, warm_max, size_bound, seeds[b, s], out[b, s],
+            rates[b, 0],
+            rates[b, 1],
+            rates[b, 2],
+            rates[b, 3],
+            rates[b, 4],
+            means[b, 0],
+            means[b, 1],
+            p_c,
+            p_obs,
+            t_obs,
+            warm_min,
+            warm_max,
+            size_bound,
+            seeds[b, s],
+            out[b, s],
         )
 
 
@@ -390,8 +417,16 @@ class Tuberculosis:
         seeds = rng.integers(0, 2**31 - 1, size=(th.shape[0], n))
         kernel = _simulate_batch_parallel if self.parallel else _simulate_batch
         kernel(
-            rates, means, seeds, self.p_compliance, self.p_observed, self.t_obs, self.warmup_bounds[0],
-            self.warmup_bounds[1], self.cluster_size_bound, out,
+            rates,
+            means,
+            seeds,
+            self.p_compliance,
+            self.p_observed,
+            self.t_obs,
+            self.warmup_bounds[0],
+            self.warmup_bounds[1],
+            self.cluster_size_bound,
+            out,
         )
         return out
 
@@ -422,9 +457,17 @@ def sanfrancisco_summaries() -> np.ndarray:
     hist = np.bincount(months, minlength=24)
     nz = np.flatnonzero(hist)
     return np.array(
-        [[
-            sizes.sum(), sizes.size, sizes.max(), (top[0] - top[3]) / 3.0, np.sum(sizes == 1),
-            np.sum(sizes == 2), nz[-1] - nz[0] + 1, nz.size,
-        ]],
+        [
+            [
+                sizes.sum(),
+                sizes.size,
+                sizes.max(),
+                (top[0] - top[3]) / 3.0,
+                np.sum(sizes == 1),
+                np.sum(sizes == 2),
+                nz[-1] - nz[0] + 1,
+                nz.size,
+            ]
+        ],
         dtype=np.float64,
     )
