@@ -96,8 +96,8 @@ def test_sir_release_and_observed_checks(tmp_path, test_rng):
 
 
 def test_hybrid_poisson_sampler_matches_poisson():
-    from dpinfer.models.sir import stream_seeds
     from dpinfer.models.sir_tau_leap import _poisson
+    from dpinfer.models.streams import stream_seeds
 
     state = stream_seeds(np.random.default_rng(0), 1)[0].copy()
     for mu in (0.7, 6.0, 30.0, 4000.0):

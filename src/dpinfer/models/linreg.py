@@ -30,11 +30,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import numba
 import numpy as np
 
 from ..privacy import InvalidDataError
 from ..privacy.validation import check_epsilon
 from .base import GaussianPosterior, GaussianPrior, LaplaceMechanism, PrivateDataModel, as_generator
+from .streams import _normal, stream_seeds
 
 STAT_NAMES = (
     "mean(y)",
@@ -58,6 +60,35 @@ def record_statistics(x: np.ndarray, y: np.ndarray, clamp: float) -> np.ndarray:
     ys = np.clip(y, -clamp, clamp) / clamp
     x1, x2 = xs[..., 0], xs[..., 1]
     return np.stack([ys, x1 * ys, x2 * ys, ys * ys, x1, x2, x1 * x1, x1 * x2, x2 * x2], axis=-1)
+
+
+@numba.njit(parallel=True, cache=True)
+def _simulate_batch(theta, seeds, n, m0, m1, sigma, clamp):
+    """Mean-scale statistics of n simulated records per β row (same model as ``simulate_data``)."""
+    out = np.empty((theta.shape[0], 9))
+    for i in numba.prange(theta.shape[0]):
+        state = seeds[i].copy()
+        acc = np.zeros(9)
+        b0, b1, b2 = theta[i, 0], theta[i, 1], theta[i, 2]
+        for _ in range(n):
+            x1 = m0 + _normal(state)
+            x2 = m1 + _normal(state)
+            y = b0 + b1 * x1 + b2 * x2 + sigma * _normal(state)
+            a = min(max(x1, -clamp), clamp) / clamp
+            b = min(max(x2, -clamp), clamp) / clamp
+            c = min(max(y, -clamp), clamp) / clamp
+            acc[0] += c
+            acc[1] += a * c
+            acc[2] += b * c
+            acc[3] += c * c
+            acc[4] += a
+            acc[5] += b
+            acc[6] += a * a
+            acc[7] += a * b
+            acc[8] += b * b
+        for k in range(9):
+            out[i, k] = acc[k] / n
+    return out
 
 
 class LinearRegression(PrivateDataModel):
@@ -141,13 +172,18 @@ class LinearRegression(PrivateDataModel):
         return record_statistics(x, y, self.clamp).mean(axis=0)
 
     def simulate_confidential(self, theta: np.ndarray, seed: Any = None) -> np.ndarray:
+        """Confidential statistics for each β row (compiled, parallel, one random stream per row)."""
         theta = self.prior.check_theta(theta)
-        gen = as_generator(seed)
-        m = theta.shape[0]
-        x = self.x_mean + gen.standard_normal((m, self.n, 2))
-        y = theta[:, :1] + np.einsum("mnk,mk->mn", x, theta[:, 1:])
-        y += np.sqrt(self.noise_var) * gen.standard_normal((m, self.n))
-        return record_statistics(x, y, self.clamp).mean(axis=1)
+        seeds = stream_seeds(as_generator(seed), theta.shape[0])
+        return _simulate_batch(
+            np.ascontiguousarray(theta),
+            seeds,
+            self.n,
+            float(self.x_mean[0]),
+            float(self.x_mean[1]),
+            float(np.sqrt(self.noise_var)),
+            self.clamp,
+        )
 
     # -- conjugate posteriors -------------------------------------------------------------------
     def gram_from_statistic(self, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -29,29 +29,13 @@ from ..privacy import InvalidDataError, KnownEvent
 from ..privacy.events import PrivacyEvent
 from ..privacy.validation import check_epsilon
 from .base import GaussianPrior, Mechanism, PrivateDataModel, as_generator
+from .streams import _next_double, stream_seeds
 
 DEFAULT_TIMES = np.arange(0.0, 154.0, 17.0)  # 0, 17, ..., 153
 
 # ----------------------------------------------------------------------------------------------
 # compiled kernels
 # ----------------------------------------------------------------------------------------------
-
-
-@numba.njit(inline="always")
-def _rotl(x: np.uint64, k: np.uint64) -> np.uint64:
-    return (x << k) | (x >> (np.uint64(64) - k))
-
-
-@numba.njit(inline="always")
-def _next_double(state: np.ndarray) -> float:
-    """xoroshiro128+ (Blackman & Vigna): a double in (0, 1) from the top 53 bits."""
-    s0 = state[0]
-    s1 = state[1]
-    result = s0 + s1
-    s1 ^= s0
-    state[0] = _rotl(s0, np.uint64(24)) ^ s1 ^ (s1 << np.uint64(16))
-    state[1] = _rotl(s1, np.uint64(37))
-    return ((result >> np.uint64(11)) + 0.5) * (1.0 / 9007199254740992.0)
 
 
 @numba.njit(cache=True)
@@ -177,13 +161,6 @@ def binom_ppf(u: np.ndarray, n: int, p: np.ndarray) -> np.ndarray:
     """Binomial inverse CDF, vectorised and compiled (``u`` and ``p`` broadcast)."""
     u, p = np.broadcast_arrays(np.asarray(u, dtype=np.float64), np.asarray(p, dtype=np.float64))
     return _binom_ppf(np.ascontiguousarray(u), int(n), np.ascontiguousarray(p))
-
-
-def stream_seeds(gen: np.random.Generator, m: int) -> np.ndarray:
-    """``m`` non-zero xoroshiro128+ states drawn from a numpy Generator."""
-    seeds = gen.integers(0, np.iinfo(np.uint64).max, size=(m, 2), dtype=np.uint64, endpoint=True)
-    seeds[:, 0] |= np.uint64(1)  # an all-zero state is a fixed point
-    return seeds
 
 
 def gillespie_sir(

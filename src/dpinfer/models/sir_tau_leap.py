@@ -23,7 +23,8 @@ import numpy as np
 
 from ..privacy import InvalidDataError
 from .base import as_generator
-from .sir import DEFAULT_TIMES, _next_double, stream_seeds
+from .sir import DEFAULT_TIMES
+from .streams import _next_double, stream_seeds
 
 
 @numba.njit(cache=True)
