@@ -479,7 +479,9 @@ def smc_abc(
         tolerances, or a schedule object.
     backend
         ``"serial"``, ``"processes"``, ``"dask"``, a scheduler address, a Dask client or a
-        :class:`~dpinfer.execution.Backend`.
+        :class:`~dpinfer.execution.Backend`. The processes backend pickles the model by reference:
+        a model class defined in ``__main__`` (a notebook or an unguarded script) needs
+        ``"serial"`` or Dask (cloudpickle), and scripts need an ``if __name__ == "__main__":`` guard.
     seed
         Fixes every simulation (with ``batch_size``), whatever the backend.
     batch_size
