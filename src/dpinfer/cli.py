@@ -99,7 +99,8 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _module_present(name: str) -> bool:
+def module_present(name: str) -> bool:
+    """Whether the module ``name`` is part of this build (without importing it)."""
     try:
         return importlib.util.find_spec(name) is not None
     except ModuleNotFoundError:
@@ -142,7 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
     hist.set_defaults(func=_budget_history)
 
     for name in COMMAND_MODULES:
-        if _module_present(name):
+        if module_present(name):
             importlib.import_module(name).register(sub)
     return parser
 

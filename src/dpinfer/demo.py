@@ -9,13 +9,13 @@ build is skipped (an error inside a present module propagates).
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from .cli import module_present
 from .privacy import Ledger, PrivacyReport, laplace
 from .report import DemoReport
 
@@ -97,13 +97,6 @@ SECTIONS: list[str] = [
 ]
 
 
-def _module_present(name: str) -> bool:
-    try:
-        return importlib.util.find_spec(name) is not None
-    except ModuleNotFoundError:
-        return False
-
-
 def run_demo(out_dir: str | Path = "out", seed: int = 2026, quick: bool = False) -> DemoReport:
     """Run every demo section, print the results table and write ``report.md``."""
     out = Path(out_dir)
@@ -116,7 +109,7 @@ def run_demo(out_dir: str | Path = "out", seed: int = 2026, quick: bool = False)
     ctx = DemoContext(out, ledger, seed, quick, DemoReport(out))
     for spec in SECTIONS:
         module, func = spec.split(":")
-        if not _module_present(module):
+        if not module_present(module):
             continue
         start = time.perf_counter()
         print(f"== {spec}")

@@ -230,6 +230,16 @@ def to_replace_one(event: PrivacyEvent) -> PrivacyEvent:
     raise InvalidPrivacyParameterError(f"no replace-one conversion known for {event!r}.")
 
 
+#: The mechanism (leaf) event types of the privacy core, all of which the "pld", "rdp" and
+#: "advanced" accountants can analyse (each may refuse particular parameter choices).
+LEAF_EVENT_TYPES: tuple[type[PrivacyEvent], ...] = (
+    LaplaceEvent,
+    GaussianEvent,
+    SparseVectorEvent,
+    PoissonSubsampledGaussianEvent,
+    KnownEvent,
+)
+
 _EVENT_TYPES: dict[str, type[PrivacyEvent]] = {
     cls.__name__: cls
     for cls in (

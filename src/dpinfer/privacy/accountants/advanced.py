@@ -25,6 +25,7 @@ import math
 from ..errors import InvalidPrivacyParameterError
 from ..events import (
     ADD_REMOVE,
+    LEAF_EVENT_TYPES,
     GaussianEvent,
     KnownEvent,
     LaplaceEvent,
@@ -115,16 +116,7 @@ class AdvancedCompositionAccountant(Accountant):
         self.reproduce_paper = bool(reproduce_paper)
 
     def _leaf_supported(self, event: PrivacyEvent) -> str | None:
-        if isinstance(
-            event,
-            (
-                PoissonSubsampledGaussianEvent,
-                GaussianEvent,
-                LaplaceEvent,
-                SparseVectorEvent,
-                KnownEvent,
-            ),
-        ):
+        if isinstance(event, LEAF_EVENT_TYPES):
             return None
         return "no advanced-composition analysis for this event type."
 

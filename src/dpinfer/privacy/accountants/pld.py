@@ -10,12 +10,11 @@ from dp_accounting.pld import privacy_loss_distribution as pld_lib
 
 from ..events import (
     ADD_REMOVE,
+    LEAF_EVENT_TYPES,
     GaussianEvent,
-    KnownEvent,
     LaplaceEvent,
     PoissonSubsampledGaussianEvent,
     PrivacyEvent,
-    SparseVectorEvent,
     flatten,
 )
 from .base import Accountant, register_accountant
@@ -39,16 +38,7 @@ class PLDAccountant(Accountant):
         self.value_discretization_interval = float(value_discretization_interval)
 
     def _leaf_supported(self, event: PrivacyEvent) -> str | None:
-        if isinstance(
-            event,
-            (
-                LaplaceEvent,
-                GaussianEvent,
-                PoissonSubsampledGaussianEvent,
-                SparseVectorEvent,
-                KnownEvent,
-            ),
-        ):
+        if isinstance(event, LEAF_EVENT_TYPES):
             return None
         return "no PLD analysis for this event type."
 

@@ -10,12 +10,12 @@ from dp_accounting.rdp import rdp_privacy_accountant as rdp_lib
 
 from ..events import (
     ADD_REMOVE,
+    LEAF_EVENT_TYPES,
     GaussianEvent,
     KnownEvent,
     LaplaceEvent,
     PoissonSubsampledGaussianEvent,
     PrivacyEvent,
-    SparseVectorEvent,
     flatten,
 )
 from .base import Accountant, register_accountant
@@ -68,16 +68,7 @@ class RDPAccountant(Accountant):
                 "dp-accounting's RDP analysis of Poisson subsampling is add-remove only; use the "
                 "'pld' accountant for a replace-one guarantee."
             )
-        if isinstance(
-            event,
-            (
-                LaplaceEvent,
-                GaussianEvent,
-                PoissonSubsampledGaussianEvent,
-                SparseVectorEvent,
-                KnownEvent,
-            ),
-        ):
+        if isinstance(event, LEAF_EVENT_TYPES):
             return None
         return "no RDP analysis for this event type."
 
