@@ -467,6 +467,25 @@ def linreg_setup(epsilon: float, ref_samples: int, seed: int) -> tuple[LinearReg
 # ----------------------------------------------------------------------------------------------
 
 
+def _own_cpu_seconds() -> float:
+    """User + system CPU seconds of the calling process (run on a Dask worker)."""
+    t = os.times()
+    return t.user + t.system
+
+
+def _worker_cpu_seconds(backend: Any) -> float | None:
+    """Total CPU seconds used so far by the backend's worker processes (None if unknown)."""
+    try:
+        if backend.name == "dask":
+            return float(sum(backend.client.run(_own_cpu_seconds).values()))
+        import psutil
+
+        procs = backend._pool._processes  # ProcessPoolExecutor's live workers (benchmark only)
+        return float(sum(sum(psutil.Process(pid).cpu_times()[:2]) for pid in procs))
+    except Exception:  # noqa: BLE001 - accounting is best effort
+        return None
+
+
 def bench_scaling(particles: int, tolerances: list[float], seed: int, batch_size: int) -> dict[str, Any]:
     """One SMC-ABC run (exact SIR, K = 10^6, ε = 10) on processes(1), processes(2) and Dask(2)."""
     from dpinfer.execution import ProcessBackend
@@ -501,6 +520,7 @@ def bench_scaling(particles: int, tolerances: list[float], seed: int, batch_size
                 seed=seed,
                 batch_size=batch_size,
             )  # warm-up: workers started, numba cache loaded
+            cpu0 = _worker_cpu_seconds(backend)
             start = _clocks()
             r = smc_abc(
                 model,
@@ -512,14 +532,23 @@ def bench_scaling(particles: int, tolerances: list[float], seed: int, batch_size
                 batch_size=batch_size,
             )
             wall, _ = _since(start)
+            cpu1 = _worker_cpu_seconds(backend)
         particles_by[name] = r.particles
+        worker_cpu = None if cpu0 is None or cpu1 is None else cpu1 - cpu0
         res[name] = {
             "wall_seconds": wall,
+            "workers_cpu_seconds": worker_cpu,
+            # cores the workers actually obtained on average (<= n_workers; less on a loaded machine)
+            "cores_obtained": None if worker_cpu is None else worker_cpu / wall,
             "simulations": r.n_simulations,
             "simulations_run": r.n_simulations_run,
+            "load_average_1min": os.getloadavg()[0],
         }
+        cores = (
+            "" if worker_cpu is None else f", workers {worker_cpu:.1f} s CPU ({worker_cpu / wall:.2f} cores)"
+        )
         print(
-            f"  {name}: {wall:.1f} s wall, {r.n_simulations} simulations ({r.n_simulations_run} run)",
+            f"  {name}: {wall:.1f} s wall{cores}, {r.n_simulations} simulations ({r.n_simulations_run} run)",
             flush=True,
         )
     if "processes_1" in particles_by:
@@ -615,6 +644,12 @@ def main() -> None:
     ap.add_argument("--mcmc-samples", type=int, default=20000, help="DA-MCMC reference draws (linreg)")
     ap.add_argument("--scaling-particles", type=int, default=100)
     ap.add_argument("--skip-scaling", action="store_true")
+    ap.add_argument(
+        "--only",
+        default="",
+        help="comma-separated parts to (re)run: sir,pyabc,scaling,c2st; the others are kept from the "
+        "existing JSON at --out",
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "private_data.json"))
     args = ap.parse_args()
@@ -622,8 +657,19 @@ def main() -> None:
         args.sir_sims, args.python_events, args.c2st_particles = 2, 200_000, 30
         args.particles, args.mcmc_samples, args.scaling_particles = 100, 1000, 10
 
-    out: dict[str, Any] = {
-        "setup": {
+    parts = {"sir", "pyabc", "scaling", "c2st"}
+    if args.only:
+        parts = {p.strip() for p in args.only.split(",")}
+    if args.skip_scaling:
+        parts.discard("scaling")
+    if args.skip_c2st:
+        parts.discard("c2st")
+    previous: dict[str, Any] = {}
+    if args.only and Path(args.out).exists():
+        previous = json.loads(Path(args.out).read_text())
+    out: dict[str, Any] = dict(previous)
+    out["setup"] = previous.get("setup") or {
+        **{
             "machine": platform.platform(),
             "cpus": os.cpu_count(),
             "python": platform.python_version(),
@@ -633,11 +679,38 @@ def main() -> None:
             "settings": vars(args),
             "timing": "single-threaded comparisons in process CPU time (shared, loaded machine); "
             "parallel runs in wall time",
-        }
+        },
     }
-    print("SIR simulator throughput ...", flush=True)
-    out["sir_simulator"] = bench_sir_simulator(args.sir_sims, args.python_events or None, args.seed + 1)
+    if args.only:
+        out["setup"].setdefault("reruns", []).append(
+            {"parts": sorted(parts), "load_average_1min": os.getloadavg()[0], "settings": vars(args)}
+        )
+    if "sir" in parts:
+        print("SIR simulator throughput ...", flush=True)
+        out["sir_simulator"] = bench_sir_simulator(args.sir_sims, args.python_events or None, args.seed + 1)
+    if "pyabc" in parts:
+        _pyabc_part(out, args)
+    if "scaling" in parts:
+        print("scaling over backends (exact SIR, K = 10^6) ...", flush=True)
+        out["scaling"] = bench_scaling(
+            args.scaling_particles,
+            [1.0, 0.7] if args.quick else [1.0, 0.7, 0.49],
+            args.seed,
+            batch_size=25 if not args.quick else 10,
+        )
+    if "c2st" in parts:
+        print("hybrid vs exact SIR simulator inside SMC-ABC ...", flush=True)
+        out["sir_hybrid_c2st"] = bench_hybrid_c2st(args.c2st_particles, 10.0, args.seed + 3, batch_size=100)
+    out["setup"]["load_average_1min_at_end"] = os.getloadavg()[0]
+    _print_summary(out)
+    path = Path(args.out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out, indent=2, default=_jsonable))
+    print(f"\nwrote {path}")
 
+
+def _pyabc_part(out: dict[str, Any], args: argparse.Namespace) -> None:
+    """SMC-ABC vs pyABC on the Gaussian-mean model and on linear regression."""
     gm, gm_obs, gm_ref = gaussian_mean_setup(2000 if not args.quick else 500)
     gm_tol = [0.5, 0.25, 0.12, 0.06, 0.03]
     out["gaussian_mean"] = compare_with_pyabc(
@@ -662,23 +735,6 @@ def main() -> None:
         args.seed,
         batch_size=1000,
     )
-    if not args.skip_scaling:
-        print("scaling over backends (exact SIR, K = 10^6) ...", flush=True)
-        out["scaling"] = bench_scaling(
-            args.scaling_particles,
-            [1.0, 0.7] if args.quick else [1.0, 0.7, 0.49],
-            args.seed,
-            batch_size=25 if not args.quick else 10,
-        )
-    if not args.skip_c2st:
-        print("hybrid vs exact SIR simulator inside SMC-ABC ...", flush=True)
-        out["sir_hybrid_c2st"] = bench_hybrid_c2st(args.c2st_particles, 10.0, args.seed + 3, batch_size=100)
-    out["setup"]["load_average_1min_at_end"] = os.getloadavg()[0]
-    _print_summary(out)
-    path = Path(args.out)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out, indent=2, default=_jsonable))
-    print(f"\nwrote {path}")
 
 
 if __name__ == "__main__":
