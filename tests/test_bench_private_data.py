@@ -83,3 +83,16 @@ def test_compare_with_pyabc_tiny(bench):
         assert out["ratio_wall_ours_over_pyabc"] > 0
     else:
         assert "skipped" in out["pyabc"]
+
+
+def test_pyabc_missing_is_skipped_with_a_message(bench, monkeypatch):
+    """Without pyabc the comparison still runs ours and says how to install the bench extra."""
+    monkeypatch.setattr(bench, "pyabc_available", lambda: "ModuleNotFoundError: No module named 'pyabc'")
+    monkeypatch.setattr(bench, "accuracy", lambda *a, **k: {"stub": True})
+    from dpinfer.models import GaussianMean
+
+    ref = {"mean": np.zeros(1), "sd": np.ones(1), "draws": np.zeros((10, 1))}
+    out = bench.compare_with_pyabc("tiny", GaussianMean(n=10), np.array([0.1]), [1.0, 0.5], 20, ref, 0, 20)
+    assert out["ours"]["populations"] == 2
+    assert "bench" in out["pyabc"]["skipped"] and "pyabc" in out["pyabc"]["skipped"]
+    assert "ratio_wall_ours_over_pyabc" not in out
