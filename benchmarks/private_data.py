@@ -20,14 +20,17 @@ Reports, measured in one run (issue 5, "Performance"):
   (target: ours <= 0.5x pyABC), and both posteriors' distance to the exact reference
   (``GaussianMean.exact_posterior``; for linear regression a long DA-MCMC run).
 * **Scaling**: the same SMC-ABC run (exact SIR simulator) on the processes backend with 1 and 2
-  workers and on a local two-worker Dask cluster (wall time; the particles must be bit-identical).
+  workers and on a local two-worker Dask cluster: wall time, and the workers' CPU time, whose ratio
+  to the wall time is the number of cores the workers actually obtained (on a loaded machine fewer
+  than the number of workers); the particles must be bit-identical.
 
 Timing: the machine is shared and loaded, so single-threaded comparisons are reported in process
 CPU time (what the computation costs whatever else runs; pyABC and ours both run in this process)
 next to wall time; parallel runs can only be timed in wall time.
 
-Usage: ``python benchmarks/private_data.py [--quick] [--skip-c2st] [--skip-scaling]``;
-writes benchmarks/results/private_data.json.
+Usage: ``python benchmarks/private_data.py [--quick] [--skip-c2st] [--skip-scaling]
+[--only sir,pyabc,scaling,c2st]``; writes benchmarks/results/private_data.json (``--only`` reruns
+the named parts and keeps the others from the existing file).
 """
 
 from __future__ import annotations
