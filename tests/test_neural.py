@@ -280,3 +280,17 @@ def test_sppe_on_sir_concentrates_near_the_truth():
     lo, hi = np.quantile(draws, [0.005, 0.995], axis=0)
     assert np.all(lo < [-0.5, -3.0]) and np.all(hi > [-0.5, -3.0])
     assert np.all(draws.std(axis=0) < 0.5 * sir.prior.sd)
+
+
+def test_simulations_identical_on_every_backend(model):
+    from dpinfer.neural.training import simulate_round
+
+    theta = model.prior.sample(300, 0)
+    s1, x1 = simulate_round(model, theta, 4, 7, 0, backend="serial", batch_size=100)
+    s2, x2 = simulate_round(model, theta, 4, 7, 0, backend="processes", batch_size=100, n_workers=2)
+    assert np.array_equal(s1, s2) and np.array_equal(x1, x2)
+    assert x1.shape == (300, 4, 1)
+    # the M copies of one simulation share s_i and are stratified through G (Laplace inverse CDF)
+    u = (x1[:, :, 0] - s1) / model.mechanism.scale
+    cdf = np.where(u < 0, 0.5 * np.exp(u), 1 - 0.5 * np.exp(-u))
+    assert np.all(np.sort(np.floor(cdf * 4), axis=1) == np.arange(4))
