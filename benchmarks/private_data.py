@@ -513,6 +513,30 @@ def _worker_cpu_seconds(backend: Any) -> float | None:
         return None
 
 
+def _burn(n: int) -> float:
+    """A pure-Python CPU load; returns the CPU seconds it took."""
+    t = time.process_time()
+    x = 0
+    for i in range(n):
+        x += i * i
+    return time.process_time() - t
+
+
+def cores_probe(n_workers: int = 2, n: int = 10_000_000) -> float:
+    """Cores this session obtains for ``n_workers`` CPU-bound processes right now (CPU s / wall s).
+
+    Independent of dpinfer: tells whether the machine could have given the backends a speed-up.
+    """
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(n_workers, mp_context=mp.get_context("fork")) as ex:
+        list(ex.map(_burn, [10] * n_workers))
+        start = time.perf_counter()
+        cpu = sum(ex.map(_burn, [n] * n_workers))
+        return cpu / (time.perf_counter() - start)
+
+
 def bench_scaling(particles: int, tolerances: list[float], seed: int, batch_size: int) -> dict[str, Any]:
     """One SMC-ABC run (exact SIR, K = 10^6, ε = 10) on processes(1), processes(2) and Dask(2)."""
     from dpinfer.execution import ProcessBackend
@@ -520,6 +544,7 @@ def bench_scaling(particles: int, tolerances: list[float], seed: int, batch_size
     model = SIR(population=K_SIR, epsilon=10.0)
     obs = load_sir_synthetic().observed(10.0)
     res: dict[str, Any] = {"particles": particles, "tolerances": tolerances, "batch_size": batch_size}
+    res["cores_probe_before"] = cores_probe(2)
     particles_by: dict[str, np.ndarray] = {}
     configs: list[tuple[str, Any]] = [
         ("processes_1", lambda: ProcessBackend(1)),
@@ -586,6 +611,7 @@ def bench_scaling(particles: int, tolerances: list[float], seed: int, batch_size
                 res[f"speedup_{k}_over_processes_1"] = (
                     res["processes_1"]["wall_seconds"] / res[k]["wall_seconds"]
                 )
+    res["cores_probe_after"] = cores_probe(2)
     res["load_average_1min"] = os.getloadavg()[0]
     return res
 
@@ -661,6 +687,11 @@ def _print_summary(out: dict[str, Any]) -> None:
         print(
             "scaling (wall): " + ", ".join(parts) + f"; identical particles: {sc.get('identical_particles')}"
         )
+        if "cores_probe_before" in sc:
+            print(
+                f"cores obtained by two CPU-bound processes (probe): {sc['cores_probe_before']:.2f} before, "
+                f"{sc['cores_probe_after']:.2f} after"
+            )
 
 
 def main() -> None:
