@@ -138,54 +138,53 @@ def sincos_array(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # pragma: no 
     return s, c
 
 
+@numba.njit(inline="always")
+def _rff_sum_one(
+    Yb: np.ndarray, W: np.ndarray, acc_c: np.ndarray, acc_s: np.ndarray, p: np.ndarray
+) -> None:  # pragma: no cover - jitted
+    """acc_c = Σ_i cos(W y_i), acc_s = Σ_i sin(W y_i) over the points of one data set."""
+    M, d = Yb.shape
+    J = W.shape[0]
+    acc_c[:] = 0.0
+    acc_s[:] = 0.0
+    for i in range(M):
+        for j in range(J):
+            p[j] = Yb[i, 0] * W[j, 0]
+        for k in range(1, d):
+            for j in range(J):
+                p[j] += Yb[i, k] * W[j, k]
+        for j in range(J):
+            sj, cj = _sincos(p[j])
+            acc_c[j] += cj
+            acc_s[j] += sj
+
+
 @numba.njit(cache=True)
 def _rff_sums_fast(Y: np.ndarray, W: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - jitted
     """out[b, :J] = Σ_i cos(W y_bi), out[b, J:] = Σ_i sin(W y_bi) (fused, vectorised trig)."""
-    B, M, d = Y.shape
+    B = Y.shape[0]
     J = W.shape[0]
     acc_c = np.zeros(J, dtype=np.float64)
     acc_s = np.zeros(J, dtype=np.float64)
     p = np.empty(J, dtype=np.float64)
     for b in range(B):
-        acc_c[:] = 0.0
-        acc_s[:] = 0.0
-        for i in range(M):
-            for j in range(J):
-                p[j] = Y[b, i, 0] * W[j, 0]
-            for k in range(1, d):
-                for j in range(J):
-                    p[j] += Y[b, i, k] * W[j, k]
-            for j in range(J):
-                sj, cj = _sincos(p[j])
-                acc_c[j] += cj
-                acc_s[j] += sj
-        for j in range(J):
-            out[b, j] = acc_c[j]
-            out[b, J + j] = acc_s[j]
+        _rff_sum_one(Y[b], W, acc_c, acc_s, p)
+        out[b, :J] = acc_c
+        out[b, J:] = acc_s
 
 
 @numba.njit(cache=True, parallel=True)
 def _rff_sums_fast_parallel(Y: np.ndarray, W: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover
     """:func:`_rff_sums_fast` with the data sets of the batch spread over threads."""
-    B, M, d = Y.shape
+    B = Y.shape[0]
     J = W.shape[0]
     for b in numba.prange(B):
         acc_c = np.zeros(J, dtype=np.float64)
         acc_s = np.zeros(J, dtype=np.float64)
         p = np.empty(J, dtype=np.float64)
-        for i in range(M):
-            for j in range(J):
-                p[j] = Y[b, i, 0] * W[j, 0]
-            for k in range(1, d):
-                for j in range(J):
-                    p[j] += Y[b, i, k] * W[j, k]
-            for j in range(J):
-                sj, cj = _sincos(p[j])
-                acc_c[j] += cj
-                acc_s[j] += sj
-        for j in range(J):
-            out[b, j] = acc_c[j]
-            out[b, J + j] = acc_s[j]
+        _rff_sum_one(Y[b], W, acc_c, acc_s, p)
+        out[b, :J] = acc_c
+        out[b, J:] = acc_s
 
 
 # float32: the same scheme in single precision (three-part Cody-Waite reduction, degree-9/10
