@@ -211,10 +211,11 @@ class Ledger:
                     )
                 accountant = get_accountant(budget.accountant)
                 accountant.check_supported(event)
-                total = compose(*self._events(conn, dataset), event)
+                history = self._events(conn, dataset)
+                total = compose(*history, event)
                 spent = accountant.epsilon(total, budget.delta)
                 if not math.isfinite(spent) or spent > budget.epsilon * (1 + _TOLERANCE):
-                    before = accountant.epsilon(compose(*self._events(conn, dataset)), budget.delta)
+                    before = accountant.epsilon(compose(*history), budget.delta)
                     raise BudgetExceededError(
                         f"charging {describe(event)} to {dataset!r} would bring its spend to "
                         f"epsilon={spent:.6g} (accountant '{budget.accountant}', delta="
