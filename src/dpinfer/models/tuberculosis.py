@@ -256,29 +256,37 @@ def _simulate_one(
     out[7] = n_mo
 
 
+@numba.njit(inline="always")
+def _simulate_cell(
+    b, s, rates, means, seeds, p_c, p_obs, t_obs, warm_min, warm_max, size_bound, out
+):  # pragma: no cover - jitted
+    """Data set ``s`` of parameter draw ``b``."""
+    _simulate_one(
+        rates[b, 0],
+        rates[b, 1],
+        rates[b, 2],
+        rates[b, 3],
+        rates[b, 4],
+        means[b, 0],
+        means[b, 1],
+        p_c,
+        p_obs,
+        t_obs,
+        warm_min,
+        warm_max,
+        size_bound,
+        seeds[b, s],
+        out[b, s],
+    )
+
+
 @numba.njit(cache=True)
 def _simulate_batch(
     rates, means, seeds, p_c, p_obs, t_obs, warm_min, warm_max, size_bound, out
 ):  # pragma: no cover - jitted
     for b in range(rates.shape[0]):
         for s in range(seeds.shape[1]):
-            _simulate_one(
-                rates[b, 0],
-                rates[b, 1],
-                rates[b, 2],
-                rates[b, 3],
-                rates[b, 4],
-                means[b, 0],
-                means[b, 1],
-                p_c,
-                p_obs,
-                t_obs,
-                warm_min,
-                warm_max,
-                size_bound,
-                seeds[b, s],
-                out[b, s],
-            )
+            _simulate_cell(b, s, rates, means, seeds, p_c, p_obs, t_obs, warm_min, warm_max, size_bound, out)
 
 
 @numba.njit(cache=True, parallel=True)
@@ -287,24 +295,19 @@ def _simulate_batch_parallel(
 ):  # pragma: no cover
     n_sets = seeds.shape[1]
     for q in numba.prange(rates.shape[0] * n_sets):
-        b = q // n_sets
-        s = q % n_sets
-        _simulate_one(
-            rates[b, 0],
-            rates[b, 1],
-            rates[b, 2],
-            rates[b, 3],
-            rates[b, 4],
-            means[b, 0],
-            means[b, 1],
+        _simulate_cell(
+            q // n_sets,
+            q % n_sets,
+            rates,
+            means,
+            seeds,
             p_c,
             p_obs,
             t_obs,
             warm_min,
             warm_max,
             size_bound,
-            seeds[b, s],
-            out[b, s],
+            out,
         )
 
 
