@@ -53,8 +53,8 @@ from scipy.special import logsumexp
 
 from ..execution import Backend, batch_seeds, get_backend
 from ..privacy import InvalidDataError
+from .smc_abc import WeightedSample, weighted_cov
 from .smc_abc import ess as kish_ess
-from .smc_abc import weighted_cov, weighted_quantile
 
 # ----------------------------------------------------------------------------------------------
 # pure functions
@@ -183,7 +183,7 @@ def _estimate(
 
 
 @dataclass
-class ImportanceResult:
+class ImportanceResult(WeightedSample):
     """Weighted draws from ``p(θ | s_dp)`` (equation (2)).
 
     Attributes
@@ -214,42 +214,12 @@ class ImportanceResult:
         return w / w.sum()
 
     @property
-    def ess(self) -> float:
-        return kish_ess(self.weights)
-
-    @property
     def khat(self) -> float:
         return pareto_khat(self.log_weights)
 
     @property
     def log_evidence(self) -> float:
         return float(log_mean_exp(self.log_weights))
-
-    def mean(self) -> np.ndarray:
-        return self.weights @ self.particles
-
-    def cov(self) -> np.ndarray:
-        return weighted_cov(self.particles, self.weights)
-
-    def sd(self) -> np.ndarray:
-        return np.sqrt(np.diag(self.cov()))
-
-    def quantile(self, q: Any) -> np.ndarray:
-        """Weighted marginal quantiles, shape ``(len(q), dim)``."""
-        q = np.atleast_1d(q)
-        w = self.weights
-        return np.stack(
-            [weighted_quantile(self.particles[:, i], w, q) for i in range(self.particles.shape[1])], axis=1
-        )
-
-    def interval(self, level: float = 0.95) -> np.ndarray:
-        """Equal-tailed marginal credible intervals, shape ``(dim, 2)``."""
-        return self.quantile([0.5 - level / 2, 0.5 + level / 2]).T
-
-    def sample(self, n: int, seed: Any = 0) -> np.ndarray:
-        """Equal-weight draws by multinomial resampling (keep ``n`` well below the ESS)."""
-        rng = np.random.default_rng(seed)
-        return self.particles[rng.choice(self.log_weights.size, size=int(n), p=self.weights)]
 
     def summary(self) -> str:
         lines = [

@@ -252,8 +252,46 @@ class PopulationDiagnostics:
     kernel_cov: list[list[float]] | None = None
 
 
+class WeightedSample:
+    """Summaries of a weighted sample: ``particles`` (n, dim) with normalised ``weights`` (n,)."""
+
+    particles: np.ndarray
+    weights: np.ndarray
+
+    @property
+    def ess(self) -> float:
+        return ess(self.weights)
+
+    def mean(self) -> np.ndarray:
+        return self.weights @ self.particles
+
+    def cov(self) -> np.ndarray:
+        return weighted_cov(self.particles, self.weights)
+
+    def sd(self) -> np.ndarray:
+        return np.sqrt(np.diag(self.cov()))
+
+    def quantile(self, q: Any) -> np.ndarray:
+        """Weighted marginal quantiles, shape ``(len(q), dim)``."""
+        q = np.atleast_1d(q)
+        w = self.weights
+        return np.stack(
+            [weighted_quantile(self.particles[:, i], w, q) for i in range(self.particles.shape[1])], axis=1
+        )
+
+    def interval(self, level: float = 0.95) -> np.ndarray:
+        """Equal-tailed marginal credible intervals, shape ``(dim, 2)``."""
+        return self.quantile([0.5 - level / 2, 0.5 + level / 2]).T
+
+    def sample(self, n: int, seed: Any = 0) -> np.ndarray:
+        """Equal-weight draws by multinomial resampling of the particles (keep ``n`` below the ESS)."""
+        rng = np.random.default_rng(seed)
+        w = self.weights
+        return self.particles[rng.choice(w.size, size=int(n), p=w)]
+
+
 @dataclass
-class SMCABCResult:
+class SMCABCResult(WeightedSample):
     """The output of :func:`smc_abc`.
 
     Attributes
@@ -297,39 +335,6 @@ class SMCABCResult:
     @property
     def tolerance(self) -> float:
         return self.populations[-1].tolerance
-
-    @property
-    def ess(self) -> float:
-        return ess(self.weights)
-
-    def mean(self) -> np.ndarray:
-        return self.weights @ self.particles
-
-    def cov(self) -> np.ndarray:
-        return weighted_cov(self.particles, self.weights)
-
-    def sd(self) -> np.ndarray:
-        return np.sqrt(np.diag(self.cov()))
-
-    def quantile(self, q: Any) -> np.ndarray:
-        """Weighted marginal quantiles, shape ``(len(q), dim)``."""
-        q = np.atleast_1d(q)
-        return np.stack(
-            [
-                weighted_quantile(self.particles[:, i], self.weights, q)
-                for i in range(self.particles.shape[1])
-            ],
-            axis=1,
-        )
-
-    def interval(self, level: float = 0.95) -> np.ndarray:
-        """Equal-tailed marginal credible intervals, shape ``(dim, 2)``."""
-        return self.quantile([0.5 - level / 2, 0.5 + level / 2]).T
-
-    def sample(self, n: int, seed: Any = 0) -> np.ndarray:
-        """Equal-weight draws by multinomial resampling of the particles."""
-        rng = np.random.default_rng(seed)
-        return self.particles[rng.choice(self.weights.size, size=int(n), p=self.weights)]
 
     def summary(self) -> str:
         lines = [
