@@ -7,7 +7,8 @@ synthetic experiment, not a release of real data). The reference posterior is co
 mechanism-density importance sampling (``sir_reference.py``; exact in the limit, no ABC tolerance;
 it is loaded from ``--reference`` or ``out/sir_reference_K<population>_a.npz`` when present, and
 computed otherwise, about 8 minutes on 2 cores). The paper's reference was a long SMC-ABC run; at
-the budgets that fit here its tolerance still widens the posterior about twofold. After every round of SPPE and SPLE, 1000 posterior draws
+the budgets that fit here its tolerance still widens the posterior about twofold.
+After every round of SPPE and SPLE, 1000 posterior draws
 are compared with 1000 reference draws by C2ST and MMD² (:mod:`dpinfer.diagnostics.metrics`);
 NLOG (negative log density at θ*) and the median predictive distance are recorded too.
 
