@@ -354,61 +354,48 @@ def mechanism_importance_sampling(
     diagnostics: dict[str, Any] = {}
     n_sims = 0
     t0 = time.perf_counter()
+
+    def stage(prop: DefensiveProposal | None, n: int, inner: int, draw_key: tuple[int, ...], sim_stage: int):
+        """Draw ``n`` θ from ``prop`` (the prior if None), estimate (1), weight by (2)."""
+        nonlocal n_sims
+        rng = np.random.default_rng(batch_seeds(root, draw_key, 1)[0])
+        if prop is None:
+            theta = prior.sample(n, rng)
+            log_q = np.asarray(prior.log_prob(theta), dtype=np.float64)
+        else:
+            theta = prop.sample(n, prior, rng)
+            log_q = prop.log_prob(theta, prior)
+        ll = _estimate(model, obs, theta, inner, batch_size, root, sim_stage, be)
+        n_sims += int(prior.in_support(theta).sum()) * inner
+        log_prior = np.asarray(prior.log_prob(theta), dtype=np.float64)
+        with np.errstate(invalid="ignore"):
+            log_w = np.where(np.isfinite(log_prior) & np.isfinite(ll), log_prior + ll - log_q, -np.inf)
+        if not np.any(np.isfinite(log_w)):
+            raise InvalidDataError(
+                "every importance weight is 0: no simulation reached the observed statistic (every "
+                "mechanism density was 0); check that the observed release matches the model, or "
+                "raise n_inner / pilot_inner."
+            )
+        return theta, ll, log_w
+
     try:
+        prop: DefensiveProposal | None = proposal if isinstance(proposal, DefensiveProposal) else None
         if proposal == "auto":
-            # stage 0: the prior; stages 1..adapt: defensive mixtures refitted to the last stage
-            prop_k: Any = None
+            # pilot k = 0 draws from the prior; k = 1..adapt from the mixture (3) refitted to k - 1
             for k in range(adapt + 1):
-                rng = np.random.default_rng(batch_seeds(root, (0, k), 1)[0])
-                if prop_k is None:
-                    theta_k = prior.sample(pilot_theta, rng)
-                    log_q_k = np.asarray(prior.log_prob(theta_k), dtype=np.float64)
-                else:
-                    theta_k = prop_k.sample(pilot_theta, prior, rng)
-                    log_q_k = prop_k.log_prob(theta_k, prior)
-                ll_k = _estimate(model, obs, theta_k, pilot_inner, batch_size, root, 2 + k, be)
-                n_sims += int(prior.in_support(theta_k).sum()) * pilot_inner
-                lw_k = np.asarray(prior.log_prob(theta_k), dtype=np.float64) + ll_k - log_q_k
-                lw_k = np.where(np.isfinite(lw_k), lw_k, -np.inf)
-                if not np.any(np.isfinite(lw_k)):
-                    raise InvalidDataError(
-                        "no pilot simulation reached the observed statistic (every mechanism density "
-                        "was 0): check that the observed release matches the model, or raise pilot_inner."
-                    )
+                theta_k, _, lw_k = stage(prop, pilot_theta, pilot_inner, (0, k), 2 + k)
                 w_k = np.exp(lw_k - lw_k.max())
                 w_k /= w_k.sum()
                 diagnostics.setdefault("pilot_ess", []).append(kish_ess(w_k))
-                mean_k = w_k @ theta_k
                 cov_k = weighted_cov(theta_k, w_k)
                 cov_k = cov_k + 1e-12 * np.trace(cov_k) * np.eye(prior.dim)
                 # a t with shape S has covariance df/(df-2)·S: scale so that it is λ²·C
                 shape = inflation**2 * cov_k * ((df - 2.0) / df if df > 2 else 1.0)
-                prop_k = DefensiveProposal(mean_k, shape, float(df), float(defensive))
-            prop: Any = prop_k
-        elif proposal == "prior":
-            prop = None
-        else:
-            prop = proposal
-        rng = np.random.default_rng(batch_seeds(root, (1,), 1)[0])
-        if prop is None:
-            theta = prior.sample(n_theta, rng)
-            log_q = np.asarray(prior.log_prob(theta), dtype=np.float64)
-        else:
-            theta = prop.sample(n_theta, prior, rng)
-            log_q = prop.log_prob(theta, prior)
-        ll = _estimate(model, obs, theta, n_inner, batch_size, root, 1, be)
-        n_sims += int(prior.in_support(theta).sum()) * n_inner
+                prop = DefensiveProposal(w_k @ theta_k, shape, float(df), float(defensive))
+        theta, ll, log_w = stage(prop, n_theta, n_inner, (1,), 1)
     finally:
         if own_backend:
             be.close()
-    log_prior = np.asarray(prior.log_prob(theta), dtype=np.float64)
-    with np.errstate(invalid="ignore"):
-        log_w = np.where(np.isfinite(log_prior) & np.isfinite(ll), log_prior + ll - log_q, -np.inf)
-    if not np.any(np.isfinite(log_w)):
-        raise InvalidDataError(
-            "every importance weight is 0: no simulation reached the observed statistic; raise "
-            "n_inner or check that the observed release matches the model."
-        )
     settings = {
         "n_theta": n_theta,
         "n_inner": n_inner,
