@@ -148,3 +148,29 @@ def test_bad_observed_and_densityless_mechanism(gm):
     m.mechanism.has_density = False
     with pytest.raises(InvalidDataError, match="density"):
         mechanism_importance_sampling(m, OBS)
+
+
+def test_to_arviz(gm):
+    res = mechanism_importance_sampling(gm, OBS, n_theta=300, n_inner=3, pilot_theta=100, seed=2)
+    idata = res.to_arviz(n_draws=200)
+    assert idata.posterior["theta"].shape == (1, 200)
+
+
+def test_exact_posterior_cli(tmp_path, capsys):
+    import json
+
+    from dpinfer.cli import main
+
+    obs = tmp_path / "obs.json"
+    obs.write_text(json.dumps({"observed": OBS, "epsilon": 0.5}))
+    out = tmp_path / "ref.npz"
+    argv = ["exact-posterior", "--model", "gaussian-mean", "--observed", str(obs), "--theta", "2000"]
+    argv += ["--inner", "5", "--pilot-theta", "500", "--pilot-inner", "5", "--json", "--out", str(out)]
+    assert main(argv) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["ess"] > 500 and summary["privacy_of_release"]["epsilon"] == pytest.approx(0.5)
+    assert mis.ImportanceResult.load(out).particles.shape == (2000, 1)
+    # bad input: a non-finite observed release costs nothing and says what is wrong
+    obs.write_text(json.dumps({"observed": [float("inf")], "epsilon": 0.5}))
+    assert main(argv[:-2]) != 0
+    assert "nan or inf" in capsys.readouterr().err.lower()

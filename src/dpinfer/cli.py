@@ -24,6 +24,7 @@ COMMAND_MODULES: list[str] = [
     "dpinfer.abc.cli",  # simulate, abcdp
     "dpinfer.vi.cli",  # dpvi
     "dpinfer.abc.cli_smc",  # smc-abc
+    "dpinfer.abc.cli_exact",  # exact-posterior
     "dpinfer.neural.cli",  # sppe, sple
 ]
 

@@ -55,6 +55,36 @@ def builtin_observed(name: str, epsilon: float) -> Any:
         raise ValueError(str(exc.args[0])) from exc
 
 
+def load_observed(args: argparse.Namespace) -> tuple[Any, float | None, dict[str, Any]]:
+    """``(observed, epsilon, model_args)`` from ``--observed`` (a JSON file or ``builtin``),
+    ``--epsilon`` and ``--model-args``; command-line values override the file's."""
+    model_args = json.loads(args.model_args) if args.model_args else {}
+    epsilon = args.epsilon
+    if args.observed == "builtin":
+        if epsilon is None:
+            raise ValueError("--observed builtin needs --epsilon.")
+        return builtin_observed(args.model, epsilon), epsilon, model_args
+    path = Path(args.observed)
+    if not path.exists():
+        raise FileNotFoundError(f"observed-statistics file {path} does not exist.")
+    doc = json.loads(path.read_text())
+    if isinstance(doc, dict):
+        if "observed" not in doc:
+            raise ValueError(f"{path}: a JSON object needs an 'observed' list.")
+        epsilon = epsilon if epsilon is not None else doc.get("epsilon")
+        model_args = {**doc.get("model_args", {}), **model_args}
+        return doc["observed"], epsilon, model_args
+    return doc, epsilon, model_args
+
+
+def load_release(args: argparse.Namespace) -> tuple[Any, Any, float]:
+    """``(model, observed, epsilon)`` for the ``--model`` / ``--observed`` / ``--epsilon`` options."""
+    observed, epsilon, model_args = load_observed(args)
+    if epsilon is None:
+        raise ValueError("the release's epsilon is needed: pass --epsilon or put 'epsilon' in the JSON file.")
+    return build_model(args.model, float(epsilon), **model_args), observed, float(epsilon)
+
+
 def _schedule(args: argparse.Namespace) -> Any:
     from .smc_abc import QuantileSchedule
 
@@ -75,28 +105,7 @@ def _schedule(args: argparse.Namespace) -> Any:
 def _run(args: argparse.Namespace) -> int:
     from .smc_abc import SMCInterrupted, smc_abc
 
-    model_args = json.loads(args.model_args) if args.model_args else {}
-    epsilon = args.epsilon
-    if args.observed == "builtin":
-        if epsilon is None:
-            raise ValueError("--observed builtin needs --epsilon.")
-        observed = builtin_observed(args.model, epsilon)
-    else:
-        path = Path(args.observed)
-        if not path.exists():
-            raise FileNotFoundError(f"observed-statistics file {path} does not exist.")
-        doc = json.loads(path.read_text())
-        if isinstance(doc, dict):
-            if "observed" not in doc:
-                raise ValueError(f"{path}: a JSON object needs an 'observed' list.")
-            observed = doc["observed"]
-            epsilon = epsilon if epsilon is not None else doc.get("epsilon")
-            model_args = {**doc.get("model_args", {}), **model_args}
-        else:
-            observed = doc
-    if epsilon is None:
-        raise ValueError("the release's epsilon is needed: pass --epsilon or put 'epsilon' in the JSON file.")
-    model = build_model(args.model, float(epsilon), **model_args)
+    model, observed, epsilon = load_release(args)
     if args.backend == "dask" or "://" in args.backend:
         try:
             import distributed  # noqa: F401
@@ -197,4 +206,4 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=_run)
 
 
-__all__ = ["MODELS", "build_model", "builtin_observed", "register"]
+__all__ = ["MODELS", "build_model", "builtin_observed", "load_observed", "load_release", "register"]

@@ -257,6 +257,7 @@ class WeightedSample:
 
     particles: np.ndarray
     weights: np.ndarray
+    param_names: tuple[str, ...]
 
     @property
     def ess(self) -> float:
@@ -288,6 +289,18 @@ class WeightedSample:
         rng = np.random.default_rng(seed)
         w = self.weights
         return self.particles[rng.choice(w.size, size=int(n), p=w)]
+
+    def to_arviz(self, n_draws: int | None = None, seed: int = 0) -> Any:
+        """An ``arviz.InferenceData`` of equal-weight draws (multinomial resampling).
+
+        arviz is optional and imported here.
+        """
+        try:
+            import arviz as az
+        except ImportError as exc:
+            raise ImportError("to_arviz() needs arviz: pip install arviz") from exc
+        draws = self.sample(n_draws or self.weights.size, seed)
+        return az.from_dict(posterior={name: draws[None, :, i] for i, name in enumerate(self.param_names)})
 
 
 @dataclass
@@ -398,18 +411,6 @@ class SMCABCResult(WeightedSample):
                 privacy=None if meta["privacy"] is None else PrivacyReport.from_dict(meta["privacy"]),
                 model=meta.get("model", {}),
             )
-
-    def to_arviz(self, n_draws: int | None = None, seed: int = 0) -> Any:
-        """An ``arviz.InferenceData`` of equal-weight draws (multinomial resampling).
-
-        arviz is optional and imported here.
-        """
-        try:
-            import arviz as az
-        except ImportError as exc:
-            raise ImportError("to_arviz() needs arviz: pip install arviz") from exc
-        draws = self.sample(n_draws or self.weights.size, seed)
-        return az.from_dict(posterior={name: draws[None, :, i] for i, name in enumerate(self.param_names)})
 
 
 class SMCInterrupted(RuntimeError):

@@ -16,43 +16,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
-
-
-def _load_observed(args: argparse.Namespace) -> tuple[Any, float | None, dict[str, Any]]:
-    from ..abc.cli_smc import builtin_observed
-
-    model_args = json.loads(args.model_args) if args.model_args else {}
-    epsilon = args.epsilon
-    if args.observed == "builtin":
-        if epsilon is None:
-            raise ValueError("--observed builtin needs --epsilon.")
-        return builtin_observed(args.model, epsilon), epsilon, model_args
-    path = Path(args.observed)
-    if not path.exists():
-        raise FileNotFoundError(f"observed-statistics file {path} does not exist.")
-    doc = json.loads(path.read_text())
-    if isinstance(doc, dict):
-        if "observed" not in doc:
-            raise ValueError(f"{path}: a JSON object needs an 'observed' list.")
-        epsilon = epsilon if epsilon is not None else doc.get("epsilon")
-        model_args = {**doc.get("model_args", {}), **model_args}
-        return doc["observed"], epsilon, model_args
-    return doc, epsilon, model_args
 
 
 def _run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from ..abc.cli_smc import build_model
+    from ..abc.cli_smc import load_release
     from .sple import SPLE
     from .sppe import SPPE
 
-    observed, epsilon, model_args = _load_observed(args)
-    if epsilon is None:
-        raise ValueError("the release's epsilon is needed: pass --epsilon or put 'epsilon' in the JSON file.")
-    model = build_model(args.model, float(epsilon), **model_args)
+    model, observed, epsilon = load_release(args)
     flow = {
         "kind": args.flow,
         "transforms": args.transforms,
