@@ -10,6 +10,7 @@ from dpinfer.privacy import (
     KnownEvent,
     LaplaceEvent,
     PoissonSubsampledGaussianEvent,
+    SampledWithReplacementGaussianEvent,
     SparseVectorEvent,
     compose,
     event_from_dict,
@@ -24,6 +25,7 @@ ALL = [
     GaussianEvent(1.3, "add-remove"),
     SparseVectorEvent(10, 1.0, True),
     PoissonSubsampledGaussianEvent(0.01, 1.1, 100),
+    SampledWithReplacementGaussianEvent(0.05, 2.0, 1000),
     KnownEvent(0.8, 1e-6, description="binomial mechanism"),
     compose(LaplaceEvent(0.1), KnownEvent(0.2)),
 ]
@@ -53,6 +55,8 @@ def test_events_are_frozen():
         lambda: PoissonSubsampledGaussianEvent(0.0, 1.0, 10),
         lambda: PoissonSubsampledGaussianEvent(1.5, 1.0, 10),
         lambda: PoissonSubsampledGaussianEvent(0.1, 1.0, 0),
+        lambda: SampledWithReplacementGaussianEvent(0.0, 1.0, 10),
+        lambda: SampledWithReplacementGaussianEvent(0.1, -1.0, 10),
         lambda: KnownEvent(1.0, 1.0),
         lambda: KnownEvent(1.0, -0.1),
         lambda: LaplaceEvent(1.0, "swap"),
@@ -81,3 +85,32 @@ def test_gaussian_conversion_matches_doubled_sensitivity():
     pld = get_accountant("pld")
     ar = GaussianEvent(2.0, "add-remove")
     assert pld.epsilon(to_replace_one(ar), 1e-5) == pytest.approx(pld.epsilon(GaussianEvent(1.0), 1e-5))
+
+
+def test_with_replacement_batches_are_their_own_event_and_only_the_advanced_accountant_reads_them(tmp_path):
+    from dpinfer.privacy import Ledger
+    from dpinfer.privacy.errors import UnsupportedEventError
+
+    wr = SampledWithReplacementGaussianEvent(0.05, 30.0, 1000)
+    assert wr.neighbouring == "replace-one"
+    for name in ("pld", "rdp"):
+        with pytest.raises(UnsupportedEventError, match="with replacement"):
+            get_accountant(name).epsilon(wr, 1e-5)
+    # the advanced accountant applies the DPVI paper's convention: the Poisson analysis at rate q
+    adv = get_accountant("advanced")
+    poisson = PoissonSubsampledGaussianEvent(0.05, 30.0, 1000, "replace-one")
+    assert adv.epsilon(wr, 1e-3) == adv.epsilon(poisson, 1e-3)
+    assert math.isinf(adv.epsilon(wr, 0.0))
+    assert to_replace_one(SampledWithReplacementGaussianEvent(0.05, 30.0, 10, "add-remove")).neighbouring == (
+        "replace-one"
+    )
+    # a ledger budgeted with a tight accountant refuses the charge and records nothing
+    ledger = Ledger(tmp_path / "l.db")
+    ledger.register("pld-set", 10.0, 1e-3, "pld")
+    with pytest.raises(UnsupportedEventError), ledger.charge("pld-set", wr):
+        pass
+    assert ledger.history("pld-set") == []
+    ledger.register("adv-set", 10.0, 1e-3, "advanced")
+    with ledger.charge("adv-set", wr):
+        pass
+    assert ledger.history("adv-set")[0]["event"]["type"] == "SampledWithReplacementGaussianEvent"

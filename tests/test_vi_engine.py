@@ -116,8 +116,10 @@ def test_paper_accounting_reproduces_the_authors_numbers():
     plan = plan_privacy(
         sampling_rate=0.05, steps=1000, delta=1e-3, noise_multiplier=60.0, sampling="with-replacement"
     )
+    assert type(plan.event).__name__ == "SampledWithReplacementGaussianEvent"
+    assert plan.event.sampling_rate == 0.05 and plan.event.neighbouring == "replace-one"
     event = PoissonSubsampledGaussianEvent(0.05, 60.0, 1000, neighbouring="replace-one")
-    assert plan.epsilon == AdvancedCompositionAccountant().epsilon(event, 1e-3)
+    assert plan.epsilon == AdvancedCompositionAccountant().epsilon(event, 1e-3)  # the paper's convention
     # calibration in the paper's convention hits its target
     plan = plan_privacy(
         sampling_rate=0.05,

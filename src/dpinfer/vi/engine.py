@@ -9,7 +9,8 @@ Privacy
 -------
 The release is the sequence of T noisy gradient sums (everything else is post-processing). It is
 described by a :class:`~dpinfer.privacy.PoissonSubsampledGaussianEvent` (q, σ, T) under the
-declared neighbouring relation, and accounted by the privacy core:
+declared neighbouring relation (a :class:`~dpinfer.privacy.SampledWithReplacementGaussianEvent`
+for the paper's batches), and accounted by the privacy core:
 
 * ``sampling="poisson"`` (default): each record joins each batch independently with probability q,
   which is what the PLD and RDP accountants analyse. Under add-remove one record moves the sum by
@@ -66,8 +67,10 @@ from ..privacy import (
     AdvancedCompositionAccountant,
     Ledger,
     PoissonSubsampledGaussianEvent,
+    PrivacyEvent,
     PrivacyReport,
     PrivacyRNG,
+    SampledWithReplacementGaussianEvent,
     as_privacy_rng,
     calibrate_noise_multiplier,
     get_accountant,
@@ -108,7 +111,7 @@ class PrivacyPlan:
     """
 
     noise_multiplier: float
-    event: PoissonSubsampledGaussianEvent
+    event: PoissonSubsampledGaussianEvent | SampledWithReplacementGaussianEvent
     epsilon: float
     delta: float
     accountant: Accountant
@@ -180,8 +183,12 @@ def plan_privacy(
             )
         acc = AdvancedCompositionAccountant(delta_prime=delta_prime, reproduce_paper=paper_accounting)
 
-    def event(z: float, relation: str = neighbouring) -> PoissonSubsampledGaussianEvent:
-        return PoissonSubsampledGaussianEvent(sampling_rate, z, steps, neighbouring=relation)
+    event_type = (
+        PoissonSubsampledGaussianEvent if sampling == "poisson" else SampledWithReplacementGaussianEvent
+    )
+
+    def event(z: float, relation: str = neighbouring) -> PrivacyEvent:
+        return event_type(sampling_rate, z, steps, neighbouring=relation)
 
     if paper_accounting:
         # 2 * act(z, delta/2): add-remove analysis at delta/2, epsilon doubled (METHODS §3.2).

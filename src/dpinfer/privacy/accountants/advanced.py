@@ -29,13 +29,13 @@ from ..events import (
     GaussianEvent,
     KnownEvent,
     LaplaceEvent,
-    PoissonSubsampledGaussianEvent,
     PrivacyEvent,
+    SampledWithReplacementGaussianEvent,
     SparseVectorEvent,
     flatten,
 )
 from ..gaussian import analytic_gaussian_epsilon
-from .base import Accountant, register_accountant
+from .base import GAUSSIAN_EVENT_TYPES, Accountant, register_accountant
 
 
 def act(
@@ -116,7 +116,7 @@ class AdvancedCompositionAccountant(Accountant):
         self.reproduce_paper = bool(reproduce_paper)
 
     def _leaf_supported(self, event: PrivacyEvent) -> str | None:
-        if isinstance(event, LEAF_EVENT_TYPES):
+        if isinstance(event, (*LEAF_EVENT_TYPES, SampledWithReplacementGaussianEvent)):
             return None
         return "no advanced-composition analysis for this event type."
 
@@ -154,7 +154,7 @@ class AdvancedCompositionAccountant(Accountant):
         leaves = flatten(event)
         pure_eps = sum(e.epsilon for e in leaves if isinstance(e, (LaplaceEvent, SparseVectorEvent)))
         known = [e for e in leaves if isinstance(e, KnownEvent)]
-        gauss = [e for e in leaves if isinstance(e, (GaussianEvent, PoissonSubsampledGaussianEvent))]
+        gauss = [e for e in leaves if isinstance(e, GAUSSIAN_EVENT_TYPES)]
         known_delta = sum(e.delta for e in known)
         remaining = delta - known_delta
         if remaining < 0 or (gauss and remaining <= 0):

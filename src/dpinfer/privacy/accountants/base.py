@@ -11,10 +11,23 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 
 from ..errors import InvalidPrivacyParameterError, UnsupportedEventError
-from ..events import GaussianEvent, PoissonSubsampledGaussianEvent, PrivacyEvent, describe, flatten
+from ..events import (
+    GaussianEvent,
+    PoissonSubsampledGaussianEvent,
+    PrivacyEvent,
+    SampledWithReplacementGaussianEvent,
+    describe,
+    flatten,
+)
 from ..validation import check_delta
 
-_GAUSSIAN_TYPES = (GaussianEvent, PoissonSubsampledGaussianEvent)
+GAUSSIAN_EVENT_TYPES = (GaussianEvent, PoissonSubsampledGaussianEvent, SampledWithReplacementGaussianEvent)
+
+#: Why the tight accountants refuse the DPVI paper's with-replacement batches.
+WITH_REPLACEMENT_REFUSAL = (
+    "fixed-size batches drawn with replacement have no tight analysis here; the 'advanced' "
+    "accountant applies the DPVI paper's convention, or use Poisson sampling."
+)
 _REGISTRY: dict[str, Callable[[], Accountant]] = {}
 
 
@@ -58,7 +71,7 @@ class Accountant(ABC):
         leaves = flatten(event)
         if not leaves:
             return 0.0
-        if delta == 0.0 and any(isinstance(e, _GAUSSIAN_TYPES) for e in leaves):
+        if delta == 0.0 and any(isinstance(e, GAUSSIAN_EVENT_TYPES) for e in leaves):
             # A Gaussian mechanism is never pure DP; numerical PLDs can hide this in underflow.
             return math.inf
         return float(self._epsilon(event, delta))

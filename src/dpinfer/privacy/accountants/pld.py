@@ -15,9 +15,10 @@ from ..events import (
     LaplaceEvent,
     PoissonSubsampledGaussianEvent,
     PrivacyEvent,
+    SampledWithReplacementGaussianEvent,
     flatten,
 )
-from .base import Accountant, register_accountant
+from .base import WITH_REPLACEMENT_REFUSAL, Accountant, register_accountant
 
 
 @register_accountant("pld")
@@ -38,6 +39,8 @@ class PLDAccountant(Accountant):
         self.value_discretization_interval = float(value_discretization_interval)
 
     def _leaf_supported(self, event: PrivacyEvent) -> str | None:
+        if isinstance(event, SampledWithReplacementGaussianEvent):
+            return WITH_REPLACEMENT_REFUSAL
         if isinstance(event, LEAF_EVENT_TYPES):
             return None
         return "no PLD analysis for this event type."

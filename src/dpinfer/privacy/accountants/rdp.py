@@ -16,9 +16,10 @@ from ..events import (
     LaplaceEvent,
     PoissonSubsampledGaussianEvent,
     PrivacyEvent,
+    SampledWithReplacementGaussianEvent,
     flatten,
 )
-from .base import Accountant, register_accountant
+from .base import WITH_REPLACEMENT_REFUSAL, Accountant, register_accountant
 
 
 def to_dp_accounting_event(event: PrivacyEvent) -> dp_accounting.DpEvent | None:
@@ -61,6 +62,8 @@ class RDPAccountant(Accountant):
         )
 
     def _leaf_supported(self, event: PrivacyEvent) -> str | None:
+        if isinstance(event, SampledWithReplacementGaussianEvent):
+            return WITH_REPLACEMENT_REFUSAL
         if isinstance(event, KnownEvent) and event.delta > 0:
             return "an (ε, δ) guarantee with δ > 0 has no RDP curve; use the 'pld' accountant."
         if isinstance(event, PoissonSubsampledGaussianEvent) and event.neighbouring != ADD_REMOVE:
