@@ -4,7 +4,9 @@
   Binomial(n, q) (it can be empty). This is the sampling scheme analysed by the PLD and RDP
   accountants for :class:`~dpinfer.privacy.PoissonSubsampledGaussianEvent`.
 * ``"with-replacement"``: B = int(q n) indices drawn uniformly with replacement, as
-  ``np.random.choice(range(N), B)`` in the authors' code (METHODS.md §3.1).
+  ``np.random.choice(range(N), B)`` in the authors' code (METHODS.md §3.1); recorded as a
+  :class:`~dpinfer.privacy.SampledWithReplacementGaussianEvent`, which only the ``"advanced"``
+  accountant reads (by the paper's convention).
 
 The generator is the *simulation* generator (seeded from the user's seed), never the privacy one.
 """
