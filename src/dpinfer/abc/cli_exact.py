@@ -12,18 +12,14 @@ models whose release mechanism has a density are accepted (all built-in models).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import warnings
 from typing import Any
 
 
 def _run(args: argparse.Namespace) -> int:
-    import numpy as np
-
-    from .cli_smc import load_release
+    from .cli_smc import load_release, print_weighted_result
     from .mechanism_is import mechanism_importance_sampling
-    from .smc_abc import weighted_quantile
 
     model, observed, epsilon = load_release(args)
     with warnings.catch_warnings(record=True) as caught:
@@ -53,21 +49,7 @@ def _run(args: argparse.Namespace) -> int:
         "log_evidence": res.log_evidence,
         "privacy_of_release": model.privacy_report().to_dict(),
     }
-    if args.model.startswith("sir"):
-        r0 = np.exp(res.particles[:, 0] - res.particles[:, 1])
-        summary["R0_median"] = float(weighted_quantile(r0, res.weights, [0.5])[0])
-        summary["R0_interval95"] = weighted_quantile(r0, res.weights, [0.025, 0.975]).tolist()
-    if args.out:
-        summary["saved_to"] = str(res.save(args.out))
-    if args.json:
-        print(json.dumps(summary, indent=2))
-    else:
-        print(res.summary())
-        if "R0_median" in summary:
-            lo, hi = summary["R0_interval95"]
-            print(f"  {'R0':>12s}: median {summary['R0_median']: .4f}  95% CI ({lo: .4f}, {hi: .4f})")
-        if args.out:
-            print(f"saved to {summary['saved_to']}")
+    print_weighted_result(args, res, summary, r0_center="median")
     return 0 if res.khat <= 0.7 else 3
 
 

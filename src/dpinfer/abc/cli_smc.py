@@ -102,6 +102,38 @@ def _schedule(args: argparse.Namespace) -> Any:
         ) from exc
 
 
+def print_weighted_result(
+    args: argparse.Namespace, res: Any, summary: dict[str, Any], r0_center: str
+) -> None:
+    """Finish a weighted-posterior command: R0 = β/γ for SIR models, ``--out``, then the JSON
+    summary (``--json``) or the text summary.
+
+    ``r0_center`` is ``"mean"`` or ``"median"``: the point summary reported as ``R0_<center>``.
+    """
+    import numpy as np
+
+    from .smc_abc import weighted_quantile
+
+    key = f"R0_{r0_center}"
+    if args.model.startswith("sir"):
+        r0 = np.exp(res.particles[:, 0] - res.particles[:, 1])
+        center = res.weights @ r0 if r0_center == "mean" else weighted_quantile(r0, res.weights, [0.5])[0]
+        summary[key] = float(center)
+        summary["R0_interval95"] = weighted_quantile(r0, res.weights, [0.025, 0.975]).tolist()
+    if args.out:
+        summary["saved_to"] = str(res.save(args.out))
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return
+    print(res.summary())
+    if key in summary:
+        lo, hi = summary["R0_interval95"]
+        label = "" if r0_center == "mean" else "median "
+        print(f"  {'R0':>12s}: {label}{summary[key]: .4f}  95% CI ({lo: .4f}, {hi: .4f})")
+    if args.out:
+        print(f"saved to {summary['saved_to']}")
+
+
 def _run(args: argparse.Namespace) -> int:
     from .smc_abc import SMCInterrupted, smc_abc
 
@@ -156,25 +188,7 @@ def _run(args: argparse.Namespace) -> int:
         "stop_reason": res.stop_reason,
         "privacy_of_release": res.privacy.to_dict() if res.privacy is not None else None,
     }
-    if args.model.startswith("sir"):
-        import numpy as np
-
-        from .smc_abc import weighted_quantile
-
-        r0 = np.exp(res.particles[:, 0] - res.particles[:, 1])
-        summary["R0_mean"] = float(res.weights @ r0)
-        summary["R0_interval95"] = weighted_quantile(r0, res.weights, [0.025, 0.975]).tolist()
-    if args.out:
-        summary["saved_to"] = str(res.save(args.out))
-    if args.json:
-        print(json.dumps(summary, indent=2))
-    else:
-        print(res.summary())
-        if "R0_mean" in summary:
-            lo, hi = summary["R0_interval95"]
-            print(f"  {'R0':>12s}: {summary['R0_mean']: .4f}  95% CI ({lo: .4f}, {hi: .4f})")
-        if args.out:
-            print(f"saved to {summary['saved_to']}")
+    print_weighted_result(args, res, summary, r0_center="mean")
     return 0 if res.complete else 3
 
 
@@ -206,4 +220,12 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=_run)
 
 
-__all__ = ["MODELS", "build_model", "builtin_observed", "load_observed", "load_release", "register"]
+__all__ = [
+    "MODELS",
+    "build_model",
+    "builtin_observed",
+    "load_observed",
+    "load_release",
+    "print_weighted_result",
+    "register",
+]
