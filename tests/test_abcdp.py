@@ -158,7 +158,7 @@ def test_toy_posterior_mean_error_falls_as_n_grows():
 
 def test_ledger_charged_before_release_and_budget_enforced(tmp_path, toy):
     observed, thetas, sims, dist = toy
-    ledger = Ledger(tmp_path / "l.db")
+    ledger = Ledger(tmp_path / "l.db", create=True)
     ledger.register("toy", epsilon=1.5, accountant="pure")
     res = abcdp(
         observed, (thetas, sims), dist, 2, 1.0, 0.1, ledger=ledger, dataset="toy", privacy_rng=prng(4)
@@ -184,7 +184,7 @@ def test_refuses_numpy_generator_for_privacy_noise(toy):
 )
 def test_bad_input_raises_before_charging(tmp_path, toy, case):
     observed, thetas, sims, dist = toy
-    ledger = Ledger(tmp_path / "l.db")
+    ledger = Ledger(tmp_path / "l.db", create=True)
     ledger.register("toy", epsilon=10.0)
     kw = dict(c=2, epsilon_total=1.0, epsilon_abc=0.1)
     obs, draws = observed.copy(), (thetas, sims)
@@ -276,7 +276,7 @@ def test_simulator_failure_after_charge_is_recorded_as_failed(tmp_path):
         return out
 
     draws = SimulatedDraws(model.prior_sample, flaky, 100, seed=0, batch_size=10)
-    ledger = Ledger(tmp_path / "l.db")
+    ledger = Ledger(tmp_path / "l.db", create=True)
     ledger.register("toy", epsilon=5.0)
     with pytest.raises(InvalidDataError):
         abcdp(model.observed(seed=1), draws, RFFMMD(0.6, 10), 50, 1.0, 1e-6,

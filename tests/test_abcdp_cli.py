@@ -128,7 +128,7 @@ def test_demo_section_quick(tmp_path):
     from dpinfer.demo import DemoContext
     from dpinfer.report import DemoReport
 
-    ledger = Ledger(tmp_path / "l.db")
+    ledger = Ledger(tmp_path / "l.db", create=True)
     ctx = DemoContext(tmp_path, ledger, 1, True, DemoReport(tmp_path))
     section_abcdp(ctx)
     assert (tmp_path / "abcdp_covid.png").exists()

@@ -91,7 +91,7 @@ def test_demo_section_quick(tmp_path):
     from dpinfer.privacy import Ledger
     from dpinfer.report import DemoReport
 
-    ledger = Ledger(tmp_path / "ledger.db")
+    ledger = Ledger(tmp_path / "ledger.db", create=True)
     ctx = DemoContext(tmp_path, ledger, 2026, True, DemoReport(tmp_path))
     section_sppe(ctx)
     assert ledger.spent("sir-demo") <= 10.0

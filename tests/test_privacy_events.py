@@ -105,7 +105,7 @@ def test_with_replacement_batches_are_their_own_event_and_only_the_advanced_acco
         "replace-one"
     )
     # a ledger budgeted with a tight accountant refuses the charge and records nothing
-    ledger = Ledger(tmp_path / "l.db")
+    ledger = Ledger(tmp_path / "l.db", create=True)
     ledger.register("pld-set", 10.0, 1e-3, "pld")
     with pytest.raises(UnsupportedEventError), ledger.charge("pld-set", wr):
         pass

@@ -35,7 +35,7 @@ def _charge_once(path, barrier, results):
 
 def test_eight_concurrent_processes_never_overspend(tmp_path):
     path = tmp_path / "ledger.db"
-    Ledger(path).register("d", epsilon=1.0)
+    Ledger(path, create=True).register("d", epsilon=1.0)
     ctx = mp.get_context("fork")
     barrier, results = ctx.Barrier(8), ctx.Queue()
     procs = [ctx.Process(target=_charge_once, args=(path, barrier, results)) for _ in range(8)]
@@ -67,7 +67,7 @@ def _charge_and_hang(path, charged):
 
 def test_sigkill_leaves_ledger_consistent(tmp_path):
     path = tmp_path / "ledger.db"
-    Ledger(path).register("d", epsilon=1000.0)
+    Ledger(path, create=True).register("d", epsilon=1000.0)
     ctx = mp.get_context("fork")
     for _ in range(3):
         started = ctx.Event()
@@ -98,7 +98,7 @@ def test_sigkill_leaves_ledger_consistent(tmp_path):
 
 
 def test_failed_release_keeps_its_charge(tmp_path):
-    ledger = Ledger(tmp_path / "l.db")
+    ledger = Ledger(tmp_path / "l.db", create=True)
     ledger.register("d", 1.0)
     with pytest.raises(RuntimeError):
         with ledger.charge("d", LaplaceEvent(0.4)):
@@ -108,7 +108,7 @@ def test_failed_release_keeps_its_charge(tmp_path):
 
 
 def test_exhausted_budget_charges_nothing(tmp_path):
-    ledger = Ledger(tmp_path / "l.db")
+    ledger = Ledger(tmp_path / "l.db", create=True)
     ledger.register("d", 1.0)
     with ledger.charge("d", LaplaceEvent(0.7)):
         pass
@@ -125,7 +125,7 @@ def test_exhausted_budget_charges_nothing(tmp_path):
 
 
 def test_ledger_composes_with_the_registered_accountant(tmp_path):
-    ledger = Ledger(tmp_path / "l.db")
+    ledger = Ledger(tmp_path / "l.db", create=True)
     ledger.register("d", epsilon=10.0, delta=1e-5, accountant="pld", neighbouring="add-remove")
     event = PoissonSubsampledGaussianEvent(0.05, 1.0, 200)
     with ledger.charge("d", event):
@@ -139,7 +139,7 @@ def test_ledger_composes_with_the_registered_accountant(tmp_path):
 
 
 def test_ledger_refusals(tmp_path):
-    ledger = Ledger(tmp_path / "l.db")
+    ledger = Ledger(tmp_path / "l.db", create=True)
     ledger.register("d", 1.0)
     with pytest.raises(UnknownDatasetError, match="budget init"):
         with ledger.charge("other", LaplaceEvent(0.1)):

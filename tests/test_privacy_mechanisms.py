@@ -82,7 +82,7 @@ def test_insecure_rng_is_reproducible_and_warns():
     ],
 )
 def test_bad_input_costs_nothing(tmp_path, kwargs, error):
-    ledger = Ledger(tmp_path / "l.db")
+    ledger = Ledger(tmp_path / "l.db", create=True)
     ledger.register("d", 1.0)
     with pytest.raises(error):
         laplace(**kwargs, ledger=ledger, dataset="d")
@@ -96,7 +96,7 @@ def test_gaussian_bad_delta(tmp_path):
 
 
 def test_release_is_charged_and_reported(tmp_path, test_rng):
-    ledger = Ledger(tmp_path / "l.db")
+    ledger = Ledger(tmp_path / "l.db", create=True)
     ledger.register("d", 1.0)
     noisy, event = laplace([1.0, 2.0], 0.1, 0.4, test_rng, ledger=ledger, dataset="d")
     assert noisy.shape == (2,)

@@ -76,7 +76,7 @@ def test_proposition4_density_ratio_bound(K, N, d, eps):
 def test_sir_release_and_observed_checks(tmp_path, test_rng):
     model = SIR(population=10_000, epsilon=10.0)
     assert model.mechanism.M == pytest.approx(1000.0)
-    ledger = Ledger(tmp_path / "l.db")
+    ledger = Ledger(tmp_path / "l.db", create=True)
     ledger.register("outbreak", epsilon=10.0)
     s = model.simulate_confidential(np.array([[-0.5, -3.0]]), 0)[0]
     rel = model.mechanism.release(s, test_rng, ledger=ledger, dataset="outbreak")

@@ -32,7 +32,7 @@ def test_cli_fits_a_csv_and_charges_the_ledger(tmp_path, capsys):
     X, y = _data()
     _write_csv(tmp_path / "d.csv", X, y)
     ledger = tmp_path / "l.db"
-    Ledger(ledger).register("d", epsilon=3.0, delta=1e-5, accountant="pld")
+    Ledger(ledger, create=True).register("d", epsilon=3.0, delta=1e-5, accountant="pld")
     out = tmp_path / "fit.json"
     code = main(
         [
@@ -101,7 +101,7 @@ def test_cli_bad_input_is_a_clear_error_and_nothing_is_charged(tmp_path, capsys)
     X, y = _data(50)
     _write_csv(tmp_path / "bad.csv", X, y, bad_row=3)
     ledger = tmp_path / "l.db"
-    Ledger(ledger).register("bad", epsilon=3.0, delta=1e-5, accountant="pld")
+    Ledger(ledger, create=True).register("bad", epsilon=3.0, delta=1e-5, accountant="pld")
     args = [
         "dpvi",
         "--data",

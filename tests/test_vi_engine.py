@@ -191,7 +191,7 @@ def _watched(ledger, dataset):
 
 
 def test_fit_is_charged_before_any_noise_is_drawn(tmp_path, abalone):
-    ledger = Ledger(tmp_path / "l.db")
+    ledger = Ledger(tmp_path / "l.db", create=True)
     ledger.register("aba", epsilon=1.2, delta=1e-5, accountant="pld")
     rng = _watched(ledger, "aba")
     fit = DPVI(LogisticRegression(8)).fit(
@@ -328,7 +328,7 @@ def test_non_private_abalone_accuracy(abalone):
 # ---- bad input: clear errors, nothing charged -------------------------------------------------
 @pytest.fixture
 def ledger(tmp_path):
-    led = Ledger(tmp_path / "bad.db")
+    led = Ledger(tmp_path / "bad.db", create=True)
     led.register("d", epsilon=5.0, delta=1e-5, accountant="pld")
     return led
 

@@ -83,7 +83,7 @@ def flu_release(out: Path) -> tuple[SIR, np.ndarray, str]:
     ledger_path = out / "ledger.db"
     if ledger_path.exists():
         ledger_path.unlink()
-    ledger = Ledger(ledger_path)
+    ledger = Ledger(ledger_path, create=True)
     ledger.register("flu-1978", epsilon=10.0, delta=0.0, accountant="pure")
     release = model.mechanism.release(
         confidential,

@@ -33,7 +33,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=20251121)
     args = ap.parse_args()
     out = Path(args.out)
-    ledger = Ledger(args.ledger)
+    ledger = Ledger(args.ledger, create=True)
     prng = PrivacyRNG()
     rng = np.random.default_rng(args.seed)
 

@@ -104,7 +104,7 @@ def run_demo(out_dir: str | Path = "out", seed: int = 2026, quick: bool = False)
     ledger_path = out / "ledger.db"
     if ledger_path.exists():  # the demo starts from a fresh budget every run
         ledger_path.unlink()
-    ledger = Ledger(ledger_path)
+    ledger = Ledger(ledger_path, create=True)
     ledger.register(DEMO_DATASET, epsilon=10.0, delta=1e-5, accountant="pld")
     ctx = DemoContext(out, ledger, seed, quick, DemoReport(out))
     for spec in SECTIONS:

@@ -45,7 +45,15 @@ from .gaussian import (
     analytic_gaussian_sigma,
     classical_gaussian_sigma,
 )
-from .ledger import Budget, Charge, Ledger
+from .ledger import (
+    Budget,
+    Charge,
+    Ledger,
+    LedgerFileError,
+    LedgerNotFoundError,
+    data_fingerprint,
+    file_fingerprint,
+)
 from .mechanisms import gaussian, gaussian_sigma, laplace
 from .report import PrivacyReport
 from .rng import PrivacyRNG, as_privacy_rng
@@ -66,6 +74,8 @@ __all__ = [
     "KnownEvent",
     "LaplaceEvent",
     "Ledger",
+    "LedgerFileError",
+    "LedgerNotFoundError",
     "NeighbouringRelationError",
     "PLDAccountant",
     "PoissonSubsampledGaussianEvent",
@@ -89,8 +99,10 @@ __all__ = [
     "calibrate_noise_multiplier",
     "classical_gaussian_sigma",
     "compose",
+    "data_fingerprint",
     "event_from_dict",
     "event_to_dict",
+    "file_fingerprint",
     "gaussian",
     "gaussian_sigma",
     "get_accountant",

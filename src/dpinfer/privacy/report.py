@@ -32,6 +32,9 @@ class PrivacyReport:
         True if the noise came from ``PrivacyRNG.insecure_deterministic``: NO privacy.
     details
         Further mechanism-specific facts (noise scale, clip norm, sampling rate, ...).
+    accounted
+        True if the release was charged to a budget ledger before it happened; False if it was
+        released without one (an explicit choice: nothing bounds that data set's total spend).
     """
 
     epsilon: float
@@ -43,6 +46,7 @@ class PrivacyReport:
     mechanism: str = ""
     insecure_rng: bool = False
     details: dict[str, Any] = field(default_factory=dict)
+    accounted: bool = True
 
     @classmethod
     def from_event(
@@ -54,6 +58,7 @@ class PrivacyReport:
         mechanism: str = "",
         insecure_rng: bool = False,
         details: dict[str, Any] | None = None,
+        accounted: bool = True,
     ) -> PrivacyReport:
         """Build a report by asking ``accountant`` for ε at ``delta``."""
         acc = get_accountant(accountant)
@@ -67,6 +72,7 @@ class PrivacyReport:
             mechanism=mechanism,
             insecure_rng=bool(insecure_rng),
             details=dict(details or {}),
+            accounted=bool(accounted),
         )
 
     @property
@@ -86,6 +92,7 @@ class PrivacyReport:
             "insecure_rng": self.insecure_rng,
             "events": [event_to_dict(e) for e in self.events],
             "details": self.details,
+            "accounted": self.accounted,
         }
 
     def to_json(self, **kwargs: Any) -> str:
@@ -94,8 +101,10 @@ class PrivacyReport:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PrivacyReport:
-        """Inverse of :meth:`to_dict`."""
+        """Inverse of :meth:`to_dict` (a report written before ``accounted`` existed reads as
+        accounted)."""
         data = dict(data)
+        data["accounted"] = bool(data.get("accounted", True))
         data["events"] = tuple(event_from_dict(e) for e in data.get("events", ()))
         return cls(**data)
 
@@ -111,6 +120,8 @@ class PrivacyReport:
             lines.append("  details: " + ", ".join(f"{k}={v}" for k, v in self.details.items()))
         if self.insecure_rng:
             lines.append("  WARNING: noise from an INSECURE deterministic RNG: no privacy.")
+        if not self.accounted:
+            lines.append("  NOT ACCOUNTED: released without a ledger")
         return "\n".join(lines)
 
     def __str__(self) -> str:
