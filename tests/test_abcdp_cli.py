@@ -55,6 +55,7 @@ def test_abcdp_command_charges_ledger_and_writes_release(covid_files):
     assert main(argv) == 0
     rel = json.loads(out.read_text())
     assert rel["c"] == 5 and len(rel["accepted"]) == 5 and rel["privacy"]["epsilon"] == 44
+    assert rel["privacy"]["accounted"] is True
     assert rel["privacy"]["events"][0]["type"] == "SparseVectorEvent"
     assert rel["b"] == pytest.approx(6 * (2 / 18) / 44)
     assert "observed" not in json.dumps(rel).lower().replace("observed_", "")
@@ -117,9 +118,10 @@ def test_tuberculosis_workflow(tmp_path):
     np.savetxt(data, obs, delimiter=",", header=",".join(SUMMARY_NAMES), comments="")
     out = tmp_path / "rel.json"
     assert main(["abcdp", "--observed", str(data), "--simulations", str(sims), "-c", "2", "--epsilon", "1",
-                 "--epsilon-abc", "150", "--out", str(out), "--no-progress"]) == 0
+                 "--epsilon-abc", "150", "--out", str(out), "--no-progress", "--no-ledger"]) == 0
     rel = json.loads(out.read_text())
     assert rel["privacy"]["sensitivity"] == pytest.approx(200 / 5)
+    assert rel["privacy"]["accounted"] is False  # released with --no-ledger
     assert rel["param_names"] == ["R1", "t1", "R2", "burden"]
 
 

@@ -56,10 +56,14 @@ def test_budget_init_show_history(tmp_path, capsys):
 
 def test_budget_errors_are_clear(tmp_path, capsys):
     path = str(tmp_path / "b.db")
-    assert main(["budget", "history", "--ledger", path, "--dataset", "nope"]) == 1
-    assert "not registered" in capsys.readouterr().err
+    assert main(["budget", "history", "--ledger", path, "--dataset", "nope"]) == 2
+    assert "no ledger at" in capsys.readouterr().err
     assert main(["budget", "init", "--ledger", path, "--dataset", "x", "--epsilon", "-1"]) == 1
     assert "positive" in capsys.readouterr().err
+    assert not (tmp_path / "b.db").exists()  # nothing created for an invalid budget
+    Ledger(path, create=True)
+    assert main(["budget", "history", "--ledger", path, "--dataset", "nope"]) == 1
+    assert "not registered" in capsys.readouterr().err
     assert (
         main(
             ["budget", "init", "--ledger", path, "--dataset", "x", "--epsilon", "1", "--accountant", "bogus"]

@@ -5,9 +5,12 @@
   a JSON ``meta`` (model, seed, parameter names, the median-heuristic bandwidth computed from the
   simulated data only).
 * The data owner (private): ``dpinfer abcdp --observed data.csv --simulations sims.npz -c 10
-  --epsilon 1 --epsilon-abc 0.1 [--resample] [--ledger L --dataset NAME] --out release.json``
-  validates everything, charges the ledger, runs Algorithm 1 and writes only the released
-  indicators (as accepted positions), the accepted θ and the privacy report.
+  --epsilon 1 --epsilon-abc 0.1 [--resample] (--ledger L --dataset NAME | --no-ledger)
+  --out release.json`` validates everything, charges the ledger, runs Algorithm 1 and writes only
+  the released indicators (as accepted positions), the accepted θ and the privacy report. Either
+  ``--ledger`` or an explicit ``--no-ledger`` (an unaccounted release) is required; if the data
+  set was registered with ``dpinfer budget init --data data.csv``, ``--observed`` must be that
+  very file (same bytes).
 """
 
 from __future__ import annotations
@@ -206,9 +209,13 @@ def load_observed(path: str | Path, columns: str | None = None) -> np.ndarray:
 
 
 def _abcdp(args: argparse.Namespace) -> int:
-    from ..privacy import Ledger
+    import dataclasses
+
+    from ..cli import open_release_ledger, release_notices
     from .abcdp import abcdp
 
+    # refusals first: nothing is read, charged or released without a ledger decision
+    ledger, dataset = open_release_ledger(args, args.observed)
     theta, sims, meta = load_simulations(args.simulations)
     observed = load_observed(args.observed, args.columns)
     kind = meta.get("kind", "points")
@@ -235,29 +242,25 @@ def _abcdp(args: argparse.Namespace) -> int:
             distance = ExactMMD(bandwidth)
         else:
             raise InvalidDataError(f"unknown distance {args.distance!r}.")
-    ledger = None
-    if args.ledger:
-        if not args.dataset:
-            raise InvalidPrivacyParameterError(
-                "--ledger needs --dataset NAME (registered with `dpinfer budget init`)."
-            )
-        ledger = Ledger(args.ledger)
-    res = abcdp(
-        observed,
-        (theta, sims),
-        distance,
-        args.c,
-        args.epsilon,
-        args.epsilon_abc,
-        args.resample,
-        ledger=ledger,
-        dataset=args.dataset,
-        label=f"abcdp {Path(args.simulations).name}",
-        batch_size=args.batch_size,
-        param_names=tuple(meta.get("param_names", ())),
-        progress=False if args.no_progress else None,
-        meta={"simulations": str(args.simulations), "model": meta.get("model"), "seed": meta.get("seed")},
-    )
+    with release_notices(accounted=ledger is not None):
+        res = abcdp(
+            observed,
+            (theta, sims),
+            distance,
+            args.c,
+            args.epsilon,
+            args.epsilon_abc,
+            args.resample,
+            ledger=ledger,
+            dataset=dataset,
+            label=f"abcdp {Path(args.simulations).name}",
+            batch_size=args.batch_size,
+            param_names=tuple(meta.get("param_names", ())),
+            progress=False if args.no_progress else None,
+            meta={"simulations": str(args.simulations), "model": meta.get("model"), "seed": meta.get("seed")},
+        )
+    if ledger is None and res.privacy is not None and res.privacy.accounted:
+        res.privacy = dataclasses.replace(res.privacy, accounted=False)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(res.release_dict(), indent=2, default=float))
@@ -268,6 +271,8 @@ def _abcdp(args: argparse.Namespace) -> int:
 
 def register(subparsers: Any) -> None:
     """Add ``simulate`` and ``abcdp`` to the ``dpinfer`` command line."""
+    from ..cli import add_ledger_options
+
     sim = subparsers.add_parser("simulate", help="modeler: draw θ from the prior and simulate (public)")
     sim.add_argument("model", choices=MODELS)
     sim.add_argument("--draws", type=int, required=True, help="T, the number of (θ, Y) pairs")
@@ -287,8 +292,8 @@ def register(subparsers: Any) -> None:
     ab.add_argument("--epsilon", type=float, required=True, help="epsilon_total (pure DP)")
     ab.add_argument("--epsilon-abc", type=float, required=True, help="ABC threshold")
     ab.add_argument("--resample", action="store_true", help="redraw the threshold after each acceptance")
-    ab.add_argument("--ledger", default=None, help="privacy ledger (SQLite) to charge")
-    ab.add_argument("--dataset", default=None, help="data set name in the ledger")
+    add_ledger_options(ab)
+    ab.add_argument("--dataset", default=None, help="data set name in the ledger (with --ledger)")
     ab.add_argument("--out", required=True, help="release JSON")
     ab.add_argument("--distance", default="auto", choices=("auto", "rff", "exact", "clipped"))
     ab.add_argument(

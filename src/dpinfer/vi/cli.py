@@ -2,8 +2,14 @@
 
 Example::
 
+    dpinfer budget init --ledger budget.db --dataset records --epsilon 2 --delta 1e-5 \\
+        --accountant pld --data records.csv
     dpinfer dpvi --data records.csv --target y --model logistic --epsilon 1 --delta 1e-5 \\
         --clip 5 --sampling-rate 0.05 --steps 1000 --ledger budget.db --out fit.json
+
+A private fit needs ``--ledger PATH`` (charged to ``--dataset``, default: the file stem, before
+any noise is drawn) or an explicit ``--no-ledger`` (released unaccounted). If the data set was
+registered with ``--data FILE``, ``--data`` must be that very file (same bytes).
 
 The CSV has a header row; every column other than ``--target`` (or those listed in
 ``--features``) is a feature and must be numeric. Features are used as given: scale them with
@@ -22,7 +28,6 @@ from typing import Any
 
 import numpy as np
 
-from ..privacy import Ledger
 from ..privacy.errors import InvalidDataError
 
 
@@ -65,9 +70,25 @@ def read_csv(
 
 
 def _run(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from ..cli import Refusal, open_release_ledger, release_notices
     from .engine import DPVI
     from .models import make_model
 
+    private = not args.non_private
+    ledger = None
+    dataset = None
+    if private:  # refusals first: nothing is read, charged or released without a ledger decision
+        if args.data == "abalone":
+            from ..datasets import data_path
+
+            data_file, default_name = data_path("abalone.data"), "abalone"
+        else:
+            data_file, default_name = Path(args.data), Path(args.data).stem
+        ledger, dataset = open_release_ledger(args, data_file, default_name)
+    elif args.ledger or args.dataset:
+        raise Refusal("--non-private fits are not releases and cannot be charged to a ledger.")
     test = None
     if args.data == "abalone":
         from ..datasets import load_abalone
@@ -75,44 +96,41 @@ def _run(args: argparse.Namespace) -> int:
         split = load_abalone(args.label_rule)
         X, y, names = split.X_train, split.y_train, None
         test = (split.X_test, split.y_test)
-        dataset = args.dataset or "abalone"
     else:
         if not args.target:
             raise InvalidDataError("--target COLUMN is required with a CSV file.")
         feats = [f.strip() for f in args.features.split(",")] if args.features else None
         X, y, names = read_csv(args.data, args.target, feats)
-        dataset = args.dataset or Path(args.data).stem
-    private = not args.non_private
     if private and args.epsilon is None and args.noise_multiplier is None:
         raise InvalidDataError("give --epsilon (or --noise-multiplier), or --non-private for a baseline.")
-    ledger = Ledger(args.ledger) if args.ledger and private else None
-    if args.ledger and not private:
-        raise InvalidDataError("--non-private fits are not releases and cannot be charged to a ledger.")
     model = make_model(args.model, X.shape[1] if X.ndim == 2 else 1)
-    fit = DPVI(model, args.family).fit(
-        X,
-        y,
-        args.epsilon if private else None,
-        args.delta if private else None,
-        clip=args.clip if (private or args.clip_non_private) else None,
-        sampling_rate=args.sampling_rate,
-        steps=args.steps,
-        noise_multiplier=args.noise_multiplier if private else None,
-        accountant=args.accountant,
-        neighbouring=args.neighbouring,
-        sampling=args.sampling,
-        paper_accounting=args.paper_accounting,
-        delta_prime=args.delta_prime,
-        optimizer=args.optimizer,
-        lr=args.lr,
-        per_example=args.per_example,
-        mc_samples=args.mc_samples,
-        private=private,
-        seed=args.seed,
-        ledger=ledger,
-        dataset=dataset if ledger is not None else None,
-        progress=not args.no_progress,
-    )
+    with release_notices(accounted=ledger is not None or not private):
+        fit = DPVI(model, args.family).fit(
+            X,
+            y,
+            args.epsilon if private else None,
+            args.delta if private else None,
+            clip=args.clip if (private or args.clip_non_private) else None,
+            sampling_rate=args.sampling_rate,
+            steps=args.steps,
+            noise_multiplier=args.noise_multiplier if private else None,
+            accountant=args.accountant,
+            neighbouring=args.neighbouring,
+            sampling=args.sampling,
+            paper_accounting=args.paper_accounting,
+            delta_prime=args.delta_prime,
+            optimizer=args.optimizer,
+            lr=args.lr,
+            per_example=args.per_example,
+            mc_samples=args.mc_samples,
+            private=private,
+            seed=args.seed,
+            ledger=ledger,
+            dataset=dataset,
+            progress=not args.no_progress,
+        )
+    if ledger is None and fit.privacy is not None and fit.privacy.accounted:
+        fit.privacy = dataclasses.replace(fit.privacy, accounted=False)
     if names is not None:
         fit.config["feature_names"] = names
     path = fit.save(args.out)
@@ -133,6 +151,8 @@ def _run(args: argparse.Namespace) -> int:
 
 def register(subparsers: Any) -> None:
     """Add ``dpinfer dpvi`` to the CLI."""
+    from ..cli import add_ledger_options
+
     p = subparsers.add_parser(
         "dpvi",
         help="differentially private variational inference (logistic / Poisson regression)",
@@ -163,8 +183,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--non-private", action="store_true", help="non-private baseline (no clip, no noise)")
     p.add_argument("--clip-non-private", action="store_true", help="clip in the non-private baseline")
     p.add_argument("--seed", type=int, default=None, help="simulation seed (never the privacy noise)")
-    p.add_argument("--ledger", help="charge the fit to this ledger (SQLite) before any noise")
-    p.add_argument("--dataset", help="data-set name in the ledger (default: file stem)")
+    add_ledger_options(p)
+    p.add_argument("--dataset", help="data-set name in the ledger (default: the file stem)")
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("--json", action="store_true", help="also print a JSON line")
     p.add_argument("--out", required=True, help="output JSON file")
