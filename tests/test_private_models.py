@@ -10,9 +10,9 @@ from dpinfer.models.base import GaussianPrior, LaplaceMechanism, open_uniforms
 from dpinfer.models.gaussian_mean import GaussianMean, clipped_mean_lattice_pmf
 from dpinfer.privacy import (
     BudgetExceededError,
+    DiscreteLaplaceEvent,
     InvalidDataError,
     InvalidPrivacyParameterError,
-    LaplaceEvent,
     Ledger,
 )
 
@@ -20,7 +20,9 @@ from dpinfer.privacy import (
 def test_laplace_G_is_the_laplace_inverse_cdf():
     mech = LaplaceMechanism(3, sensitivity=0.3, epsilon=1.5)
     u = np.array([[0.1, 0.5, 0.97]])
-    expected = stats.laplace(loc=[1.0, 2.0, 3.0], scale=0.2).ppf(u)
+    # the scale that runs: sensitivity/epsilon rounded up to the release grid (at most 2^-11 more)
+    assert 0.2 <= mech.scale <= 0.2 * (1 + 2.0**-11)
+    expected = stats.laplace(loc=[1.0, 2.0, 3.0], scale=mech.scale).ppf(u)
     np.testing.assert_allclose(mech.G(np.array([1.0, 2.0, 3.0]), u), expected, rtol=1e-12)
     # broadcasting: M privatised copies of each of n statistics
     s = np.zeros((4, 1, 3))
@@ -28,9 +30,9 @@ def test_laplace_G_is_the_laplace_inverse_cdf():
     assert mech.G(s, uu).shape == (4, 8, 3)
     # log density agrees with scipy
     x = np.array([0.3, -0.1, 2.0])
-    assert mech.log_density(x, np.zeros(3)) == pytest.approx(stats.laplace(scale=0.2).logpdf(x).sum())
+    assert mech.log_density(x, np.zeros(3)) == pytest.approx(stats.laplace(scale=mech.scale).logpdf(x).sum())
     # the draws are Laplace distributed (KS, fixed seed)
-    draws = mech.sample(np.zeros((20000, 3)), seed=1)[:, 0]
+    draws = mech.simulate_release(np.zeros((20000, 3)), seed=1)[:, 0]
     assert stats.kstest(draws, stats.laplace(scale=0.2).cdf).pvalue > 0.01
 
 
@@ -42,7 +44,7 @@ def test_release_charges_before_release_and_refuses_bad_input(tmp_path, test_rng
     assert rel.privacy.epsilon == pytest.approx(0.6) and rel.privacy.insecure_rng
     assert rel.privacy.sensitivity == pytest.approx(1.0 / 20)
     assert ledger.spent("d") == pytest.approx(0.6)
-    assert isinstance(model.mechanism.event(), LaplaceEvent)
+    assert isinstance(model.mechanism.event(), DiscreteLaplaceEvent)
     with pytest.raises(BudgetExceededError):
         model.mechanism.release([0.5], test_rng, ledger=ledger, dataset="d")
     before = len(ledger.history("d"))

@@ -173,13 +173,17 @@ def test_engine_update_with_zero_gradients_has_variance_sigma2_C2():
 
 # ---- ledger ----------------------------------------------------------------------------------
 class _WatchedRNG(PrivacyRNG):
-    """Records the ledger's charges at the moment the first privacy noise is drawn."""
+    """Records the ledger's charges at the moment the first secret random bits are drawn."""
 
-    @property
-    def generator(self):
+    def random_uint64(self, size=None):
         if not hasattr(self, "seen"):
             self.seen = self.ledger.history(self.dataset)
-        return self._gen
+        return super().random_uint64(size)
+
+    def randbelow(self, n):
+        if not hasattr(self, "seen"):
+            self.seen = self.ledger.history(self.dataset)
+        return super().randbelow(n)
 
 
 def _watched(ledger, dataset):

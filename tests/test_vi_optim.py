@@ -7,7 +7,7 @@ import pytest
 import torch
 from scipy import stats
 
-from dpinfer.vi import DPOptimizer, WindowedAdaGrad, noise_generator
+from dpinfer.vi import DPOptimizer, WindowedAdaGrad
 from dpinfer.vi.sampling import draw_batch
 
 
@@ -58,7 +58,7 @@ def test_sigma_zero_and_no_clip_reproduce_the_non_private_update():
 
 @pytest.mark.parametrize("sigma,C", [(0.7, 3.0), (2.0, 0.5)])
 def test_zero_gradients_give_noise_with_variance_sigma2_C2(test_rng, sigma, C):
-    dp = DPOptimizer(WindowedAdaGrad(), C, sigma, noise_generator(test_rng))
+    dp = DPOptimizer(WindowedAdaGrad(), C, sigma, test_rng)
     zeros = torch.zeros(50, 20, dtype=torch.float64)
     draws = torch.stack([dp.privatize(zeros) for _ in range(2000)]).numpy().ravel()  # 40 000 values
     n = draws.size
@@ -79,9 +79,9 @@ def test_noise_comes_from_the_privacy_rng_only():
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        a = DPOptimizer(WindowedAdaGrad(), 1.0, 1.0, noise_generator(PrivacyRNG.insecure_deterministic(1)))
-        b = DPOptimizer(WindowedAdaGrad(), 1.0, 1.0, noise_generator(PrivacyRNG.insecure_deterministic(1)))
-    c = DPOptimizer(WindowedAdaGrad(), 1.0, 1.0, noise_generator(PrivacyRNG()))
+        a = DPOptimizer(WindowedAdaGrad(), 1.0, 1.0, PrivacyRNG.insecure_deterministic(1))
+        b = DPOptimizer(WindowedAdaGrad(), 1.0, 1.0, PrivacyRNG.insecure_deterministic(1))
+    c = DPOptimizer(WindowedAdaGrad(), 1.0, 1.0, PrivacyRNG())
     z = torch.zeros(3, 4, dtype=torch.float64)
     torch.testing.assert_close(a.privatize(z), b.privatize(z))
     assert not torch.allclose(a.privatize(z), c.privatize(z))

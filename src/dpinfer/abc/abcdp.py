@@ -12,14 +12,16 @@ indicators τ̃_t (equivalently the accepted θ_t) computed from the noisy compa
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
+import warnings
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..diagnostics.flip import svt_noise_scale
 from ..distances.base import Distance
-from ..privacy.errors import InvalidDataError, InvalidPrivacyParameterError
+from ..privacy.errors import InvalidDataError, InvalidPrivacyParameterError, PrivacyWarning
 from ..privacy.events import REPLACE_ONE, SparseVectorEvent
 from ..privacy.report import PrivacyReport
 from ..privacy.rng import PrivacyRNG, as_privacy_rng
@@ -162,7 +164,18 @@ def abcdp(
     event = SparseVectorEvent(c, eps_total, resample=bool(resample), neighbouring=REPLACE_ONE)
 
     # ---- the private step -------------------------------------------------------------------
-    charge = ledger.charge(dataset, event, label=label) if ledger is not None else contextlib.nullcontext()
+    if ledger is None:
+        warnings.warn(
+            f"ABCDP release {label!r} made WITHOUT a ledger: it is not accounted against any budget "
+            "(its report says accounted: false). Pass ledger=... and dataset=... to charge it.",
+            PrivacyWarning,
+            stacklevel=2,
+        )
+    charge = (
+        ledger.charge(dataset, event, label=label, insecure=gen.deterministic)
+        if ledger is not None
+        else contextlib.nullcontext()
+    )
     accepted: list[np.ndarray] = []
     accepted_index: list[np.ndarray] = []
     offset = 0
@@ -205,8 +218,11 @@ def abcdp(
             "distance": distance.config(),
             "n_draws_examined": offset,
             "theorem": "Park et al. 2021, Theorem 1",
+            "noise_source": "OS CSPRNG (PrivacyRNG); continuous Laplace by inverse CDF of 52-bit "
+            "uniforms, only compared, never released",
         },
     )
+    report = dataclasses.replace(report, accounted=ledger is not None)
     return ABCDPResult(
         accepted=acc,
         accepted_index=idx,

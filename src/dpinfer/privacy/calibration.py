@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from .accountants import Accountant, get_accountant
 from .errors import CalibrationError
-from .events import PrivacyEvent
+from .events import MIN_NOISE_MULTIPLIER, PrivacyEvent
 from .validation import check_delta, check_epsilon
 
 
@@ -19,7 +19,7 @@ def calibrate_noise_multiplier(
     *,
     rtol: float = 1e-6,
     max_noise_multiplier: float = 1e6,
-    min_noise_multiplier: float = 1e-4,
+    min_noise_multiplier: float = MIN_NOISE_MULTIPLIER,
 ) -> float:
     """Smallest noise multiplier σ with ``accountant.epsilon(make_event(σ), δ) <= ε``.
 
@@ -53,10 +53,12 @@ def calibrate_noise_multiplier(
                 "fewer steps, a smaller sampling rate, or another accountant."
             )
     lo = hi / 2.0
-    while meets(lo):
-        hi, lo = lo, lo / 2.0
+    while True:
         if lo < min_noise_multiplier:
             return hi
+        if not meets(lo):
+            break
+        hi, lo = lo, lo / 2.0
     while hi - lo > rtol * hi:
         mid = 0.5 * (lo + hi)
         if meets(mid):

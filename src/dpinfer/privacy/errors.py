@@ -44,3 +44,12 @@ class CalibrationError(PrivacyError, ValueError):
 
 class InsecureRandomnessWarning(UserWarning):
     """Privacy noise is being drawn from a deterministic (test-only) source."""
+
+
+class PrivacyWarning(UserWarning):
+    """A release happened without the protection the library normally gives it.
+
+    Emitted, for example, when a private release is made without a ledger: the release is then
+    unaccounted (its report says ``accounted: false``) and nothing stops the budget of that
+    data set from being overspent. Pass a ledger, or silence this warning deliberately.
+    """

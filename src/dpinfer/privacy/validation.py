@@ -10,12 +10,28 @@ import numpy as np
 from .errors import InvalidDataError, InvalidPrivacyParameterError
 
 NEIGHBOURING_RELATIONS = ("replace-one", "add-remove")
+#: Smallest ε accepted anywhere (a guarantee, a budget, a target).
+MIN_EPSILON = 1e-12
+
+
+def _as_real(value: Any) -> float:
+    """``float(value)`` for real numbers only: strings, booleans and containers are refused.
+
+    ``float("1")`` would silently accept a string (a CLI value passed through unparsed) and
+    ``float(True)`` a flag; both are refused so that a privacy parameter is always a number the
+    caller meant.
+    """
+    if isinstance(value, (str, bytes, bool, np.bool_)):
+        raise TypeError(type(value).__name__)
+    if isinstance(value, np.ndarray) and value.ndim != 0:
+        raise TypeError("array")
+    return float(value)
 
 
 def check_epsilon(epsilon: Any, name: str = "epsilon") -> float:
     """Return ``epsilon`` as a float after checking it is finite and > 0."""
     try:
-        value = float(epsilon)
+        value = _as_real(epsilon)
     except (TypeError, ValueError):
         raise InvalidPrivacyParameterError(
             f"{name} must be a positive finite number, got {epsilon!r}."
@@ -25,13 +41,19 @@ def check_epsilon(epsilon: Any, name: str = "epsilon") -> float:
             f"{name} must be a positive finite number, got {epsilon!r}. "
             "Choose the privacy level you want to guarantee, e.g. epsilon=1.0."
         )
+    if value < MIN_EPSILON:
+        raise InvalidPrivacyParameterError(
+            f"{name}={epsilon!r} is below {MIN_EPSILON:g}: the noise would be more than 1e12 times "
+            "the sensitivity (no information released) and the privacy arithmetic underflows. "
+            "Choose a larger epsilon, e.g. 0.01-10."
+        )
     return value
 
 
 def check_delta(delta: Any, name: str = "delta") -> float:
     """Return ``delta`` as a float after checking it lies in [0, 1)."""
     try:
-        value = float(delta)
+        value = _as_real(delta)
     except (TypeError, ValueError):
         raise InvalidPrivacyParameterError(f"{name} must be a number in [0, 1), got {delta!r}.") from None
     if not math.isfinite(value) or not 0.0 <= value < 1.0:
@@ -45,7 +67,7 @@ def check_delta(delta: Any, name: str = "delta") -> float:
 def check_positive(value: Any, name: str) -> float:
     """Return ``value`` as a float after checking it is finite and > 0."""
     try:
-        out = float(value)
+        out = _as_real(value)
     except (TypeError, ValueError):
         raise InvalidPrivacyParameterError(
             f"{name} must be a positive finite number, got {value!r}."

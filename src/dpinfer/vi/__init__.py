@@ -3,7 +3,7 @@
 from .engine import DPVI, PrivacyPlan, plan_privacy
 from .families import FullRankGaussian, MeanFieldGaussian, make_family
 from .models import GaussianLinearRegression, LogisticRegression, Model, PoissonRegression, make_model
-from .optim import SGD, Adam, DPOptimizer, WindowedAdaGrad, clip_per_example, noise_generator
+from .optim import SGD, Adam, DPOptimizer, WindowedAdaGrad, clip_per_example
 from .result import DPVIResult
 
 __all__ = [
@@ -23,6 +23,5 @@ __all__ = [
     "clip_per_example",
     "make_family",
     "make_model",
-    "noise_generator",
     "plan_privacy",
 ]

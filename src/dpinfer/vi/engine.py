@@ -45,9 +45,21 @@ every input is validated (and the noise calibrated) before that. The ledger comp
 event with its own accountant; with-replacement fits are therefore only charged to data sets
 budgeted with the ``"advanced"`` accountant.
 
-Randomness: the user's ``seed`` drives subsampling, the Monte Carlo draws of the
-reparameterisation and (with ``init_scale > 0``) the initialisation; the privacy noise comes only
-from a :class:`~dpinfer.privacy.PrivacyRNG`.
+Randomness: everything the privacy analysis treats as secret — the minibatches (amplification by
+subsampling holds only if nobody knows which records were in which batch) and the gradient noise —
+comes from a :class:`~dpinfer.privacy.PrivacyRNG` (the OS CSPRNG), is never derived from the
+user's ``seed``, and nothing that could reproduce it is stored in the result. The user's ``seed``
+drives only what the analysis treats as public: the Monte Carlo draws of the reparameterisation
+and (with ``init_scale > 0``) the initialisation. Two private fits with the same seed therefore
+follow different trajectories; a non-private baseline (``private=False``) is fully reproducible
+from its seed (its batches come from the seed too).
+
+A record whose per-example gradient is not finite contributes a zero row (inside the clipped,
+bounded contribution), so every fit completes whatever one record holds: whether a fit is released
+must not itself depend on one record.
+
+Without a ledger the fit is *unaccounted*: a :class:`~dpinfer.privacy.PrivacyWarning` is emitted
+and the report says ``accounted: false``.
 """
 
 from __future__ import annotations
@@ -70,6 +82,7 @@ from ..privacy import (
     PrivacyEvent,
     PrivacyReport,
     PrivacyRNG,
+    PrivacyWarning,
     SampledWithReplacementGaussianEvent,
     as_privacy_rng,
     calibrate_noise_multiplier,
@@ -81,7 +94,7 @@ from ..privacy.validation import check_delta, check_epsilon, check_positive, che
 from .families import FAMILIES, make_family
 from .gradients import PER_EXAMPLE_MODES, combine, elbo_estimate, per_example_terms
 from .models import Model
-from .optim import DPOptimizer, make_optimizer, noise_generator
+from .optim import DPOptimizer, make_optimizer
 from .result import DPVIResult
 from .sampling import draw_batch
 
@@ -315,9 +328,11 @@ class DPVI:
             ``False`` runs the same algorithm without clipping (unless ``clip`` is given) or noise
             and returns a result with ``privacy=None``: a non-private baseline only.
         seed
-            Simulation seed: subsampling, Monte Carlo draws and initialisation (never the noise).
+            Simulation seed: Monte Carlo draws and initialisation only. The minibatches and the
+            noise of a private fit never depend on it (module docstring).
         privacy_rng
-            Source of the privacy noise (``None``: a fresh OS-entropy PrivacyRNG).
+            Source of the minibatches and the noise of a private fit (``None``: a fresh
+            OS-CSPRNG PrivacyRNG).
         ledger, dataset, label
             Charge the fit to ``dataset`` in ``ledger`` before any noisy gradient is computed.
         track_elbo, elbo_every
@@ -453,7 +468,10 @@ class DPVI:
         tdtype = torch.float64 if dtype == "float64" else torch.float32
         ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
         ss_sub, ss_mc, ss_init = ss.spawn(3)
-        g_sub = torch.Generator().manual_seed(_seed_ints(ss_sub))
+        # the batches of a private fit are secret: PrivacyRNG, never the seed (module docstring)
+        batch_source: Any = (
+            privacy_rng if plan is not None else torch.Generator().manual_seed(_seed_ints(ss_sub))
+        )
         g_mc = torch.Generator().manual_seed(_seed_ints(ss_mc))
         params = self.family.init_params(tdtype)
         if init_scale > 0:
@@ -468,19 +486,28 @@ class DPVI:
         every = int(elbo_every) if elbo_every else max(1, steps // 200)
         trace: list[tuple[float, float]] = []
 
+        if plan is not None and ledger is None:
+            warnings.warn(
+                f"DPVI fit {label!r} released WITHOUT a ledger: it is not accounted against any "
+                "budget (its report says accounted: false). Pass ledger=... and dataset=... to "
+                "charge it.",
+                PrivacyWarning,
+                stacklevel=2,
+            )
         charge = (
-            ledger.charge(dataset, plan.event, label=label)  # type: ignore[union-attr,arg-type]
+            ledger.charge(  # type: ignore[union-attr]
+                dataset, plan.event, label=label, insecure=bool(privacy_rng.deterministic)  # type: ignore[arg-type,union-attr]
+            )
             if ledger is not None
             else contextlib.nullcontext()
         )
         # ---- 4. the private loop: charged first, then noise ----------------------------------
         with charge:
-            gen = noise_generator(privacy_rng) if plan is not None else None  # type: ignore[arg-type]
             dp = DPOptimizer(
                 base_opt,
                 clip,
                 plan.noise_multiplier if plan is not None else 0.0,
-                gen,
+                privacy_rng if plan is not None else None,  # type: ignore[arg-type]
             )
             iterator: Any = range(steps)
             if progress:
@@ -488,7 +515,7 @@ class DPVI:
 
                 iterator = tqdm(iterator, desc="dpvi", disable=not sys.stderr.isatty())
             for t in iterator:
-                idx = draw_batch(n, q, g_sub, sampling)
+                idx = draw_batch(n, q, batch_source, sampling)
                 Xb, yb = Xt[idx], yt[idx]
                 eps = torch.randn(S, D, generator=g_mc, dtype=tdtype)
                 rows, free = per_example_terms(
@@ -523,6 +550,7 @@ class DPVI:
                 events=(plan.event,),
                 mechanism="dpvi",
                 insecure_rng=bool(privacy_rng.deterministic),  # type: ignore[union-attr]
+                accounted=ledger is not None,
                 details={
                     "noise_multiplier": z,
                     "noise_std": z * float(clip),  # type: ignore[arg-type]
@@ -539,9 +567,13 @@ class DPVI:
                     "convention": plan.convention,
                     "target_epsilon": plan.target_epsilon,
                     "calibrated": plan.calibrated,
+                    "secret_randomness": "minibatches and noise from the OS CSPRNG (PrivacyRNG)",
+                    "floating_point": "noise = (sum of 4 inverse-CDF normals)/2 added in float64 "
+                    "(Holohan & Braghin 2021, as Opacus secure mode); transcript not on a grid",
                 },
             )
         config = {
+            # the seed reproduces only the public randomness (Monte Carlo draws, initialisation)
             "seed_entropy": str(ss.entropy),
             "seed_spawn_key": list(ss.spawn_key),
             "optimizer": optimizer,

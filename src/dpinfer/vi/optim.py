@@ -12,14 +12,31 @@ a parameter update. The optimizers *ascend* the ELBO:
 * :class:`Adam` (Kingma & Ba 2015);
 * :class:`SGD`, plain ascent (the privatised gradient enters the update linearly).
 
-The noise is drawn from a ``torch.Generator`` seeded from a :class:`~dpinfer.privacy.PrivacyRNG`,
-never from the user's seed (:func:`noise_generator`).
+The noise comes from a :class:`~dpinfer.privacy.PrivacyRNG`, i.e. from the OS CSPRNG at every
+step (no seeded generator whose state could be recovered), never from the user's seed.
+
+Floating-point position of the transcript (as Opacus's secure mode states it): each noise
+coordinate is the sum of four inverse-CDF normals from 52-bit CSPRNG uniforms divided by two
+(Holohan & Braghin 2021, the construction of Opacus's ``secure_mode``), added in float64 to the
+clipped sum. The released gradients are therefore *not* on a grid: the Gaussian-mechanism proof
+is for real arithmetic, and the transcript is a float64 rounding of it. Against the attack of
+Mironov (2012) this relies on the noise being the sum of four independent draws (whose
+floating-point image has no systematic holes at the scale of the clip norm) and on the
+parameters, not the raw transcript, being what a fit returns; ``callback`` exposes the
+transcript and inherits this caveat. Single statistics released by
+:func:`dpinfer.privacy.laplace` / :func:`dpinfer.privacy.gaussian` are exact (grid + integer noise).
+
+Non-finite per-example rows (a record whose gradient overflows, e.g. x = 1e3 in a Poisson
+regression) are replaced by zero rows *inside* the clipped contribution: one record must not be
+able to decide whether a fit completes (release-or-error would itself be a function of that
+record). A zero row is within the clip ball, so the sensitivity analysis is unchanged.
 """
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
 from ..privacy import PrivacyRNG
@@ -28,18 +45,32 @@ from ..privacy.errors import InvalidPrivacyParameterError
 Tensor = torch.Tensor
 
 
-def noise_generator(privacy_rng: PrivacyRNG) -> torch.Generator:
-    """A torch generator for privacy noise, seeded with 63 bits drawn from ``privacy_rng``."""
-    gen = torch.Generator()
-    gen.manual_seed(int(privacy_rng.generator.integers(0, 2**63 - 1)))
-    return gen
+def finite_rows(grads: Tensor) -> tuple[Tensor, int]:
+    """``grads`` with every row containing NaN or ±inf replaced by zeros, and how many were.
+
+    The count is computed on confidential data: it is never part of a private result.
+    """
+    ok = torch.isfinite(grads).all(dim=-1, keepdim=True)
+    n_bad = int(grads.shape[0] - int(ok.sum())) if grads.ndim == 2 else int(not bool(ok.all()))
+    if n_bad == 0:
+        return grads, 0
+    return torch.where(ok, grads, torch.zeros((), dtype=grads.dtype)), n_bad
 
 
 def clip_per_example(grads: Tensor, clip: float | None) -> Tensor:
-    """Scale every row of ``grads`` to L2 norm at most ``clip`` (``None``: no clipping)."""
+    """Scale every row of ``grads`` to L2 norm at most ``clip`` (``None``: no clipping).
+
+    Rows with a non-finite entry become zero rows (module docstring), so the output is finite and
+    every row has norm <= ``clip`` whatever a record holds. A row whose norm overflows to inf but
+    whose entries are finite is scaled in two steps (by its largest entry first) so it is clipped,
+    not zeroed.
+    """
+    grads, _ = finite_rows(grads)
     if clip is None or math.isinf(clip):
         return grads
-    norms = torch.linalg.vector_norm(grads, dim=-1, keepdim=True)
+    peak = torch.clamp(grads.abs().amax(dim=-1, keepdim=True), min=1e-300)
+    scaled = grads / peak  # entries in [-1, 1]: the norm below cannot overflow
+    norms = torch.linalg.vector_norm(scaled, dim=-1, keepdim=True) * peak
     return grads * torch.clamp(clip / torch.clamp(norms, min=1e-300), max=1.0)
 
 
@@ -115,8 +146,8 @@ class DPOptimizer:
         Per-example L2 clip norm C (``None``: no clipping; only for non-private runs).
     noise_multiplier
         σ: the noise std is σ·C. 0 disables the noise (non-private runs only).
-    generator
-        Source of the noise; build it with :func:`noise_generator` from a PrivacyRNG.
+    privacy_rng
+        Source of the noise: a :class:`~dpinfer.privacy.PrivacyRNG` (OS CSPRNG).
     """
 
     def __init__(
@@ -124,16 +155,16 @@ class DPOptimizer:
         optimizer: WindowedAdaGrad | Adam | SGD,
         clip: float | None,
         noise_multiplier: float,
-        generator: torch.Generator | None,
+        privacy_rng: PrivacyRNG | None,
     ) -> None:
         if noise_multiplier < 0 or not math.isfinite(noise_multiplier):
             raise InvalidPrivacyParameterError(f"noise_multiplier must be >= 0, got {noise_multiplier!r}.")
-        if noise_multiplier > 0 and (clip is None or generator is None):
-            raise InvalidPrivacyParameterError("noise needs a finite clip norm and a privacy generator.")
+        if noise_multiplier > 0 and (clip is None or not isinstance(privacy_rng, PrivacyRNG)):
+            raise InvalidPrivacyParameterError("noise needs a finite clip norm and a PrivacyRNG.")
         self.optimizer = optimizer
         self.clip_norm = clip
         self.noise_multiplier = float(noise_multiplier)
-        self.generator = generator
+        self.privacy_rng = privacy_rng
 
     @property
     def noise_std(self) -> float:
@@ -150,11 +181,11 @@ class DPOptimizer:
         return clipped.sum(0)
 
     def noise(self, summed: Tensor) -> Tensor:
-        """Add N(0, (σC)²) to every coordinate (draws from the privacy generator)."""
+        """Add N(0, (σC)²) to every coordinate (draws from the PrivacyRNG, module docstring)."""
         if self.noise_multiplier == 0:
             return summed
-        z = torch.randn(summed.shape, generator=self.generator, dtype=summed.dtype)
-        return summed + self.noise_std * z
+        z = torch.from_numpy(np.asarray(self.privacy_rng.normal(1.0, tuple(summed.shape))))  # type: ignore[union-attr]
+        return summed + self.noise_std * z.to(summed.dtype)
 
     def privatize(self, per_example: Tensor) -> Tensor:
         """``noise(accumulate(clip(per_example)))``: the released gradient sum."""

@@ -26,6 +26,8 @@ from ..errors import InvalidPrivacyParameterError
 from ..events import (
     ADD_REMOVE,
     LEAF_EVENT_TYPES,
+    DiscreteGaussianEvent,
+    DiscreteLaplaceEvent,
     GaussianEvent,
     KnownEvent,
     LaplaceEvent,
@@ -116,6 +118,11 @@ class AdvancedCompositionAccountant(Accountant):
         self.reproduce_paper = bool(reproduce_paper)
 
     def _leaf_supported(self, event: PrivacyEvent) -> str | None:
+        if isinstance(event, DiscreteGaussianEvent):
+            return (
+                "the discrete Gaussian's privacy curve is not the continuous one this accountant "
+                "assumes; use the 'pld' (one dimension) or 'rdp' accountant."
+            )
         if isinstance(event, (*LEAF_EVENT_TYPES, SampledWithReplacementGaussianEvent)):
             return None
         return "no advanced-composition analysis for this event type."
@@ -152,7 +159,8 @@ class AdvancedCompositionAccountant(Accountant):
 
     def _epsilon(self, event: PrivacyEvent, delta: float) -> float:
         leaves = flatten(event)
-        pure_eps = sum(e.epsilon for e in leaves if isinstance(e, (LaplaceEvent, SparseVectorEvent)))
+        pure_types = (LaplaceEvent, DiscreteLaplaceEvent, SparseVectorEvent)
+        pure_eps = sum(e.epsilon for e in leaves if isinstance(e, pure_types))
         known = [e for e in leaves if isinstance(e, KnownEvent)]
         gauss = [e for e in leaves if isinstance(e, GAUSSIAN_EVENT_TYPES)]
         known_delta = sum(e.delta for e in known)

@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from ..errors import InvalidPrivacyParameterError, UnsupportedEventError
 from ..events import (
+    DiscreteGaussianEvent,
     GaussianEvent,
     PoissonSubsampledGaussianEvent,
     PrivacyEvent,
@@ -21,7 +22,12 @@ from ..events import (
 )
 from ..validation import check_delta
 
-GAUSSIAN_EVENT_TYPES = (GaussianEvent, PoissonSubsampledGaussianEvent, SampledWithReplacementGaussianEvent)
+GAUSSIAN_EVENT_TYPES = (
+    GaussianEvent,
+    DiscreteGaussianEvent,
+    PoissonSubsampledGaussianEvent,
+    SampledWithReplacementGaussianEvent,
+)
 
 #: Why the tight accountants refuse the DPVI paper's with-replacement batches.
 WITH_REPLACEMENT_REFUSAL = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ..events import KnownEvent, LaplaceEvent, PrivacyEvent, SparseVectorEvent, flatten
+from ..events import DiscreteLaplaceEvent, KnownEvent, LaplaceEvent, PrivacyEvent, SparseVectorEvent, flatten
 from .base import Accountant, register_accountant
 
 
@@ -22,12 +22,12 @@ def pure_totals(event: PrivacyEvent) -> tuple[float, float]:
 class PureAccountant(Accountant):
     """Sum of ε (and of δ for :class:`KnownEvent`) over the composed events.
 
-    Handles Laplace, sparse-vector and known-(ε, δ) events. It certifies (Σε, Σδ) and nothing
+    Handles (discrete) Laplace, sparse-vector and known-(ε, δ) events. It certifies (Σε, Σδ) and nothing
     better: ``epsilon(event, delta)`` is Σε when ``delta >= Σδ`` and ``inf`` otherwise.
     """
 
     def _leaf_supported(self, event: PrivacyEvent) -> str | None:
-        if isinstance(event, (LaplaceEvent, SparseVectorEvent, KnownEvent)):
+        if isinstance(event, (LaplaceEvent, DiscreteLaplaceEvent, SparseVectorEvent, KnownEvent)):
             return None
         return (
             "it is not a pure/known-(ε, δ) event; use the 'pld' or 'rdp' accountant for Gaussian mechanisms."

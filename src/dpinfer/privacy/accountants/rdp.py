@@ -11,6 +11,7 @@ from dp_accounting.rdp import rdp_privacy_accountant as rdp_lib
 from ..events import (
     ADD_REMOVE,
     LEAF_EVENT_TYPES,
+    DiscreteGaussianEvent,
     GaussianEvent,
     KnownEvent,
     LaplaceEvent,
@@ -32,6 +33,10 @@ def to_dp_accounting_event(event: PrivacyEvent) -> dp_accounting.DpEvent | None:
         return dp_accounting.LaplaceDpEvent(1.0 / event.epsilon)
     if isinstance(event, GaussianEvent):
         return dp_accounting.GaussianDpEvent(event.noise_multiplier)
+    if isinstance(event, DiscreteGaussianEvent):
+        # ½(Δ/σ)²-zCDP in any dimension (Canonne, Kamath & Steinke 2020, Thm 14): the Rényi
+        # curve α Δ²/(2σ²) of the continuous Gaussian with multiplier σ/Δ.
+        return dp_accounting.GaussianDpEvent(event.noise_multiplier)
     if isinstance(event, PoissonSubsampledGaussianEvent):
         return dp_accounting.SelfComposedDpEvent(
             dp_accounting.PoissonSampledDpEvent(
@@ -51,7 +56,8 @@ def pure_dp_rdp(epsilon: float, orders: np.ndarray) -> np.ndarray:
 class RDPAccountant(Accountant):
     """Rényi-DP composition over a grid of orders (dp-accounting's analyses and conversion).
 
-    Pure ε-DP events (SVT, known (ε, 0)) enter through the RDP curve min(ε, αε²/2). Known events
+    Pure ε-DP events (SVT, discrete Laplace, known (ε, 0)) enter through the RDP curve
+    min(ε, αε²/2). Known events
     with δ > 0 and Poisson-subsampled Gaussians under replace-one have no RDP analysis here:
     use the ``"pld"`` accountant for those.
     """
