@@ -338,3 +338,32 @@ def test_inference_law_of_the_laplace_mechanism_matches_what_it_releases():
     report = mech.privacy_report()
     assert report.events[0].sensitivity == mech.grid.sensitivity_units
     assert report.details["grid"] == mech.grid.gamma
+
+
+def test_sir_release_draws_exact_binomial_counts():
+    """The Prop. 4 release uses exact integer Bernoulli trials (no uniforms, no tail residual)."""
+    from fractions import Fraction
+
+    from dpinfer.models.sir import BinomialTrajectoryMechanism
+    from dpinfer.privacy.discrete import sample_binomial
+
+    rng = PrivacyRNG()
+    p = Fraction(3, 10)
+    draws = np.array([sample_binomial(20, p, rng) for _ in range(20_000)])
+    k = np.arange(21)
+    expected = stats.binom.pmf(k, 20, 0.3) * draws.size
+    observed = np.bincount(draws, minlength=21)
+    keep = expected >= 5
+    chi2 = (((observed - expected) ** 2) / expected)[keep].sum()
+    assert stats.chi2.sf(chi2, keep.sum() - 1) > 1e-4
+    # known-broken variant: p = 0.32 is rejected by the same test
+    wrong = stats.binom.pmf(k, 20, 0.32) * draws.size
+    chi2w = (((observed - wrong) ** 2) / wrong)[keep].sum()
+    assert stats.chi2.sf(chi2w, keep.sum() - 1) < 1e-4
+    assert sample_binomial(5, Fraction(0), rng) == 0 and sample_binomial(5, Fraction(1), rng) == 5
+    # the mechanism's release goes through it: counts are integers / N, in range
+    mech = BinomialTrajectoryMechanism(10**6, 3, 1000, 10.0)
+    with _quiet():
+        value = mech.release(np.array([0.0, 10.0, 999_999.0])).value
+    counts = value * 1000
+    assert np.array_equal(counts, np.round(counts)) and counts.min() >= 0 and counts.max() <= 1000

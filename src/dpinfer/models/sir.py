@@ -425,10 +425,14 @@ class BinomialTrajectoryMechanism(Mechanism):
     every ``k``, thus holds for every reachable output; before this, rounding in a running CDF
     sum sent ``u`` near 1 to N (e.g. ``N = 1000, p = 1/2, u = 1 - 10⁻¹³`` gave 1000, exact 616),
     an output reachable from one ``I_j`` and not from its neighbour (an infinite privacy loss).
-    What remains is the finite resolution of the uniforms: an output at the very edge of the
-    reachable range (binomial tail mass ~2⁻⁵³) can be reachable from ``I_j + 1`` and not from
-    ``I_j``, with probability ~2⁻⁵³ per time point; the pure-ε event does not record this δ-sized
-    residual, common to every inverse-CDF sampler on 53-bit uniforms.
+    What remains for ``G`` is the finite resolution of the uniforms: an output at the very edge
+    of the reachable range (binomial tail mass ~2⁻⁵³) can be reachable from ``I_j + 1`` and not
+    from ``I_j``, with probability ~2⁻⁵³ per time point. ``G`` is therefore used for *inference*
+    only: a :meth:`release` does not go through uniforms at all but draws each count exactly,
+    as the sum of N exact Bernoulli(p_j) trials with the rational p_j = (I_j + M)/(K + 2M)
+    (:func:`dpinfer.privacy.discrete.sample_binomial`, integer randomness from the OS CSPRNG), so
+    every count has exactly its binomial probability and Prop. 4's pure-ε bound holds with no
+    residual.
     """
 
     name = "binomial-trajectory (Xiong et al. 2025, Prop. 4)"
@@ -444,7 +448,8 @@ class BinomialTrajectoryMechanism(Mechanism):
         self.epsilon = check_epsilon(epsilon)
         self.M = self.n_trials * self.stat_dim / self.epsilon
         self.neighbouring = "replace-one"
-        self.epsilon_exact = self.stat_dim * self.n_trials * math.log1p(1.0 / self.M)
+        # rounded up by one ulp: the declared ε never understates d·N·log(1 + 1/M)
+        self.epsilon_exact = math.nextafter(self.stat_dim * self.n_trials * math.log1p(1.0 / self.M), math.inf)
 
     @property
     def sensitivity(self) -> float:
@@ -455,6 +460,16 @@ class BinomialTrajectoryMechanism(Mechanism):
 
     def G(self, s: np.ndarray, u: np.ndarray) -> np.ndarray:
         return binom_ppf(u, self.n_trials, self.probabilities(s)) / self.n_trials
+
+    def _prepare_release(self, s: np.ndarray) -> Any:
+        """The exact release (class docstring): N exact Bernoulli trials per time point."""
+        from fractions import Fraction
+
+        from ..privacy.discrete import sample_binomial
+
+        m = Fraction(self.M)
+        probs = [(Fraction(int(i)) + m) / (self.population + 2 * m) for i in s]
+        return lambda gen: np.array([sample_binomial(self.n_trials, p, gen) for p in probs]) / self.n_trials
 
     def log_density(self, s_dp: np.ndarray, s: np.ndarray) -> np.ndarray:
         from scipy.stats import binom

@@ -55,6 +55,7 @@ from .rng import PrivacyRNG, as_privacy_rng
 
 __all__ = [
     "bernoulli_exp",
+    "sample_binomial",
     "discrete_gaussian_logpmf",
     "discrete_laplace_cdf",
     "discrete_laplace_logpmf",
@@ -687,3 +688,24 @@ def discrete_gaussian_logpmf(k: Any, sigma2: float) -> np.ndarray:
     kf = np.asarray(k, dtype=np.float64)
     out = -(kf * kf) / (2.0 * s2) - _dg_log_normaliser(s2)
     return np.where(kf == np.floor(kf), out, -np.inf)
+
+
+def sample_binomial(n_trials: int, p: Fraction, rng: PrivacyRNG | None) -> int:
+    """One exact Binomial(n_trials, p) draw for a rational ``p`` in [0, 1].
+
+    The sum of ``n_trials`` exact Bernoulli(p) = [U < num] draws with ``U`` uniform on
+    {0, ..., den − 1} (``p = num/den``): no floating point, so every count in [0, n_trials] has
+    exactly its binomial probability (for releases whose privacy proof bounds the ratio of
+    binomial pmfs, e.g. Xiong et al. 2025, Prop. 4).
+    """
+    rng = as_privacy_rng(rng)
+    n = int(n_trials)
+    if n < 0:
+        raise InvalidPrivacyParameterError(f"n_trials must be >= 0, got {n_trials!r}.")
+    p = Fraction(p)
+    if not 0 <= p <= 1:
+        raise InvalidPrivacyParameterError(f"p must lie in [0, 1], got {p}.")
+    num, den = p.numerator, p.denominator
+    if den <= 2**63:
+        return int(np.count_nonzero(_uniform_below_vec(den, n, rng) < np.uint64(num)))
+    return sum(1 for _ in range(n) if rng.randbelow(den) < num)
