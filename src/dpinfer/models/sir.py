@@ -449,7 +449,8 @@ class BinomialTrajectoryMechanism(Mechanism):
         self.M = self.n_trials * self.stat_dim / self.epsilon
         self.neighbouring = "replace-one"
         # rounded up by one ulp: the declared ε never understates d·N·log(1 + 1/M)
-        self.epsilon_exact = math.nextafter(self.stat_dim * self.n_trials * math.log1p(1.0 / self.M), math.inf)
+        eps_exact = self.stat_dim * self.n_trials * math.log1p(1.0 / self.M)
+        self.epsilon_exact = math.nextafter(eps_exact, math.inf)
 
     @property
     def sensitivity(self) -> float:
