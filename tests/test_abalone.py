@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from dpinfer.datasets import abalone_labels, load_abalone, load_abalone_raw, make_synthetic_logistic
-from dpinfer.privacy import InvalidDataError
+from dpinfer.errors import InvalidDataError
 
 
 def test_shapes_split_and_file_order():

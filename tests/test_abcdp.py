@@ -20,11 +20,11 @@ from dpinfer.abc import (
 )
 from dpinfer.abc.svt import _svt_pass
 from dpinfer.distances import RFFMMD
+from dpinfer.errors import InvalidDataError
 from dpinfer.models.mixture_uniform import MixtureOfUniforms
 from dpinfer.privacy import (
     BudgetExceededError,
     InsecureRandomnessWarning,
-    InvalidDataError,
     InvalidPrivacyParameterError,
     Ledger,
     PrivacyRNG,

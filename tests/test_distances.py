@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from dpinfer.distances import RFFMMD, ClippedDistance, ExactMMD, median_heuristic, weighted_euclidean
-from dpinfer.privacy import InvalidDataError, InvalidPrivacyParameterError
+from dpinfer.errors import InvalidDataError
+from dpinfer.privacy import InvalidPrivacyParameterError
 
 
 def test_rff_features_have_unit_norm_in_both_precisions():

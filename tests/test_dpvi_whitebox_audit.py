@@ -29,7 +29,7 @@ from dpinfer.vi import engine as vi_engine
 from dpinfer.vi.gradients import per_example_terms
 from dpinfer.vi.optim import clip_per_example
 
-N, Q, T, CLIP, LR, DELTA, EPS = 20, 0.01, 1000, 1.0, 1e-3, 1e-5, 1.0
+N, Q, T, CLIP, LR, DELTA, EPS = 20, 0.002, 3000, 1.0, 1e-3, 1e-5, 1.0
 RUNS = 80
 
 
@@ -68,6 +68,9 @@ def _fit(target: float, seed: int, plan, broken: bool, monkeypatch) -> np.ndarra
 
 
 def _attack(traj: np.ndarray, seed: int, sigma: float) -> float:
+    # With the true batches known, the target is in ~q·T = 6 steps and the log-likelihood ratio
+    # is N(±μ²/2, μ²) with μ = 2·sqrt(qT)/σ ≈ 5.3 (σ = 0.92 calibrated to ε = 1): a claimed
+    # (1, 1e-5)-DP fit whose batches are public is far from (1, 1e-5)-DP.
     """Log-likelihood ratio of x = +1 against x = -1 given the transcript and the seed."""
     model = PoissonRegression(1)
     family = DPVI(model).family
@@ -80,6 +83,8 @@ def _attack(traj: np.ndarray, seed: int, sigma: float) -> float:
         params = torch.as_tensor(traj[t])
         idx = torch.nonzero(torch.rand(N, generator=g_sub) < Q).squeeze(1)
         eps = torch.randn(1, model.dim, generator=g_mc, dtype=torch.float64)
+        if idx.numel() == 0:
+            continue  # an empty (guessed) batch: both hypotheses predict the same sum
         step = (torch.as_tensor(traj[t + 1]) - params) / LR  # = scale * (sum + noise) + free
         resid = {}
         for h, (X, y) in data.items():
@@ -90,7 +95,7 @@ def _attack(traj: np.ndarray, seed: int, sigma: float) -> float:
     return llr
 
 
-THRESHOLDS = (0.0, 2.0, 4.0)  # fixed before any run; Bonferroni over them
+THRESHOLDS = (0.0, 5.0, 10.0)  # fixed before any run; Bonferroni over them
 
 
 def _epsilon_lower_bound(scores_pos: np.ndarray, scores_neg: np.ndarray) -> float:

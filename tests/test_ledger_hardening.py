@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from dpinfer.cli import main
+from dpinfer.errors import InvalidDataError
 from dpinfer.privacy import (
     LaplaceEvent,
     Ledger,
@@ -28,7 +29,7 @@ from dpinfer.privacy import (
     event_to_dict,
     file_fingerprint,
 )
-from dpinfer.privacy.errors import InvalidDataError, InvalidPrivacyParameterError, PrivacyError
+from dpinfer.privacy.errors import InvalidPrivacyParameterError, PrivacyError
 
 # The ledger schema as it was before fingerprints and insecure flags (copied verbatim).
 OLD_SCHEMA = """

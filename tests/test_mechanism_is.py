@@ -11,8 +11,8 @@ from scipy import stats
 
 from dpinfer.abc import mechanism_importance_sampling
 from dpinfer.abc import mechanism_is as mis
+from dpinfer.errors import InvalidDataError
 from dpinfer.models import SIR, GaussianMean
-from dpinfer.privacy import InvalidDataError
 
 OBS = [0.6]
 

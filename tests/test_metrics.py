@@ -5,7 +5,7 @@ import pytest
 from scipy.stats import norm
 
 from dpinfer.diagnostics import c2st, ks_marginals, median_predictive_distance, mmd, neg_log_density
-from dpinfer.privacy import InvalidDataError
+from dpinfer.errors import InvalidDataError
 
 
 def _normal(n, d, shift, seed):

@@ -12,12 +12,12 @@ import pytest
 import torch
 
 from dpinfer.diagnostics import c2st
+from dpinfer.errors import InvalidDataError
 from dpinfer.models import GaussianMean
 from dpinfer.models.base import Mechanism, PrivateDataModel
 from dpinfer.neural import SPLE, SPPE, SPLEPosterior, SPPEPosterior
 from dpinfer.neural.flows import build_flow
 from dpinfer.neural.losses import apt_loss, npe_loss
-from dpinfer.privacy import InvalidDataError
 
 SMALL = {"kind": "nsf", "transforms": 2, "hidden": 24, "blocks": 1, "bins": 8}
 FAST = {"max_epochs": 80, "patience": 10}

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import torch
 
+from dpinfer.errors import InvalidDataError
 from dpinfer.models import GaussianMean
 from dpinfer.neural.flows import build_flow
 from dpinfer.neural.rqmc import (
@@ -14,7 +15,6 @@ from dpinfer.neural.rqmc import (
     privatize,
     sobol_point_sets,
 )
-from dpinfer.privacy import InvalidDataError
 
 
 @pytest.mark.parametrize("m", [0, 1, 3, 6])

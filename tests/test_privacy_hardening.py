@@ -16,9 +16,9 @@ import pytest
 import torch
 from scipy import stats
 
+from dpinfer.errors import InvalidDataError
 from dpinfer.privacy import (
     GaussianEvent,
-    InvalidDataError,
     InvalidPrivacyParameterError,
     KnownEvent,
     LaplaceEvent,

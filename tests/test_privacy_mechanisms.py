@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from dpinfer.errors import InvalidDataError
 from dpinfer.privacy import (
-    InvalidDataError,
     InvalidPrivacyParameterError,
     Ledger,
     PrivacyReport,

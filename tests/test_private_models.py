@@ -6,15 +6,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from dpinfer.errors import InvalidDataError
 from dpinfer.models.base import GaussianPrior, LaplaceMechanism, open_uniforms
 from dpinfer.models.gaussian_mean import GaussianMean, clipped_mean_lattice_pmf
-from dpinfer.privacy import (
-    BudgetExceededError,
-    DiscreteLaplaceEvent,
-    InvalidDataError,
-    InvalidPrivacyParameterError,
-    Ledger,
-)
+from dpinfer.privacy import BudgetExceededError, DiscreteLaplaceEvent, InvalidPrivacyParameterError, Ledger
 
 
 def test_laplace_G_is_the_laplace_inverse_cdf():

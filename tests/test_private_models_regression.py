@@ -9,9 +9,10 @@ import pytest
 from scipy import stats
 
 from dpinfer.abc.baselines import _da_mcmc_kernel, confidential_posterior, da_mcmc_linreg, naive_posterior
+from dpinfer.errors import InvalidDataError
 from dpinfer.models.linreg import LinearRegression, record_statistics
 from dpinfer.models.naive_bayes import LogitBetaPrior, NaiveBayes
-from dpinfer.privacy import InvalidDataError, PrivacyRNG
+from dpinfer.privacy import PrivacyRNG
 
 
 def test_linreg_sensitivity_rules_are_upper_bounds():

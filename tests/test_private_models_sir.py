@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 from scipy import optimize, stats
 
+from dpinfer.errors import InvalidDataError
 from dpinfer.models.sir import SIR, BinomialTrajectoryMechanism, binom_ppf, gillespie_sir
-from dpinfer.privacy import InvalidDataError, KnownEvent, Ledger
+from dpinfer.privacy import KnownEvent, Ledger
 
 
 def final_size(r0: float) -> float:

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from dpinfer.errors import InvalidDataError
 from dpinfer.models.sir import BinomialTrajectoryMechanism, binom_ppf
-from dpinfer.privacy import InvalidDataError
 
 # The privacy uniforms are (j + ½)·2⁻⁵³ clipped to [2⁻⁵⁴, 1 − 2⁻⁵³] (models.base.open_uniforms);
 # 1 − 2⁻⁵⁴ is not a double (it rounds to 1.0), so the top of the grid is 1 − 2⁻⁵³.

@@ -14,8 +14,8 @@ from dpinfer.abc.smc_abc import (
     smc_abc,
     weighted_quantile,
 )
+from dpinfer.errors import InvalidDataError
 from dpinfer.models.gaussian_mean import GaussianMean
-from dpinfer.privacy import InvalidDataError
 
 OBS = [1.3]
 

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from dpinfer.datasets import load_abalone
+from dpinfer.errors import InvalidDataError
 from dpinfer.privacy import (
     AdvancedCompositionAccountant,
     BudgetExceededError,
     CalibrationError,
-    InvalidDataError,
     InvalidPrivacyParameterError,
     Ledger,
     PoissonSubsampledGaussianEvent,

@@ -1,18 +1,18 @@
 """dpinfer: Bayesian inference under differential privacy."""
 
 from ._version import __version__
-from .privacy import (
+from .errors import (
     BudgetExceededError,
+    DPInferError,
     InvalidDataError,
     InvalidPrivacyParameterError,
-    Ledger,
     PrivacyError,
-    PrivacyReport,
-    PrivacyRNG,
 )
+from .privacy import Ledger, PrivacyReport, PrivacyRNG
 
 __all__ = [
     "BudgetExceededError",
+    "DPInferError",
     "InvalidDataError",
     "InvalidPrivacyParameterError",
     "Ledger",

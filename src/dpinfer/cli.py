@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import TextIO
 
 from ._version import __version__
-from .privacy import Ledger, PrivacyError
-from .privacy.errors import PrivacyWarning
+from .errors import DPInferError, PrivacyWarning
+from .privacy import Ledger
 from .privacy.events import describe, event_from_dict
 from .privacy.ledger import LedgerFileError, LedgerNotFoundError, file_fingerprint
 
@@ -303,7 +303,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (Refusal, LedgerNotFoundError, LedgerFileError) as exc:
         print(f"dpinfer: error: {_one_line(exc)}", file=sys.stderr)
         return 2
-    except (PrivacyError, ValueError, FileNotFoundError) as exc:
+    except (DPInferError, ValueError, FileNotFoundError) as exc:
         print(f"dpinfer: error: {_one_line(exc)}", file=sys.stderr)
         return 1
 

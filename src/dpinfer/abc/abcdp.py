@@ -21,7 +21,7 @@ import numpy as np
 
 from ..diagnostics.flip import svt_noise_scale
 from ..distances.base import Distance
-from ..privacy.errors import InvalidDataError, InvalidPrivacyParameterError, PrivacyWarning
+from ..errors import InvalidDataError, InvalidPrivacyParameterError, PrivacyWarning
 from ..privacy.events import REPLACE_ONE, SparseVectorEvent
 from ..privacy.report import PrivacyReport
 from ..privacy.rng import PrivacyRNG, as_privacy_rng

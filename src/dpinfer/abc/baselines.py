@@ -17,8 +17,8 @@ from typing import Any
 import numba
 import numpy as np
 
+from ..errors import InvalidDataError
 from ..models.linreg import LinearRegression
-from ..privacy import InvalidDataError
 
 
 def naive_posterior(model: Any, observed: Any) -> Any:

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..distances import RFFMMD, ExactMMD, median_heuristic
-from ..privacy.errors import InvalidDataError, InvalidPrivacyParameterError
+from ..errors import InvalidDataError, InvalidPrivacyParameterError
 
 MODELS = ("mixture-uniform", "covid", "tuberculosis")
 

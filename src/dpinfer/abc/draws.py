@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..privacy.errors import InvalidDataError
+from ..errors import InvalidDataError
 
 Batch = tuple[np.ndarray, np.ndarray]
 

@@ -51,8 +51,8 @@ import numpy as np
 from scipy import stats
 from scipy.special import logsumexp
 
+from ..errors import InvalidDataError
 from ..execution import Backend, batch_seeds, get_backend
-from ..privacy import InvalidDataError
 from .smc_abc import WeightedSample, weighted_cov
 from .smc_abc import ess as kish_ess
 

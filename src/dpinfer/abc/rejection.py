@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..distances.base import Distance
-from ..privacy.errors import InvalidPrivacyParameterError
+from ..errors import InvalidPrivacyParameterError
 from .abcdp import check_c, check_epsilon_abc
 from .draws import SimulatedDraws, as_draw_source
 from .result import ABCResult

@@ -40,8 +40,9 @@ from typing import Any
 import numpy as np
 from scipy.special import logsumexp
 
+from ..errors import InvalidDataError
 from ..execution import Backend, batch_seeds, get_backend
-from ..privacy import InvalidDataError, PrivacyReport
+from ..privacy import PrivacyReport
 
 # ----------------------------------------------------------------------------------------------
 # tolerance schedules

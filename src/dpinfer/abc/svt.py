@@ -27,7 +27,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ..privacy.errors import InvalidDataError, InvalidPrivacyParameterError
+from ..errors import InvalidDataError, InvalidPrivacyParameterError
 from ..privacy.rng import PrivacyRNG
 
 

@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..privacy.errors import InvalidDataError
+from ..errors import InvalidDataError
 
 SEX_CODES = {"I": 0.0, "F": 1.0, "M": 2.0}
 LABEL_RULES = ("code", "paper")

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..privacy.errors import InvalidPrivacyParameterError
+from ..errors import InvalidPrivacyParameterError
 from ..privacy.validation import check_epsilon, check_sensitivity
 
 

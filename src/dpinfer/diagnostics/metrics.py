@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from ..privacy import InvalidDataError
+from ..errors import InvalidDataError
 
 
 def _as_draws(x: Any, name: str) -> np.ndarray:

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..privacy.errors import InvalidDataError
+from ..errors import InvalidDataError
 
 
 def as_points(data: Any, name: str = "data") -> np.ndarray:

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ..privacy.errors import InvalidDataError, InvalidPrivacyParameterError
+from ..errors import InvalidDataError, InvalidPrivacyParameterError
 from .base import Distance
 
 PairDistance = Callable[[np.ndarray, np.ndarray], np.ndarray]

@@ -28,7 +28,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from ..privacy.errors import InvalidDataError, InvalidPrivacyParameterError
+from ..errors import InvalidDataError, InvalidPrivacyParameterError
 from .base import Distance, as_batch, as_points
 
 

@@ -36,14 +36,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..privacy import (
-    InvalidDataError,
-    InvalidPrivacyParameterError,
-    PrivacyReport,
-    PrivacyRNG,
-    PrivacyWarning,
-    as_privacy_rng,
-)
+from ..errors import InvalidDataError, InvalidPrivacyParameterError, PrivacyWarning
+from ..privacy import PrivacyReport, PrivacyRNG, as_privacy_rng
 from ..privacy.events import PrivacyEvent
 
 if TYPE_CHECKING:

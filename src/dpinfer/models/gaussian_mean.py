@@ -20,7 +20,7 @@ import numpy as np
 from scipy import fft as sfft
 from scipy.special import ndtr
 
-from ..privacy import InvalidDataError, InvalidPrivacyParameterError
+from ..errors import InvalidDataError, InvalidPrivacyParameterError
 from ..privacy.validation import check_epsilon
 from .base import GaussianPosterior, GaussianPrior, LaplaceMechanism, PrivateDataModel, as_generator
 

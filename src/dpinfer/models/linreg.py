@@ -33,7 +33,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from ..privacy import InvalidDataError
+from ..errors import InvalidDataError
 from ..privacy.validation import check_epsilon
 from .base import GaussianPosterior, GaussianPrior, LaplaceMechanism, PrivateDataModel, as_generator
 from .streams import _normal, stream_seeds

@@ -12,7 +12,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from ..privacy.errors import InvalidDataError
+from ..errors import InvalidDataError
 
 THETA_TRUE = np.array([0.25, 0.04, 0.33, 0.04, 0.34])
 

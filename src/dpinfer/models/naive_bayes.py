@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from scipy.special import expit, logit
 
-from ..privacy import InvalidDataError
+from ..errors import InvalidDataError
 from ..privacy.validation import check_epsilon
 from .base import DrawsPosterior, LaplaceMechanism, Prior, PrivateDataModel, as_generator
 

@@ -27,7 +27,8 @@ from typing import Any
 import numba
 import numpy as np
 
-from ..privacy import InvalidDataError, KnownEvent
+from ..errors import InvalidDataError
+from ..privacy import KnownEvent
 from ..privacy.events import PrivacyEvent
 from ..privacy.validation import check_epsilon
 from .base import GaussianPrior, Mechanism, PrivateDataModel, as_generator

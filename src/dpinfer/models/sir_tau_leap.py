@@ -21,7 +21,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from ..privacy import InvalidDataError
+from ..errors import InvalidDataError
 from .base import as_generator
 from .sir import DEFAULT_TIMES
 from .streams import _next_double, stream_seeds

@@ -53,7 +53,7 @@ import numba
 import numpy as np
 
 from ..distances.clipped import ClippedDistance
-from ..privacy.errors import InvalidDataError
+from ..errors import InvalidDataError
 
 SUMMARY_NAMES = (
     "n_obs",

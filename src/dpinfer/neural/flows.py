@@ -35,7 +35,7 @@ import torch
 import zuko
 from torch import nn
 
-from ..privacy import InvalidDataError
+from ..errors import InvalidDataError
 
 FLOW_KINDS = ("nsf", "maf")
 

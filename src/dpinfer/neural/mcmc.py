@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import InvalidDataError
 from ..models.base import as_generator
-from ..privacy import InvalidDataError
 
 LogProb = Callable[[np.ndarray], np.ndarray]
 MCMC_METHODS = ("slice", "adaptive-metropolis")

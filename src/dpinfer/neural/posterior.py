@@ -24,8 +24,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..errors import InvalidDataError
 from ..models.base import GaussianPrior, Prior
-from ..privacy import InvalidDataError, PrivacyReport
+from ..privacy import PrivacyReport
 from .flows import ConditionalFlow, FlowConfig
 from .mcmc import run_mcmc
 from .training import RoundInfo, torch_threads

@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 from scipy.stats import qmc
 
+from ..errors import InvalidDataError
 from ..models.base import as_generator
-from ..privacy import InvalidDataError
 
 _BITS = 32
 MAX_LOG2_POINTS = 20

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..privacy import InvalidDataError
+from ..errors import InvalidDataError
 from .flows import ConditionalFlow, FlowConfig
 from .posterior import NeuralPosterior
 from .rqmc import check_points

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..privacy import InvalidDataError
+from ..errors import InvalidDataError
 from .flows import ConditionalFlow
 from .losses import nle_loss
 from .mcmc import MCMC_METHODS

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..privacy import InvalidDataError
+from ..errors import InvalidDataError
 from .flows import ConditionalFlow
 from .losses import apt_loss, npe_loss
 from .posterior import SPPEPosterior, _seed_int

@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..errors import InvalidDataError
 from ..execution import batch_seeds, get_backend
-from ..privacy import InvalidDataError
 from .rqmc import point_sets
 
 

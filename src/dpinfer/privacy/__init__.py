@@ -1,5 +1,16 @@
 """The privacy core: events, accountants, calibration, mechanisms, randomness, ledger, reports."""
 
+from ..errors import (
+    BudgetExceededError,
+    CalibrationError,
+    InsecureRandomnessWarning,
+    InvalidPrivacyParameterError,
+    NeighbouringRelationError,
+    PrivacyError,
+    PrivacyWarning,
+    UnknownDatasetError,
+    UnsupportedEventError,
+)
 from .accountants import (
     Accountant,
     AdvancedCompositionAccountant,
@@ -12,18 +23,6 @@ from .accountants import (
     register_accountant,
 )
 from .calibration import calibrate_noise_multiplier
-from .errors import (
-    BudgetExceededError,
-    CalibrationError,
-    InsecureRandomnessWarning,
-    InvalidDataError,
-    InvalidPrivacyParameterError,
-    NeighbouringRelationError,
-    PrivacyError,
-    PrivacyWarning,
-    UnknownDatasetError,
-    UnsupportedEventError,
-)
 from .events import (
     ADD_REMOVE,
     REPLACE_ONE,
@@ -74,7 +73,6 @@ __all__ = [
     "DiscreteLaplaceEvent",
     "GaussianEvent",
     "InsecureRandomnessWarning",
-    "InvalidDataError",
     "InvalidPrivacyParameterError",
     "KnownEvent",
     "LaplaceEvent",
@@ -116,3 +114,21 @@ __all__ = [
     "register_accountant",
     "to_replace_one",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # InvalidDataError moved to dpinfer.errors (errors are not a privacy concept): one release of
+    # grace with a DeprecationWarning.
+    if name == "InvalidDataError":
+        import warnings
+
+        from ..errors import InvalidDataError
+
+        warnings.warn(
+            "dpinfer.privacy.InvalidDataError moved to dpinfer.errors.InvalidDataError (also "
+            "dpinfer.InvalidDataError); this alias goes away in the next release.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return InvalidDataError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from ..errors import CalibrationError
 from .accountants import Accountant, get_accountant
-from .errors import CalibrationError
 from .events import MIN_NOISE_MULTIPLIER, PrivacyEvent
 from .validation import check_delta, check_epsilon
 

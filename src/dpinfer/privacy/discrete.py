@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InvalidPrivacyParameterError
+from ..errors import InvalidPrivacyParameterError
 from .rng import PrivacyRNG, as_privacy_rng
 
 __all__ = [

@@ -1,55 +1,50 @@
-"""Exceptions of the privacy core.
+"""The privacy core's exceptions: re-exported from :mod:`dpinfer.errors`, where they live.
 
-Every error raised before a release means: nothing was charged and nothing was released.
-The message always says what was wrong and what to do about it.
+``InvalidDataError`` is not a privacy concept; importing it from here still works for one
+release, with a :class:`DeprecationWarning` (import it from :mod:`dpinfer.errors`).
 """
 
 from __future__ import annotations
 
+import warnings
+from typing import Any
 
-class PrivacyError(Exception):
-    """Base class of every privacy-related error raised by dpinfer."""
+from ..errors import (
+    BudgetExceededError,
+    CalibrationError,
+    DPInferError,
+    InsecureRandomnessWarning,
+    InvalidPrivacyParameterError,
+    NeighbouringRelationError,
+    PrivacyError,
+    PrivacyWarning,
+    UnknownDatasetError,
+    UnsupportedEventError,
+)
 
-
-class InvalidPrivacyParameterError(PrivacyError, ValueError):
-    """A privacy parameter (epsilon, delta, sensitivity, noise level, ...) is invalid."""
-
-
-class InvalidDataError(PrivacyError, ValueError):
-    """Input data is malformed: NaN/inf, wrong shape, or outside declared bounds."""
-
-
-class UnsupportedEventError(PrivacyError, TypeError):
-    """An accountant was asked to interpret an event it has no analysis for."""
-
-
-class NeighbouringRelationError(PrivacyError, ValueError):
-    """Events under different neighbouring relations were mixed without explicit conversion."""
-
-
-class BudgetExceededError(PrivacyError):
-    """A charge would overspend a dataset's privacy budget. Nothing was charged."""
-
-
-class UnknownDatasetError(PrivacyError, KeyError):
-    """The ledger has no dataset of that name."""
-
-    def __str__(self) -> str:  # KeyError quotes its message; keep it readable.
-        return str(self.args[0]) if self.args else ""
+__all__ = [
+    "DPInferError",
+    "PrivacyError",
+    "InvalidPrivacyParameterError",
+    "UnsupportedEventError",
+    "NeighbouringRelationError",
+    "BudgetExceededError",
+    "UnknownDatasetError",
+    "CalibrationError",
+    "InsecureRandomnessWarning",
+    "PrivacyWarning",
+]
 
 
-class CalibrationError(PrivacyError, ValueError):
-    """No noise level can meet the requested (epsilon, delta) target."""
+def __getattr__(name: str) -> Any:
+    if name == "InvalidDataError":
+        warnings.warn(
+            "dpinfer.privacy.errors.InvalidDataError moved to dpinfer.errors.InvalidDataError; "
+            "this alias goes away in the next release.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        from ..errors import InvalidDataError
 
-
-class InsecureRandomnessWarning(UserWarning):
-    """Privacy noise is being drawn from a deterministic (test-only) source."""
-
-
-class PrivacyWarning(UserWarning):
-    """A release happened without the protection the library normally gives it.
-
-    Emitted, for example, when a private release is made without a ledger: the release is then
-    unaccounted (its report says ``accounted: false``) and nothing stops the budget of that
-    data set from being overspent. Pass a ledger, or silence this warning deliberately.
-    """
+        return InvalidDataError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

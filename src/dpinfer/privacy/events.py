@@ -26,7 +26,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import InvalidPrivacyParameterError, NeighbouringRelationError
+from ..errors import InvalidPrivacyParameterError, NeighbouringRelationError
 from .validation import check_delta, check_epsilon, check_relation
 
 REPLACE_ONE = "replace-one"

@@ -16,7 +16,7 @@ import math
 import numpy as np
 from scipy.special import log_ndtr
 
-from .errors import InvalidPrivacyParameterError
+from ..errors import InvalidPrivacyParameterError
 from .validation import check_delta, check_epsilon, check_positive
 
 

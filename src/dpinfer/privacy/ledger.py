@@ -50,8 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from .accountants import get_accountant
-from .errors import (
+from ..errors import (
     BudgetExceededError,
     InvalidDataError,
     InvalidPrivacyParameterError,
@@ -59,6 +58,7 @@ from .errors import (
     PrivacyError,
     UnknownDatasetError,
 )
+from .accountants import get_accountant
 from .events import (
     PrivacyEvent,
     compose,

@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .errors import InvalidDataError, InvalidPrivacyParameterError, PrivacyWarning
+from ..errors import InvalidDataError, InvalidPrivacyParameterError, PrivacyWarning
 from .events import REPLACE_ONE, DiscreteGaussianEvent, DiscreteLaplaceEvent, PrivacyEvent
 from .gaussian import analytic_gaussian_sigma, classical_gaussian_sigma
 from .rng import PrivacyRNG, as_privacy_rng

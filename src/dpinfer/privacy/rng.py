@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 from scipy.special import ndtri
 
-from .errors import InsecureRandomnessWarning
+from ..errors import InsecureRandomnessWarning
 
 _TWO_M52 = 2.0**-52
 

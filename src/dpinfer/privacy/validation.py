@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InvalidDataError, InvalidPrivacyParameterError
+from ..errors import InvalidDataError, InvalidPrivacyParameterError
 
 NEIGHBOURING_RELATIONS = ("replace-one", "add-remove")
 #: Smallest ε accepted anywhere (a guarantee, a budget, a target).

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ..privacy.errors import InvalidDataError
+from ..errors import InvalidDataError
 
 
 def read_csv(

@@ -75,6 +75,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..errors import InvalidDataError, InvalidPrivacyParameterError, PrivacyWarning
 from ..privacy import (
     AdvancedCompositionAccountant,
     Ledger,
@@ -82,14 +83,12 @@ from ..privacy import (
     PrivacyEvent,
     PrivacyReport,
     PrivacyRNG,
-    PrivacyWarning,
     SampledWithReplacementGaussianEvent,
     as_privacy_rng,
     calibrate_noise_multiplier,
     get_accountant,
 )
 from ..privacy.accountants import Accountant
-from ..privacy.errors import InvalidDataError, InvalidPrivacyParameterError
 from ..privacy.validation import check_delta, check_epsilon, check_positive, check_relation
 from .families import FAMILIES, make_family
 from .gradients import PER_EXAMPLE_MODES, combine, elbo_estimate, per_example_terms

@@ -22,7 +22,7 @@ import math
 import numpy as np
 import torch
 
-from ..privacy.errors import InvalidDataError
+from ..errors import InvalidDataError
 
 Tensor = torch.Tensor
 

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from torch.func import grad, vmap
 
-from ..privacy.errors import InvalidDataError
+from ..errors import InvalidDataError
 from ..privacy.validation import check_finite_array, check_positive
 
 Tensor = torch.Tensor

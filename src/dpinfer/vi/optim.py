@@ -39,8 +39,8 @@ import math
 import numpy as np
 import torch
 
+from ..errors import InvalidPrivacyParameterError
 from ..privacy import PrivacyRNG
-from ..privacy.errors import InvalidPrivacyParameterError
 
 Tensor = torch.Tensor
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import InvalidDataError
 from ..privacy import PrivacyReport
-from ..privacy.errors import InvalidDataError
 from .families import make_family
 from .models import BUILTIN_MODELS, Model, make_model
 
