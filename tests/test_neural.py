@@ -14,7 +14,8 @@ import torch
 from dpinfer.diagnostics import c2st
 from dpinfer.errors import InvalidDataError
 from dpinfer.models import GaussianMean
-from dpinfer.models.base import Mechanism, PrivateDataModel
+from dpinfer.models.contract import PrivateDataModel
+from dpinfer.models.mechanisms import Mechanism
 from dpinfer.neural import SPLE, SPPE, SPLEPosterior, SPPEPosterior
 from dpinfer.neural.flows import build_flow
 from dpinfer.neural.losses import apt_loss, npe_loss

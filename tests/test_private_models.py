@@ -7,8 +7,10 @@ import pytest
 from scipy import stats
 
 from dpinfer.errors import InvalidDataError
-from dpinfer.models.base import GaussianPrior, LaplaceMechanism, open_uniforms
 from dpinfer.models.gaussian_mean import GaussianMean, clipped_mean_lattice_pmf
+from dpinfer.models.mechanisms import LaplaceMechanism
+from dpinfer.models.priors import GaussianPrior
+from dpinfer.models.randomness import open_uniforms
 from dpinfer.privacy import BudgetExceededError, DiscreteLaplaceEvent, InvalidPrivacyParameterError, Ledger
 
 

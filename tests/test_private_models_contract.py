@@ -9,7 +9,7 @@ from scipy.stats import qmc
 
 from dpinfer.abc.smc_abc import smc_abc
 from dpinfer.models import SIR, GaussianMean, LinearRegression, NaiveBayes
-from dpinfer.models.base import open_uniforms
+from dpinfer.models.randomness import open_uniforms
 
 MODELS = [
     GaussianMean(n=20),

@@ -20,9 +20,13 @@ import numpy as np
 from scipy import fft as sfft
 from scipy.special import ndtr
 
-from ..errors import InvalidDataError, InvalidPrivacyParameterError
+from ..errors import InvalidDataError
 from ..privacy.validation import check_epsilon
-from .base import GaussianPosterior, GaussianPrior, LaplaceMechanism, PrivateDataModel, as_generator
+from .contract import PrivateDataModel
+from .mechanisms import LaplaceMechanism
+from .posteriors import GaussianPosterior, GridPosterior
+from .priors import GaussianPrior
+from .randomness import as_generator
 
 
 def clipped_mean_lattice_pmf(
@@ -188,52 +192,3 @@ class GaussianMean(PrivateDataModel):
             ]
         )
         return GridPosterior(fine, np.log(like + 1e-300) + self.prior.log_prob(fine[:, None]))
-
-
-class GridPosterior:
-    """A one-dimensional posterior tabulated on a grid (trapezoidal quadrature).
-
-    Parameters
-    ----------
-    grid
-        Increasing θ values.
-    log_density
-        Unnormalised log density at ``grid``.
-    """
-
-    def __init__(self, grid: np.ndarray, log_density: np.ndarray) -> None:
-        self.grid = np.asarray(grid, dtype=np.float64)
-        ld = np.asarray(log_density, dtype=np.float64)
-        if self.grid.ndim != 1 or ld.shape != self.grid.shape or self.grid.size < 3:
-            raise InvalidPrivacyParameterError(
-                "grid and log_density must be 1-D arrays of equal length >= 3."
-            )
-        dens = np.exp(ld - ld.max())
-        dens /= np.trapezoid(dens, self.grid)
-        self.density = dens
-        cum = np.concatenate([[0.0], np.cumsum(0.5 * (dens[1:] + dens[:-1]) * np.diff(self.grid))])
-        self._cdf = cum / cum[-1]
-
-    @property
-    def mean(self) -> float:
-        return float(np.trapezoid(self.grid * self.density, self.grid))
-
-    @property
-    def sd(self) -> float:
-        m = self.mean
-        return float(np.sqrt(np.trapezoid((self.grid - m) ** 2 * self.density, self.grid)))
-
-    def cdf(self, x: Any) -> np.ndarray:
-        """The posterior CDF (linear interpolation of the cumulative trapezoid)."""
-        return np.interp(x, self.grid, self._cdf, left=0.0, right=1.0)
-
-    def quantile(self, q: Any) -> np.ndarray:
-        return np.interp(q, self._cdf, self.grid)
-
-    def interval(self, level: float = 0.95) -> np.ndarray:
-        """Equal-tailed credible interval."""
-        return self.quantile([0.5 - level / 2, 0.5 + level / 2])
-
-    def sample(self, n: int, seed: Any = None) -> np.ndarray:
-        """Draws by inverse-CDF interpolation, shape (n, 1)."""
-        return self.quantile(as_generator(seed).random(int(n)))[:, None]

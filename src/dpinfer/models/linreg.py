@@ -35,7 +35,11 @@ import numpy as np
 
 from ..errors import InvalidDataError
 from ..privacy.validation import check_epsilon
-from .base import GaussianPosterior, GaussianPrior, LaplaceMechanism, PrivateDataModel, as_generator
+from .contract import PrivateDataModel
+from .mechanisms import LaplaceMechanism
+from .posteriors import GaussianPosterior
+from .priors import GaussianPrior
+from .randomness import as_generator
 from .streams import _normal, stream_seeds
 
 STAT_NAMES = (

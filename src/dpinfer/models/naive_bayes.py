@@ -25,7 +25,11 @@ from scipy.special import expit, logit
 
 from ..errors import InvalidDataError
 from ..privacy.validation import check_epsilon
-from .base import DrawsPosterior, LaplaceMechanism, Prior, PrivateDataModel, as_generator
+from .contract import PrivateDataModel
+from .mechanisms import LaplaceMechanism
+from .posteriors import DrawsPosterior
+from .priors import Prior
+from .randomness import as_generator
 
 N_CLASSES = 2
 N_FEATURES = 2

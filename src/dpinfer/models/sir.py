@@ -31,7 +31,10 @@ from ..errors import InvalidDataError
 from ..privacy import KnownEvent
 from ..privacy.events import PrivacyEvent
 from ..privacy.validation import check_epsilon
-from .base import GaussianPrior, Mechanism, PrivateDataModel, as_generator
+from .contract import PrivateDataModel
+from .mechanisms import Mechanism
+from .priors import GaussianPrior
+from .randomness import as_generator
 from .streams import _next_double, stream_seeds
 
 DEFAULT_TIMES = np.arange(0.0, 154.0, 17.0)  # 0, 17, ..., 153
@@ -537,7 +540,7 @@ class SIR(PrivateDataModel):
     times
         Recording times (default 0, 17, ..., 153).
     prior
-        ``"synthetic"``, ``"real-outbreak"`` or a :class:`~dpinfer.models.base.Prior` over
+        ``"synthetic"``, ``"real-outbreak"`` or a :class:`~dpinfer.models.priors.Prior` over
         (log β, log γ).
     record_after_event
         Reproduce the authors' recording quirk (see :func:`gillespie_sir`).

@@ -22,7 +22,7 @@ import numba
 import numpy as np
 
 from ..errors import InvalidDataError
-from .base import as_generator
+from .randomness import as_generator
 from .sir import DEFAULT_TIMES
 from .streams import _next_double, stream_seeds
 

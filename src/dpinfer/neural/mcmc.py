@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidDataError
-from ..models.base import as_generator
+from ..models.randomness import as_generator
 
 LogProb = Callable[[np.ndarray], np.ndarray]
 MCMC_METHODS = ("slice", "adaptive-metropolis")

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from ..errors import InvalidDataError
-from ..models.base import GaussianPrior, Prior
+from ..models.priors import GaussianPrior, Prior
 from ..privacy import PrivacyReport
 from .flows import ConditionalFlow, FlowConfig
 from .mcmc import run_mcmc

@@ -24,7 +24,7 @@ import numpy as np
 from scipy.stats import qmc
 
 from ..errors import InvalidDataError
-from ..models.base import as_generator
+from ..models.randomness import as_generator
 
 _BITS = 32
 MAX_LOG2_POINTS = 20

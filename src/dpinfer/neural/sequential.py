@@ -55,7 +55,7 @@ class SequentialEstimator:
     Parameters
     ----------
     model
-        A :class:`~dpinfer.models.base.PrivateDataModel` (prior, confidential simulator, mechanism).
+        A :class:`~dpinfer.models.contract.PrivateDataModel` (prior, confidential simulator, mechanism).
     flow
         ``"nsf"`` (default: 8 transforms, 50 hidden, 2 residual blocks, 10 bins), ``"maf"``, a dict
         of :class:`~dpinfer.neural.flows.FlowConfig` fields or a FlowConfig.
