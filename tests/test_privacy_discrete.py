@@ -17,14 +17,14 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpinfer.privacy import discrete as dd
-from dpinfer.privacy.discrete import (
-    bernoulli_exp,
+from dpinfer.privacy import discrete_pmf as dp
+from dpinfer.privacy import discrete_scalar as ds
+from dpinfer.privacy import discrete_vector as dv
+from dpinfer.privacy.discrete import bernoulli_exp, sample_discrete_gaussian, sample_discrete_laplace
+from dpinfer.privacy.discrete_pmf import (
     discrete_gaussian_logpmf,
     discrete_laplace_cdf,
     discrete_laplace_logpmf,
-    sample_discrete_gaussian,
-    sample_discrete_laplace,
 )
 from dpinfer.privacy.errors import InsecureRandomnessWarning, InvalidPrivacyParameterError
 from dpinfer.privacy.rng import PrivacyRNG
@@ -107,35 +107,35 @@ N_VECTOR = 100_000
 
 @pytest.mark.parametrize("scale", LAPLACE_SCALES, ids=str)
 def test_laplace_scalar_path_fits(scale):
-    x = dd._laplace_scalar(scale.numerator, scale.denominator, N_SCALAR, det_rng(1))
+    x = ds._laplace_scalar(scale.numerator, scale.denominator, N_SCALAR, det_rng(1))
     assert x.dtype == np.int64
     assert laplace_p(x, float(scale)) > P_MIN
 
 
 @pytest.mark.parametrize("scale", LAPLACE_SCALES, ids=str)
 def test_laplace_vector_path_fits(scale):
-    x = dd._laplace_vector(scale.numerator, scale.denominator, N_VECTOR, det_rng(2))
+    x = dv._laplace_vector(scale.numerator, scale.denominator, N_VECTOR, det_rng(2))
     assert laplace_p(x, float(scale)) > P_MIN
 
 
 @pytest.mark.parametrize("sigma2", GAUSS_SIGMA2, ids=str)
 def test_gaussian_scalar_path_fits(sigma2):
-    x = dd._gaussian_scalar(sigma2.numerator, sigma2.denominator, N_SCALAR, det_rng(3))
+    x = ds._gaussian_scalar(sigma2.numerator, sigma2.denominator, N_SCALAR, det_rng(3))
     assert x.dtype == np.int64
     assert gaussian_p(x, float(sigma2)) > P_MIN
 
 
 @pytest.mark.parametrize("sigma2", GAUSS_SIGMA2, ids=str)
 def test_gaussian_vector_path_fits(sigma2):
-    assert dd._gaussian_vectorisable(sigma2.numerator, sigma2.denominator)
-    x = dd._gaussian_vector(sigma2.numerator, sigma2.denominator, N_VECTOR, det_rng(4))
+    assert dv._gaussian_vectorisable(sigma2.numerator, sigma2.denominator)
+    x = dv._gaussian_vector(sigma2.numerator, sigma2.denominator, N_VECTOR, det_rng(4))
     assert gaussian_p(x, float(sigma2)) > P_MIN
 
 
 def test_public_api_float_scale_vectorised_and_fits():
     # float 0.3 is converted exactly: 5404319552844595 / 2**54, still vectorisable
     frac = Fraction(0.3)
-    assert frac.denominator == 2**54 and dd._laplace_vectorisable(frac.numerator, frac.denominator)
+    assert frac.denominator == 2**54 and dv._laplace_vectorisable(frac.numerator, frac.denominator)
     x = sample_discrete_laplace(0.3, (500, 200), det_rng(5))
     assert x.shape == (500, 200) and x.dtype == np.int64
     assert laplace_p(x, 0.3) > P_MIN
@@ -154,8 +154,8 @@ def test_laplace_vector_overflow_fallback_is_exact():
     # t close to 2**61: X = U + t*V overflows int64 for V >= 3 (probability e^-3), those entries are
     # finished with Python integers; the scale (about 2**51) is at the public limit's order.
     scale = Fraction(2**61 + 1, 2**10)
-    assert dd._laplace_vectorisable(scale.numerator, scale.denominator)
-    assert (dd._INT64_MAX - scale.numerator) // scale.numerator == 2
+    assert dv._laplace_vectorisable(scale.numerator, scale.denominator)
+    assert (dv._INT64_MAX - scale.numerator) // scale.numerator == 2
     x = sample_discrete_laplace(scale, 60_000, det_rng(8))
     assert np.abs(x).max() > 3 * float(scale)  # the fallback was exercised
     assert laplace_p(x, float(scale)) > P_MIN
@@ -163,19 +163,19 @@ def test_laplace_vector_overflow_fallback_is_exact():
 
 def test_gaussian_vector_python_int_fallback_is_exact(monkeypatch):
     # With a tiny limit most acceptance steps take the exact Python-integer branch.
-    monkeypatch.setattr(dd, "_GAUSS_A_LIMIT", 32)
-    x = dd._gaussian_vector(100, 1, 20_000, det_rng(9))
+    monkeypatch.setattr(dv, "_GAUSS_A_LIMIT", 32)
+    x = dv._gaussian_vector(100, 1, 20_000, det_rng(9))
     assert gaussian_p(x, 100.0) > P_MIN
 
 
 def test_non_vectorisable_parameters_use_scalar_path():
     # Fraction(0.3) as sigma2: 2*p*q*t^2 is far above 2**63
     s2 = Fraction(0.3)
-    assert not dd._gaussian_vectorisable(s2.numerator, s2.denominator)
+    assert not dv._gaussian_vectorisable(s2.numerator, s2.denominator)
     x = sample_discrete_gaussian(0.3, 5000, det_rng(10))
     assert gaussian_p(x, 0.3) > P_MIN
     tiny = Fraction(1, 2**80)
-    assert not dd._laplace_vectorisable(tiny.numerator, tiny.denominator)
+    assert not dv._laplace_vectorisable(tiny.numerator, tiny.denominator)
     assert np.all(sample_discrete_laplace(tiny, 100, det_rng(10)) == 0)
 
 
@@ -185,7 +185,7 @@ def test_non_vectorisable_parameters_use_scalar_path():
 @pytest.mark.parametrize("scale", [Fraction(1), Fraction(4096)], ids=str)
 def test_check_catches_laplace_with_wrong_scale(scale):
     wrong = scale * Fraction(105, 100)
-    x = dd._laplace_vector(wrong.numerator, wrong.denominator, N_VECTOR, det_rng(11))
+    x = dv._laplace_vector(wrong.numerator, wrong.denominator, N_VECTOR, det_rng(11))
     assert laplace_p(x, float(scale)) < 1e-8
 
 
@@ -195,18 +195,18 @@ def test_check_catches_rounded_continuous_laplace():
 
 
 def test_check_catches_gaussian_with_wrong_sigma():
-    x = dd._gaussian_vector(110, 1, N_VECTOR, det_rng(12))
+    x = dv._gaussian_vector(110, 1, N_VECTOR, det_rng(12))
     assert gaussian_p(x, 100.0) < 1e-8
 
 
 def test_check_catches_gaussian_without_rejection_step(monkeypatch):
-    monkeypatch.setattr(dd, "_gauss_accept_vec", lambda absy, p, q, t, rng: np.ones(absy.size, bool))
-    monkeypatch.setattr(dd, "_gauss_accept_scalar", lambda y, p, q, t, rng: True)
-    x = dd._gaussian_vector(100, 1, N_VECTOR, det_rng(13))
+    monkeypatch.setattr(dv, "_gauss_accept_vec", lambda absy, p, q, t, rng: np.ones(absy.size, bool))
+    monkeypatch.setattr(ds, "_gauss_accept_scalar", lambda y, p, q, t, rng: True)
+    x = dv._gaussian_vector(100, 1, N_VECTOR, det_rng(13))
     assert gaussian_p(x, 100.0) < 1e-8
-    x = dd._gaussian_scalar(4, 1, N_SCALAR, det_rng(13))
+    x = ds._gaussian_scalar(4, 1, N_SCALAR, det_rng(13))
     assert gaussian_p(x, 4.0) < 1e-8
-    x = dd._gaussian_vector(1500**2, 1, N_VECTOR, det_rng(13))
+    x = dv._gaussian_vector(1500**2, 1, N_VECTOR, det_rng(13))
     assert gaussian_p(x, 1500.0**2) < 1e-8
 
 
@@ -234,7 +234,7 @@ def test_vector_bernoulli_exp_mixed_gammas():
     den = 4
     nums = np.array([0, 1, 3, 4, 5, 13, 40], dtype=np.uint64)
     reps = 20_000
-    draws = dd._bern_exp_vec(np.repeat(nums, reps), den, det_rng(16)).reshape(nums.size, reps)
+    draws = dv._bern_exp_vec(np.repeat(nums, reps), den, det_rng(16)).reshape(nums.size, reps)
     for num, row in zip(nums, draws, strict=True):
         p = math.exp(-int(num) / den)
         assert stats.binomtest(int(row.sum()), reps, p).pvalue > P_MIN, int(num)
@@ -242,7 +242,7 @@ def test_vector_bernoulli_exp_mixed_gammas():
 
 @pytest.mark.parametrize("n", [2, 3, 7, 1000, 2**33 + 5, 2**62 + 1, 2**63])
 def test_uniform_below_vec_is_uniform(n):
-    u = dd._uniform_below_vec(n, 50_000, det_rng(17))
+    u = dv._uniform_below_vec(n, 50_000, det_rng(17))
     assert u.dtype == np.uint64 and int(u.max()) < n
     width = -(-n // 16) if n > 1000 else 1  # 16 (almost) equal bins for huge n
     counts = np.bincount((u // np.uint64(width)).astype(np.int64))
@@ -257,7 +257,7 @@ def test_vector_bernoulli_exp_huge_denominator_product_form():
     nums = [0, den // 3, den // 2, den, 2 * den + den // 2]
     reps = 20_000
     arr = np.repeat(np.array(nums, dtype=np.uint64), reps)
-    draws = dd._bern_exp_vec(arr, den, det_rng(25)).reshape(len(nums), reps)
+    draws = dv._bern_exp_vec(arr, den, det_rng(25)).reshape(len(nums), reps)
     for num, row in zip(nums, draws, strict=True):
         assert stats.binomtest(int(row.sum()), reps, math.exp(-num / den)).pvalue > P_MIN, num
 
@@ -289,8 +289,8 @@ def test_gaussian_pmf_sums_to_one_and_matches_direct(sigma2):
 
 @pytest.mark.parametrize("sigma2", [0.05, 0.5, 1.0, 2.0, 4.0, 25.0])
 def test_gaussian_normaliser_direct_and_poisson_agree(sigma2):
-    a = dd._dg_log_normaliser(sigma2, "direct")
-    b = dd._dg_log_normaliser(sigma2, "poisson")
+    a = dp._dg_log_normaliser(sigma2, "direct")
+    b = dp._dg_log_normaliser(sigma2, "poisson")
     assert abs(a - b) < 1e-13
 
 
@@ -413,3 +413,16 @@ def test_os_rng_default_works():
         y = sample_discrete_laplace(2, 200, PrivacyRNG())
     assert x.shape == y.shape == (200,)
     assert 2.0 < x.var() < 8.0
+
+
+def test_pmfs_moved_to_discrete_pmf_keep_a_deprecated_alias():
+    import dpinfer.privacy.discrete as old
+
+    for name in ("discrete_laplace_logpmf", "discrete_laplace_cdf", "discrete_gaussian_logpmf"):
+        with pytest.warns(DeprecationWarning, match=f"discrete_pmf.{name}"):
+            assert getattr(old, name) is getattr(dp, name)
+    with pytest.raises(AttributeError):
+        old.no_such_name  # noqa: B018
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        from dpinfer.privacy.discrete import sample_discrete_laplace as fresh  # noqa: F401
