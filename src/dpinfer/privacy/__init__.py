@@ -23,6 +23,7 @@ from .accountants import (
     register_accountant,
 )
 from .calibration import calibrate_noise_multiplier
+from .deprecation import moved_names
 from .events import (
     ADD_REMOVE,
     REPLACE_ONE,
@@ -116,19 +117,6 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> object:
-    # InvalidDataError moved to dpinfer.errors (errors are not a privacy concept): one release of
-    # grace with a DeprecationWarning.
-    if name == "InvalidDataError":
-        import warnings
-
-        from ..errors import InvalidDataError
-
-        warnings.warn(
-            "dpinfer.privacy.InvalidDataError moved to dpinfer.errors.InvalidDataError (also "
-            "dpinfer.InvalidDataError); this alias goes away in the next release.",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return InvalidDataError
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# InvalidDataError moved to dpinfer.errors (errors are not a privacy concept): one release of
+# grace with a DeprecationWarning.
+__getattr__ = moved_names(__name__, {"InvalidDataError": "dpinfer.errors"})

@@ -6,9 +6,6 @@ release, with a :class:`DeprecationWarning` (import it from :mod:`dpinfer.errors
 
 from __future__ import annotations
 
-import warnings
-from typing import Any
-
 from ..errors import (
     BudgetExceededError,
     CalibrationError,
@@ -21,6 +18,7 @@ from ..errors import (
     UnknownDatasetError,
     UnsupportedEventError,
 )
+from .deprecation import moved_names
 
 __all__ = [
     "DPInferError",
@@ -36,15 +34,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name == "InvalidDataError":
-        warnings.warn(
-            "dpinfer.privacy.errors.InvalidDataError moved to dpinfer.errors.InvalidDataError; "
-            "this alias goes away in the next release.",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        from ..errors import InvalidDataError
-
-        return InvalidDataError
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = moved_names(__name__, {"InvalidDataError": "dpinfer.errors"})

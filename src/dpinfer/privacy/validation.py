@@ -28,19 +28,29 @@ def _as_real(value: Any) -> float:
     return float(value)
 
 
-def check_epsilon(epsilon: Any, name: str = "epsilon") -> float:
-    """Return ``epsilon`` as a float after checking it is finite and > 0."""
+def check_positive(value: Any, name: str, *, hint: str = "") -> float:
+    """Return ``value`` as a float after checking it is a real number, finite and > 0.
+
+    ``hint`` is appended to the message when the number is not finite or not positive.
+    """
     try:
-        value = _as_real(epsilon)
+        out = _as_real(value)
     except (TypeError, ValueError):
         raise InvalidPrivacyParameterError(
-            f"{name} must be a positive finite number, got {epsilon!r}."
+            f"{name} must be a positive finite number, got {value!r}."
         ) from None
-    if not math.isfinite(value) or value <= 0.0:
+    if not math.isfinite(out) or out <= 0.0:
         raise InvalidPrivacyParameterError(
-            f"{name} must be a positive finite number, got {epsilon!r}. "
-            "Choose the privacy level you want to guarantee, e.g. epsilon=1.0."
+            f"{name} must be a positive finite number, got {value!r}." + (f" {hint}" if hint else "")
         )
+    return out
+
+
+def check_epsilon(epsilon: Any, name: str = "epsilon") -> float:
+    """Return ``epsilon`` as a float after checking it is finite and > 0."""
+    value = check_positive(
+        epsilon, name, hint="Choose the privacy level you want to guarantee, e.g. epsilon=1.0."
+    )
     if value < MIN_EPSILON:
         raise InvalidPrivacyParameterError(
             f"{name}={epsilon!r} is below {MIN_EPSILON:g}: the noise would be more than 1e12 times "
@@ -64,17 +74,6 @@ def check_delta(delta: Any, name: str = "delta") -> float:
     return value
 
 
-def check_positive(value: Any, name: str) -> float:
-    """Return ``value`` as a float after checking it is finite and > 0."""
-    try:
-        out = _as_real(value)
-    except (TypeError, ValueError):
-        raise InvalidPrivacyParameterError(
-            f"{name} must be a positive finite number, got {value!r}."
-        ) from None
-    if not math.isfinite(out) or out <= 0.0:
-        raise InvalidPrivacyParameterError(f"{name} must be a positive finite number, got {value!r}.")
-    return out
 
 
 def check_sensitivity(sensitivity: Any, name: str = "sensitivity") -> float:
