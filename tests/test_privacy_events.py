@@ -114,3 +114,31 @@ def test_with_replacement_batches_are_their_own_event_and_only_the_advanced_acco
     with ledger.charge("adv-set", wr):
         pass
     assert ledger.history("adv-set")[0]["event"]["type"] == "SampledWithReplacementGaussianEvent"
+
+
+def test_conversions_moved_to_event_conversion_keep_a_deprecated_alias():
+    import warnings
+
+    import dpinfer.privacy.event_conversion as new
+    import dpinfer.privacy.events as old
+
+    for name in ("to_replace_one", "event_to_dict", "event_from_dict", "describe"):
+        with pytest.warns(DeprecationWarning, match=f"event_conversion.{name}"):
+            assert getattr(old, name) is getattr(new, name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        from dpinfer.privacy import event_from_dict, event_to_dict, to_replace_one  # noqa: F401
+
+
+def test_subsampled_gaussian_events_share_checks_but_stay_distinct_types():
+    from dpinfer.privacy import PoissonSubsampledGaussianEvent, SampledWithReplacementGaussianEvent
+
+    p = PoissonSubsampledGaussianEvent(0.05, 2.0, 10)
+    w = SampledWithReplacementGaussianEvent(0.05, 2.0, 10)
+    assert p.neighbouring == "add-remove" and w.neighbouring == "replace-one"
+    assert not isinstance(w, PoissonSubsampledGaussianEvent) and not isinstance(p, type(w))
+    assert p != PoissonSubsampledGaussianEvent(0.05, 2.0, 10, "replace-one")
+    for cls in (PoissonSubsampledGaussianEvent, SampledWithReplacementGaussianEvent):
+        for bad in [(0.0, 2.0, 10), (0.05, 1e-4, 10), (0.05, 2.0, 1.5), (True, 2.0, 10)]:
+            with pytest.raises(InvalidPrivacyParameterError):
+                cls(*bad)

@@ -24,6 +24,7 @@ from .accountants import (
 )
 from .calibration import calibrate_noise_multiplier
 from .deprecation import moved_names
+from .event_conversion import event_from_dict, event_to_dict, to_replace_one
 from .events import (
     ADD_REMOVE,
     REPLACE_ONE,
@@ -38,9 +39,6 @@ from .events import (
     SampledWithReplacementGaussianEvent,
     SparseVectorEvent,
     compose,
-    event_from_dict,
-    event_to_dict,
-    to_replace_one,
 )
 from .gaussian import (
     analytic_gaussian_delta,

@@ -16,21 +16,31 @@ an event are relative to the sensitivity *under that relation*:
   replace-one by at most 2C; accountants handle both (as dp-accounting does).
 
 Accountants refuse to compose events under different relations: convert explicitly with
-:func:`to_replace_one` (add-remove guarantees imply replace-one guarantees, not conversely).
+:func:`~dpinfer.privacy.event_conversion.to_replace_one` (add-remove guarantees imply replace-one
+guarantees, not conversely). Serialisation and descriptions are in the same module.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidPrivacyParameterError, NeighbouringRelationError
+from .deprecation import moved_names
 from .validation import check_delta, check_epsilon, check_relation
 
 REPLACE_ONE = "replace-one"
 ADD_REMOVE = "add-remove"
+
+#: Conversions that moved to :mod:`dpinfer.privacy.event_conversion` (aliases for one release).
+__getattr__ = moved_names(
+    __name__,
+    dict.fromkeys(
+        ("describe", "event_from_dict", "event_to_dict", "to_replace_one"),
+        "dpinfer.privacy.event_conversion",
+    ),
+)
 
 
 @dataclass(frozen=True)
@@ -192,28 +202,13 @@ def check_noise_multiplier(value: Any, name: str = "noise_multiplier") -> float:
     return sigma
 
 
-def _check_subsampled_gaussian(event: Any) -> None:
-    """Validate and normalise (q, σ, T) of a subsampled Gaussian event in place."""
-    try:
-        q = float(event.sampling_rate)
-    except (TypeError, ValueError):
-        q = math.nan
-    if isinstance(event.sampling_rate, (bool, str)) or not (0.0 < q <= 1.0):
-        raise InvalidPrivacyParameterError(f"sampling_rate must lie in (0, 1], got {event.sampling_rate!r}.")
-    sigma = check_noise_multiplier(event.noise_multiplier)
-    if isinstance(event.steps, (bool, str)) or int(event.steps) != event.steps or int(event.steps) < 1:
-        raise InvalidPrivacyParameterError(f"steps must be an integer >= 1, got {event.steps!r}.")
-    object.__setattr__(event, "sampling_rate", q)
-    object.__setattr__(event, "noise_multiplier", sigma)
-    object.__setattr__(event, "steps", int(event.steps))
-
-
 @dataclass(frozen=True)
-class PoissonSubsampledGaussianEvent(PrivacyEvent):
-    """``steps`` rounds of a Gaussian sum query on a Poisson subsample (DP-SGD / DPVI).
+class _SubsampledGaussianEvent(PrivacyEvent):
+    """``steps`` rounds of a Gaussian sum query on a subsample (the fields and their checks).
 
-    Each record is included independently with probability ``sampling_rate``; per-record
-    contributions are clipped to norm C and N(0, (noise_multiplier·C)²) noise is added.
+    ``sampling_rate`` q lies in (0, 1], ``noise_multiplier`` σ is relative to the per-example clip
+    norm C (at least :data:`MIN_NOISE_MULTIPLIER`) and ``steps`` T is an integer >= 1. The
+    sampling scheme is the subclass's: the accountants tell the subclasses apart.
     """
 
     sampling_rate: float
@@ -222,12 +217,35 @@ class PoissonSubsampledGaussianEvent(PrivacyEvent):
     neighbouring: str = ADD_REMOVE
 
     def __post_init__(self) -> None:
-        _check_subsampled_gaussian(self)
+        try:
+            q = float(self.sampling_rate)
+        except (TypeError, ValueError):
+            q = math.nan
+        if isinstance(self.sampling_rate, (bool, str)) or not (0.0 < q <= 1.0):
+            raise InvalidPrivacyParameterError(
+                f"sampling_rate must lie in (0, 1], got {self.sampling_rate!r}."
+            )
+        sigma = check_noise_multiplier(self.noise_multiplier)
+        steps = self.steps
+        if isinstance(steps, (bool, str)) or int(steps) != steps or int(steps) < 1:
+            raise InvalidPrivacyParameterError(f"steps must be an integer >= 1, got {steps!r}.")
+        object.__setattr__(self, "sampling_rate", q)
+        object.__setattr__(self, "noise_multiplier", sigma)
+        object.__setattr__(self, "steps", int(steps))
         super().__post_init__()
 
 
 @dataclass(frozen=True)
-class SampledWithReplacementGaussianEvent(PrivacyEvent):
+class PoissonSubsampledGaussianEvent(_SubsampledGaussianEvent):
+    """``steps`` rounds of a Gaussian sum query on a Poisson subsample (DP-SGD / DPVI).
+
+    Each record is included independently with probability ``sampling_rate``; per-record
+    contributions are clipped to norm C and N(0, (noise_multiplier·C)²) noise is added.
+    """
+
+
+@dataclass(frozen=True)
+class SampledWithReplacementGaussianEvent(_SubsampledGaussianEvent):
     """``steps`` rounds of a Gaussian sum query on fixed-size batches drawn *with replacement*.
 
     The DPVI paper's sampling (Jälkö, Dikmen & Honkela 2017): each step draws B = ⌊q·N⌋ records
@@ -239,14 +257,7 @@ class SampledWithReplacementGaussianEvent(PrivacyEvent):
     type, rather than a Poisson event, so that a ledger records what actually ran.
     """
 
-    sampling_rate: float
-    noise_multiplier: float
-    steps: int
     neighbouring: str = REPLACE_ONE
-
-    def __post_init__(self) -> None:
-        _check_subsampled_gaussian(self)
-        super().__post_init__()
 
 
 @dataclass(frozen=True)
@@ -313,47 +324,6 @@ def flatten(event: PrivacyEvent) -> list[PrivacyEvent]:
     return [event]
 
 
-def to_replace_one(event: PrivacyEvent) -> PrivacyEvent:
-    """Convert an add-remove event into the replace-one event it implies.
-
-    A replacement is a removal followed by an addition, so sensitivities under replace-one are at
-    most twice those under add-remove (group privacy with k = 2):
-
-    * Laplace(ε) and SVT(c, ε) -> the same with 2ε; discrete Laplace (ε, Δ) -> (2ε, 2Δ),
-    * discrete Gaussian (σ, Δ) -> (σ, 2Δ),
-    * Gaussian(σ) -> Gaussian(σ/2) (the L2 sensitivity doubles),
-    * Known(ε, δ) -> Known(2ε, (1 + e^ε)δ) (group privacy, Dwork & Roth 2014, Thm 2.2),
-    * Poisson-subsampled (or with-replacement) Gaussian: the same mechanism analysed under
-      replace-one (its noise multiplier is relative to the per-example clip norm under both
-      relations).
-
-    Replace-one events are returned unchanged. The converse conversion is not valid in general
-    and is not offered.
-    """
-    if event.neighbouring == REPLACE_ONE:
-        return event
-    if isinstance(event, ComposedEvent):
-        return ComposedEvent(tuple(to_replace_one(e) for e in event.events))
-    if isinstance(event, (LaplaceEvent, SparseVectorEvent)):
-        return dataclasses.replace(event, epsilon=2 * event.epsilon, neighbouring=REPLACE_ONE)
-    if isinstance(event, DiscreteLaplaceEvent):
-        return DiscreteLaplaceEvent(2 * event.epsilon, 2 * event.sensitivity, REPLACE_ONE)
-    if isinstance(event, DiscreteGaussianEvent):
-        return DiscreteGaussianEvent(event.sigma, 2 * event.sensitivity, event.dimension, REPLACE_ONE)
-    if isinstance(event, GaussianEvent):
-        return GaussianEvent(event.noise_multiplier / 2, neighbouring=REPLACE_ONE)
-    if isinstance(event, KnownEvent):
-        delta = (1.0 + math.exp(event.epsilon)) * event.delta
-        if delta >= 1.0:
-            raise InvalidPrivacyParameterError(
-                f"group privacy turns {event} into a vacuous guarantee (delta >= 1)."
-            )
-        return KnownEvent(2 * event.epsilon, delta, REPLACE_ONE, event.description)
-    if isinstance(event, (PoissonSubsampledGaussianEvent, SampledWithReplacementGaussianEvent)):
-        return dataclasses.replace(event, neighbouring=REPLACE_ONE)
-    raise InvalidPrivacyParameterError(f"no replace-one conversion known for {event!r}.")
-
-
 #: The mechanism (leaf) event types of the privacy core, all of which the "pld", "rdp" and
 #: "advanced" accountants can analyse (each may refuse particular parameter choices).
 #: :class:`SampledWithReplacementGaussianEvent` is deliberately not among them: only the
@@ -367,52 +337,3 @@ LEAF_EVENT_TYPES: tuple[type[PrivacyEvent], ...] = (
     PoissonSubsampledGaussianEvent,
     KnownEvent,
 )
-
-_EVENT_TYPES: dict[str, type[PrivacyEvent]] = {
-    cls.__name__: cls
-    for cls in (
-        LaplaceEvent,
-        DiscreteLaplaceEvent,
-        GaussianEvent,
-        DiscreteGaussianEvent,
-        SparseVectorEvent,
-        PoissonSubsampledGaussianEvent,
-        SampledWithReplacementGaussianEvent,
-        KnownEvent,
-        ComposedEvent,
-    )
-}
-
-
-def event_to_dict(event: PrivacyEvent) -> dict[str, Any]:
-    """A JSON-ready dictionary of an event (``{"type": ..., fields...}``)."""
-    out: dict[str, Any] = {"type": type(event).__name__}
-    for f in dataclasses.fields(event):
-        value = getattr(event, f.name)
-        if f.name == "events":
-            value = [event_to_dict(e) for e in value]
-        out[f.name] = value
-    return out
-
-
-def event_from_dict(data: dict[str, Any]) -> PrivacyEvent:
-    """Inverse of :func:`event_to_dict`."""
-    data = dict(data)
-    kind = data.pop("type", None)
-    if kind not in _EVENT_TYPES:
-        raise InvalidPrivacyParameterError(f"unknown privacy event type {kind!r}.")
-    if kind == "ComposedEvent":
-        data["events"] = tuple(event_from_dict(e) for e in data.get("events", ()))
-    return _EVENT_TYPES[kind](**data)
-
-
-def describe(event: PrivacyEvent) -> str:
-    """A one-line human-readable description of an event."""
-    if isinstance(event, ComposedEvent):
-        return "Composed[" + ", ".join(describe(e) for e in event.events) + "]"
-    fields = ", ".join(
-        f"{f.name}={getattr(event, f.name)!r}"
-        for f in dataclasses.fields(event)
-        if f.name not in ("neighbouring", "description")
-    )
-    return f"{type(event).__name__}({fields}; {event.neighbouring})"

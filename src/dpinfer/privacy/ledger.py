@@ -59,13 +59,8 @@ from ..errors import (
     UnknownDatasetError,
 )
 from .accountants import get_accountant
-from .events import (
-    PrivacyEvent,
-    compose,
-    describe,
-    event_from_dict,
-    event_to_dict,
-)
+from .event_conversion import describe, event_from_dict, event_to_dict
+from .events import PrivacyEvent, compose
 from .validation import check_delta, check_epsilon, check_relation
 
 _FINGERPRINT_INDEX = "CREATE UNIQUE INDEX IF NOT EXISTS datasets_fingerprint ON datasets(fingerprint)"

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .accountants import Accountant, get_accountant
-from .events import PrivacyEvent, compose, describe, event_from_dict, event_to_dict, flatten
+from .event_conversion import describe, event_from_dict, event_to_dict
+from .events import PrivacyEvent, compose, flatten
 
 
 @dataclass(frozen=True)

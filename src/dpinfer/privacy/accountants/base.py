@@ -11,13 +11,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 
 from ..errors import InvalidPrivacyParameterError, UnsupportedEventError
+from ..event_conversion import describe
 from ..events import (
     DiscreteGaussianEvent,
     GaussianEvent,
     PoissonSubsampledGaussianEvent,
     PrivacyEvent,
     SampledWithReplacementGaussianEvent,
-    describe,
     flatten,
 )
 from ..validation import check_delta

@@ -1,0 +1,123 @@
+"""Converting privacy events: to the replace-one relation, to and from JSON, to one line of text.
+
+The events themselves (:mod:`dpinfer.privacy.events`) are plain frozen data; this module holds
+what is *done* with them outside an accountant:
+
+* :func:`to_replace_one` -- the replace-one event an add-remove event implies (group privacy),
+* :func:`event_to_dict` / :func:`event_from_dict` -- the JSON form stored in ledgers and reports,
+* :func:`describe` -- a one-line description for messages and ``dpinfer budget history``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+from ..errors import InvalidPrivacyParameterError
+from .events import (
+    REPLACE_ONE,
+    ComposedEvent,
+    DiscreteGaussianEvent,
+    DiscreteLaplaceEvent,
+    GaussianEvent,
+    KnownEvent,
+    LaplaceEvent,
+    PoissonSubsampledGaussianEvent,
+    PrivacyEvent,
+    SampledWithReplacementGaussianEvent,
+    SparseVectorEvent,
+)
+
+__all__ = ["describe", "event_from_dict", "event_to_dict", "to_replace_one"]
+
+
+def to_replace_one(event: PrivacyEvent) -> PrivacyEvent:
+    """Convert an add-remove event into the replace-one event it implies.
+
+    A replacement is a removal followed by an addition, so sensitivities under replace-one are at
+    most twice those under add-remove (group privacy with k = 2):
+
+    * Laplace(ε) and SVT(c, ε) -> the same with 2ε; discrete Laplace (ε, Δ) -> (2ε, 2Δ),
+    * discrete Gaussian (σ, Δ) -> (σ, 2Δ),
+    * Gaussian(σ) -> Gaussian(σ/2) (the L2 sensitivity doubles),
+    * Known(ε, δ) -> Known(2ε, (1 + e^ε)δ) (group privacy, Dwork & Roth 2014, Thm 2.2),
+    * Poisson-subsampled (or with-replacement) Gaussian: the same mechanism analysed under
+      replace-one (its noise multiplier is relative to the per-example clip norm under both
+      relations).
+
+    Replace-one events are returned unchanged. The converse conversion is not valid in general
+    and is not offered.
+    """
+    if event.neighbouring == REPLACE_ONE:
+        return event
+    if isinstance(event, ComposedEvent):
+        return ComposedEvent(tuple(to_replace_one(e) for e in event.events))
+    if isinstance(event, (LaplaceEvent, SparseVectorEvent)):
+        return dataclasses.replace(event, epsilon=2 * event.epsilon, neighbouring=REPLACE_ONE)
+    if isinstance(event, DiscreteLaplaceEvent):
+        return DiscreteLaplaceEvent(2 * event.epsilon, 2 * event.sensitivity, REPLACE_ONE)
+    if isinstance(event, DiscreteGaussianEvent):
+        return DiscreteGaussianEvent(event.sigma, 2 * event.sensitivity, event.dimension, REPLACE_ONE)
+    if isinstance(event, GaussianEvent):
+        return GaussianEvent(event.noise_multiplier / 2, neighbouring=REPLACE_ONE)
+    if isinstance(event, KnownEvent):
+        delta = (1.0 + math.exp(event.epsilon)) * event.delta
+        if delta >= 1.0:
+            raise InvalidPrivacyParameterError(
+                f"group privacy turns {event} into a vacuous guarantee (delta >= 1)."
+            )
+        return KnownEvent(2 * event.epsilon, delta, REPLACE_ONE, event.description)
+    if isinstance(event, (PoissonSubsampledGaussianEvent, SampledWithReplacementGaussianEvent)):
+        return dataclasses.replace(event, neighbouring=REPLACE_ONE)
+    raise InvalidPrivacyParameterError(f"no replace-one conversion known for {event!r}.")
+
+
+_EVENT_TYPES: dict[str, type[PrivacyEvent]] = {
+    cls.__name__: cls
+    for cls in (
+        LaplaceEvent,
+        DiscreteLaplaceEvent,
+        GaussianEvent,
+        DiscreteGaussianEvent,
+        SparseVectorEvent,
+        PoissonSubsampledGaussianEvent,
+        SampledWithReplacementGaussianEvent,
+        KnownEvent,
+        ComposedEvent,
+    )
+}
+
+
+def event_to_dict(event: PrivacyEvent) -> dict[str, Any]:
+    """A JSON-ready dictionary of an event (``{"type": ..., fields...}``)."""
+    out: dict[str, Any] = {"type": type(event).__name__}
+    for f in dataclasses.fields(event):
+        value = getattr(event, f.name)
+        if f.name == "events":
+            value = [event_to_dict(e) for e in value]
+        out[f.name] = value
+    return out
+
+
+def event_from_dict(data: dict[str, Any]) -> PrivacyEvent:
+    """Inverse of :func:`event_to_dict`."""
+    data = dict(data)
+    kind = data.pop("type", None)
+    if kind not in _EVENT_TYPES:
+        raise InvalidPrivacyParameterError(f"unknown privacy event type {kind!r}.")
+    if kind == "ComposedEvent":
+        data["events"] = tuple(event_from_dict(e) for e in data.get("events", ()))
+    return _EVENT_TYPES[kind](**data)
+
+
+def describe(event: PrivacyEvent) -> str:
+    """A one-line human-readable description of an event."""
+    if isinstance(event, ComposedEvent):
+        return "Composed[" + ", ".join(describe(e) for e in event.events) + "]"
+    fields = ", ".join(
+        f"{f.name}={getattr(event, f.name)!r}"
+        for f in dataclasses.fields(event)
+        if f.name not in ("neighbouring", "description")
+    )
+    return f"{type(event).__name__}({fields}; {event.neighbouring})"
