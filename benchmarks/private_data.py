@@ -55,7 +55,7 @@ from dpinfer.abc.smc_abc import SMCABCResult, smc_abc
 from dpinfer.datasets.private_data import load_linreg, load_sir_synthetic
 from dpinfer.diagnostics.metrics import c2st
 from dpinfer.models import SIR, GaussianMean, LinearRegression
-from dpinfer.models.sir import DEFAULT_TIMES, gillespie_sir
+from dpinfer.models.gillespie import DEFAULT_TIMES, gillespie_sir
 from dpinfer.models.sir_tau_leap import hybrid_sir
 
 THETA_SIR = (-0.5, -3.0)

@@ -22,8 +22,15 @@ import numba
 import numpy as np
 
 from ..errors import InvalidDataError
+from .gillespie import (
+    DEFAULT_TIMES,
+    check_sir_inputs,
+    infect_or_recover,
+    next_event_time,
+    record_before,
+    record_initial,
+)
 from .randomness import as_generator
-from .sir import DEFAULT_TIMES
 from .streams import _next_double, stream_seeds
 
 
@@ -66,32 +73,21 @@ def _hybrid_one(beta, gamma, K, S0, I0, times, state, switch, tau_tol, out):
     t = 0.0
     S = S0
     I = I0
-    j = 0
     nt = times.shape[0]
-    while j < nt and times[j] <= 0.0:
-        out[j] = I
-        j += 1
+    j = record_initial(times, I, out)
     while j < nt:
         if I == 0:
-            while j < nt:
-                out[j] = 0
-                j += 1
+            out[j:] = 0
             break
         r_inf = beta * S * I / K
         r_rec = gamma * I
         total = r_inf + r_rec
-        if I < switch:
-            t_next = t - math.log(_next_double(state)) / total
-            while j < nt and times[j] < t_next:
-                out[j] = I
-                j += 1
+        if I < switch:  # an exact event, as in gillespie_sir
+            t_next = next_event_time(t, total, state)
+            j = record_before(times, j, t_next, I, out)
             if j == nt:
                 break
-            if _next_double(state) * total < r_inf:
-                S -= 1
-                I += 1
-            else:
-                I -= 1
+            S, I = infect_or_recover(S, I, r_inf, total, state)
             t = t_next
             continue
         # tau selection (Cao, Gillespie & Petzold 2006): bound the mean and sd of the change of S and I
@@ -152,28 +148,13 @@ def hybrid_sir(
 
     Returns the infected counts at ``times`` (m, len(times)) and the final (S, I) (m, 2).
     """
-    betas, gammas = np.broadcast_arrays(
-        np.atleast_1d(np.asarray(beta, float)), np.atleast_1d(np.asarray(gamma, float))
-    )
-    if not (
-        np.all(np.isfinite(betas))
-        and np.all(betas >= 0)
-        and np.all(np.isfinite(gammas))
-        and np.all(gammas >= 0)
-    ):
-        raise InvalidDataError("beta and gamma must be finite and non-negative.")
-    K = int(population)
-    if K < 1 or not 1 <= initial_infected <= K:
-        raise InvalidDataError("need population >= 1 and 1 <= initial_infected <= population.")
     if not (switch >= 1 and 0 < tau_tol < 1):
         raise InvalidDataError("need switch >= 1 and 0 < tau_tol < 1.")
-    t = np.asarray(times, dtype=np.float64)
-    if t.ndim != 1 or np.any(np.diff(t) < 0) or np.any(t < 0):
-        raise InvalidDataError("times must be a non-decreasing 1-D array of non-negative numbers.")
+    betas, gammas, K, t = check_sir_inputs(beta, gamma, population, times, initial_infected)
     seeds = stream_seeds(as_generator(seed), betas.size)
     return _hybrid_batch(
-        np.ascontiguousarray(betas, dtype=np.float64),
-        np.ascontiguousarray(gammas, dtype=np.float64),
+        betas,
+        gammas,
         float(K),
         K - int(initial_infected),
         int(initial_infected),
