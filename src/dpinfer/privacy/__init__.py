@@ -40,21 +40,14 @@ from .events import (
     SparseVectorEvent,
     compose,
 )
+from .fingerprint import data_fingerprint, file_fingerprint
 from .gaussian import (
     analytic_gaussian_delta,
     analytic_gaussian_epsilon,
     analytic_gaussian_sigma,
     classical_gaussian_sigma,
 )
-from .ledger import (
-    Budget,
-    Charge,
-    Ledger,
-    LedgerFileError,
-    LedgerNotFoundError,
-    data_fingerprint,
-    file_fingerprint,
-)
+from .ledger import Budget, Charge, Ledger, LedgerFileError, LedgerNotFoundError
 from .mechanisms import gaussian, gaussian_sigma, laplace
 from .report import PrivacyReport
 from .rng import PrivacyRNG, as_privacy_rng
