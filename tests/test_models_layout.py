@@ -10,19 +10,14 @@ import pytest
 import dpinfer.models
 from dpinfer.models import base
 
-MOVED = {
-    "SeedLike": "randomness",
-    "as_generator": "randomness",
-    "open_uniforms": "randomness",
-    "Prior": "priors",
-    "GaussianPrior": "priors",
-    "PrivateRelease": "mechanisms",
-    "Mechanism": "mechanisms",
-    "LaplaceMechanism": "mechanisms",
-    "PrivateDataModel": "contract",
-    "GaussianPosterior": "posteriors",
-    "DrawsPosterior": "posteriors",
+NEW_HOMES = {
+    "randomness": ("SeedLike", "as_generator", "open_uniforms"),
+    "priors": ("Prior", "GaussianPrior"),
+    "mechanisms": ("PrivateRelease", "Mechanism", "LaplaceMechanism"),
+    "contract": ("PrivateDataModel",),
+    "posteriors": ("GaussianPosterior", "DrawsPosterior"),
 }
+MOVED = {name: module for module, names in NEW_HOMES.items() for name in names}
 
 
 @pytest.mark.parametrize("name", sorted(MOVED))

@@ -10,9 +10,7 @@ Its contents now live in modules of their own: :mod:`~dpinfer.models.randomness`
 
 from __future__ import annotations
 
-import importlib
-import warnings
-from typing import Any
+from ..privacy.deprecation import moved_names
 
 _MOVED = {
     "SeedLike": "randomness",
@@ -29,21 +27,4 @@ _MOVED = {
 }
 
 __all__ = sorted(_MOVED)
-
-
-def __getattr__(name: str) -> Any:
-    """The moved name, with a :class:`DeprecationWarning` that says where it lives now."""
-    module = _MOVED.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    warnings.warn(
-        f"dpinfer.models.base.{name} is deprecated and will be removed in the next release; "
-        f"import it from dpinfer.models.{module} (or dpinfer.models) instead.",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return getattr(importlib.import_module(f"{__package__}.{module}"), name)
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_MOVED])
+__getattr__ = moved_names(__name__, {name: f"dpinfer.models.{module}" for name, module in _MOVED.items()})

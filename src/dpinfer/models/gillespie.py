@@ -119,10 +119,13 @@ def _gillespie_batch(betas, gammas, K, S0, I0, times, seeds, max_events, record_
     return out, final
 
 
-def check_sir_inputs(
-    beta: Any, gamma: Any, population: int, times: Any, initial_infected: int
-) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
-    """Validated simulator inputs: rates broadcast to 1-D float arrays, K, the recording times.
+def batch_inputs(
+    beta: Any, gamma: Any, population: int, times: Any, initial_infected: int, seed: Any
+) -> tuple[np.ndarray, np.ndarray, float, int, int, np.ndarray, np.ndarray]:
+    """The validated leading arguments of an SIR batch kernel.
+
+    Returns ``(betas, gammas, K, S0, I0, times, seeds)``: the rates broadcast to 1-D float arrays,
+    K as a float, the initial S and I, the recording times and one xoroshiro128+ state per path.
 
     Raises
     ------
@@ -143,7 +146,17 @@ def check_sir_inputs(
     t = np.asarray(times, dtype=np.float64)
     if t.ndim != 1 or np.any(np.diff(t) < 0) or np.any(t < 0):
         raise InvalidDataError("times must be a non-decreasing 1-D array of non-negative numbers.")
-    return np.ascontiguousarray(betas, dtype=np.float64), np.ascontiguousarray(gammas, dtype=np.float64), K, t
+    seeds = stream_seeds(as_generator(seed), betas.size)
+    I0 = int(initial_infected)
+    return (
+        np.ascontiguousarray(betas, dtype=np.float64),
+        np.ascontiguousarray(gammas, dtype=np.float64),
+        float(K),
+        K - I0,
+        I0,
+        t,
+        seeds,
+    )
 
 
 def gillespie_sir(
@@ -177,17 +190,6 @@ def gillespie_sir(
     final : int64 array (m, 3)
         S and I at the end of the recorded horizon (or extinction) and the number of events.
     """
-    betas, gammas, K, t = check_sir_inputs(beta, gamma, population, times, initial_infected)
-    cap = 4 * K + 10 if max_events is None else int(max_events)
-    seeds = stream_seeds(as_generator(seed), betas.size)
-    return _gillespie_batch(
-        betas,
-        gammas,
-        float(K),
-        K - int(initial_infected),
-        int(initial_infected),
-        t,
-        seeds,
-        cap,
-        bool(record_after_event),
-    )
+    args = batch_inputs(beta, gamma, population, times, initial_infected, seed)
+    cap = 4 * int(population) + 10 if max_events is None else int(max_events)
+    return _gillespie_batch(*args, cap, bool(record_after_event))

@@ -24,14 +24,13 @@ import numpy as np
 from ..errors import InvalidDataError
 from .gillespie import (
     DEFAULT_TIMES,
-    check_sir_inputs,
+    batch_inputs,
     infect_or_recover,
     next_event_time,
     record_before,
     record_initial,
 )
-from .randomness import as_generator
-from .streams import _next_double, stream_seeds
+from .streams import _next_double
 
 
 @numba.njit(cache=True)
@@ -150,16 +149,5 @@ def hybrid_sir(
     """
     if not (switch >= 1 and 0 < tau_tol < 1):
         raise InvalidDataError("need switch >= 1 and 0 < tau_tol < 1.")
-    betas, gammas, K, t = check_sir_inputs(beta, gamma, population, times, initial_infected)
-    seeds = stream_seeds(as_generator(seed), betas.size)
-    return _hybrid_batch(
-        betas,
-        gammas,
-        float(K),
-        K - int(initial_infected),
-        int(initial_infected),
-        t,
-        seeds,
-        int(switch),
-        float(tau_tol),
-    )
+    args = batch_inputs(beta, gamma, population, times, initial_infected, seed)
+    return _hybrid_batch(*args, int(switch), float(tau_tol))
