@@ -1,8 +1,9 @@
 """Distances with declared sensitivities: MMD (random features, exact), clipped distances."""
 
+from .bandwidth import median_heuristic
 from .base import Distance, as_batch, as_points
 from .clipped import ClippedDistance, weighted_euclidean
-from .mmd import RFFMMD, BinnedRFFMMD, ExactMMD, median_heuristic
+from .mmd import RFFMMD, BinnedRFFMMD, ExactMMD
 
 __all__ = [
     "BinnedRFFMMD",
