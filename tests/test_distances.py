@@ -110,6 +110,47 @@ def test_median_heuristic_on_simulated_data():
         median_heuristic(np.ones((10, 1)))
 
 
+def _pairwise_median(points):
+    diffs = points[:, None, :] - points[None, :, :]
+    iu = np.triu_indices(points.shape[0], k=1)
+    return float(np.median(np.sqrt(np.sum(diffs**2, axis=-1))[iu]))
+
+
+def _gives_the_bandwidth_of_20_dimensional_points(heuristic) -> bool:
+    """A single (N, 20) data set: the bandwidth is the median distance of its 20-d points."""
+    points = np.random.default_rng(5).normal(size=(300, 20))
+    return heuristic(points) == pytest.approx(_pairwise_median(points), rel=1e-9)
+
+
+def _old_median_heuristic(simulated, max_points=2000, seed=0):
+    # the former shape rule: any (N, d) array with d > 16 was read as a stack of scalar data sets
+    arr = np.asarray(simulated, dtype=np.float64)
+    if arr.ndim == 2 and arr.shape[1] > 16:
+        arr = arr.reshape(-1, 1)
+    return median_heuristic(arr, max_points, seed)
+
+
+def test_median_heuristic_reads_an_n_by_d_array_as_one_data_set_of_d_dimensional_points():
+    assert _gives_the_bandwidth_of_20_dimensional_points(median_heuristic)
+    # known-broken variant: the old heuristic computed the bandwidth of the scalar entries
+    assert not _gives_the_bandwidth_of_20_dimensional_points(_old_median_heuristic)
+
+
+def test_median_heuristic_stacks_are_explicit():
+    rng = np.random.default_rng(6)
+    scalar_sets = rng.normal(size=(30, 40))  # 30 data sets of 40 scalar points
+    pooled = scalar_sets.reshape(-1, 1)
+    assert median_heuristic(scalar_sets, stacked=True) == median_heuristic(pooled)
+    assert median_heuristic(scalar_sets[:, :, None]) == median_heuristic(pooled)  # (T, N, d)
+    assert median_heuristic(scalar_sets[:, :, None], stacked=True) == median_heuristic(pooled)
+    # without stacked=True the same array is 30 points of dimension 40
+    assert median_heuristic(scalar_sets) == pytest.approx(_pairwise_median(scalar_sets), rel=1e-9)
+    with pytest.raises(InvalidDataError, match="stacked=True"):
+        median_heuristic(pooled[:, 0], stacked=True)
+    assert RFFMMD.from_simulations(scalar_sets, stacked=True).bandwidth == median_heuristic(pooled)
+    assert ExactMMD.from_simulations(scalar_sets, stacked=True).bandwidth == median_heuristic(pooled)
+
+
 def test_kernels_moved_to_rff_kernels_keep_a_deprecated_alias():
     import dpinfer.distances.mmd as old
     from dpinfer.distances import rff_kernels

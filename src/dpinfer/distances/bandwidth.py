@@ -42,31 +42,63 @@ def check_bandwidth(bandwidth: Any) -> float:
     return value
 
 
-def median_heuristic(simulated: Any, max_points: int = 2000, seed: int = 0) -> float:
+def _pooled_points(arr: np.ndarray, stacked: bool) -> np.ndarray:
+    """The points of ``arr`` as one (n, d) array, by the shape convention of :func:`median_heuristic`."""
+    if arr.ndim == 3:  # (T, N, d): a stack of data sets in any case
+        return arr.reshape(-1, arr.shape[-1])
+    if stacked:
+        if arr.ndim != 2:
+            raise InvalidDataError(
+                "median_heuristic(stacked=True) needs a stack of data sets of shape (T, N) (scalar "
+                f"points) or (T, N, d), got shape {arr.shape}."
+            )
+        return arr.reshape(-1, 1)  # (T, N): T data sets of N scalar points
+    if arr.ndim == 1:
+        return arr[:, None]
+    return arr
+
+
+def median_heuristic(
+    simulated: Any, max_points: int = 2000, seed: int = 0, *, stacked: bool = False
+) -> float:
     """Median pairwise Euclidean distance among *simulated* points (the bandwidth heuristic).
+
+    ℓ = median{ ||x_i - x_j|| : i < j } over the pooled simulated points (Park et al. 2021,
+    Section 6.1).
 
     Parameters
     ----------
     simulated
-        Simulated data: one data set (N, d) / (N,), or a stack (T, N, d) / (T, N) that is pooled.
-        Never pass the confidential observed data: the result would leak information about it
-        and is not accounted for.
+        Simulated data. The shape convention is explicit, never guessed from the sizes:
+
+        * ``stacked=False`` (default): one data set, (N,) scalar points or (N, d) points of
+          dimension d (any d);
+        * ``stacked=True``: a stack of data sets whose first axis indexes the data sets, (T, N)
+          for data sets of N scalar points;
+        * (T, N, d) is a stack of data sets either way.
+
+        The points of a stack are pooled. Never pass the confidential observed data: the result
+        would leak information about it and is not accounted for.
     max_points
         At most this many pooled points (drawn without replacement with ``seed``) are used.
+    seed
+        Seed of that subsample.
+    stacked
+        Whether a two-dimensional ``simulated`` is a (T, N) stack of scalar data sets (True) or
+        one data set of N points of dimension d (False), see above.
 
     Returns
     -------
     float
         The median of ||x_i - x_j|| over pairs i < j of distinct points (> 0).
+
+    Raises
+    ------
+    InvalidDataError
+        Fewer than 2 points, non-finite values, a shape that does not fit the convention, or a
+        median of 0 (too many identical points).
     """
-    arr = np.asarray(simulated, dtype=np.float64)
-    if arr.ndim == 1:
-        arr = arr[:, None]
-    elif arr.ndim == 3:
-        arr = arr.reshape(-1, arr.shape[-1])
-    elif arr.ndim == 2 and arr.shape[1] > 16:
-        # (T, N) stack of scalar data sets
-        arr = arr.reshape(-1, 1)
+    arr = _pooled_points(np.asarray(simulated, dtype=np.float64), bool(stacked))
     if arr.ndim != 2 or arr.shape[0] < 2:
         raise InvalidDataError(f"median_heuristic needs at least 2 points, got shape {arr.shape}.")
     if not np.all(np.isfinite(arr)):

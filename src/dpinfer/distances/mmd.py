@@ -112,10 +112,20 @@ class RFFMMD(Distance):
 
     @classmethod
     def from_simulations(
-        cls, simulated: Any, n_features: int = 100, seed: int = 0, **kwargs: Any
+        cls,
+        simulated: Any,
+        n_features: int = 100,
+        seed: int = 0,
+        *,
+        stacked: bool = False,
+        **kwargs: Any,
     ) -> RFFMMD:
-        """An RFFMMD whose bandwidth is the median heuristic of *simulated* data."""
-        return cls(median_heuristic(simulated, seed=seed), n_features, seed=seed, **kwargs)
+        """An RFFMMD whose bandwidth is the median heuristic of *simulated* data.
+
+        ``simulated`` and ``stacked`` follow the shape convention of :func:`median_heuristic`.
+        """
+        bandwidth = median_heuristic(simulated, seed=seed, stacked=stacked)
+        return cls(bandwidth, n_features, seed=seed, **kwargs)
 
     def frequencies(self, d: int) -> np.ndarray:
         """W, shape (D/2, d), rows ~ N(0, I/ℓ²), fixed by ``seed``."""
@@ -248,9 +258,12 @@ class ExactMMD(Distance):
         self.bandwidth = check_bandwidth(bandwidth)
 
     @classmethod
-    def from_simulations(cls, simulated: Any, seed: int = 0) -> ExactMMD:
-        """An ExactMMD whose bandwidth is the median heuristic of *simulated* data."""
-        return cls(median_heuristic(simulated, seed=seed))
+    def from_simulations(cls, simulated: Any, seed: int = 0, *, stacked: bool = False) -> ExactMMD:
+        """An ExactMMD whose bandwidth is the median heuristic of *simulated* data.
+
+        ``simulated`` and ``stacked`` follow the shape convention of :func:`median_heuristic`.
+        """
+        return cls(median_heuristic(simulated, seed=seed, stacked=stacked))
 
     def prepare(self, observed: Any) -> _ExactPrepared:
         X = as_points(observed, "observed data")
