@@ -19,6 +19,7 @@ from dpinfer.privacy import (
     SparseVectorEvent,
     UnsupportedEventError,
     act,
+    analytic_gaussian_epsilon,
     available_accountants,
     compose,
     get_accountant,
@@ -130,13 +131,34 @@ def test_advanced_reproduces_the_dpvi_paper_vectors():
 
 
 def test_advanced_textbook_constant_would_be_caught():
-    # A known-broken variant (ln(1/delta') instead of the code's ln(1.25/delta')) misses the vector.
+    # The paper's vector needs the code's ln(1.25/delta'): reproducing the paper with the theorem's
+    # ln(1/delta') instead (a known-broken variant of reproduce_paper=True) misses it.
     sigma, T, q, d, dp = 2 * 6.0496, 1000, 0.05, 5e-4, 4e-5
     d_iter = (d - dp) / (T * q)
     eps0 = math.sqrt(2 * math.log(1.25 / d_iter)) / sigma
     e_it = math.log1p(q * math.expm1(eps0))
     broken = math.sqrt(2 * T * math.log(1 / dp)) * e_it + T * e_it * math.expm1(e_it)
     assert abs(2 * broken - 8.2372) > 5e-3
+    assert 2 * act(2 * 6.0496, d, dp, T, q, composition="theorem") == pytest.approx(2 * broken, rel=1e-12)
+
+
+def _advanced_composition_theorem(sigma, delta, delta_prime, T, q):
+    """Dwork & Roth (2014), Thm 3.20 with the exact Gaussian epsilon per step and amplification."""
+    e_it = math.log1p(q * math.expm1(analytic_gaussian_epsilon(sigma, (delta - delta_prime) / (T * q))))
+    return math.sqrt(2 * T * math.log(1 / delta_prime)) * e_it + T * e_it * math.expm1(e_it)
+
+
+def test_advanced_exact_mode_uses_the_theorem_constant():
+    # the DPVI example: q = 0.05, sigma = 2, T = 1000, delta = 1e-5 (delta' = 0.1 delta)
+    event = PoissonSubsampledGaussianEvent(0.05, 2.0, 1000, "add-remove")
+    exact = AdvancedCompositionAccountant().epsilon(event, 1e-5)
+    assert exact == pytest.approx(_advanced_composition_theorem(2.0, 1e-5, 1e-6, 1000, 0.05), rel=1e-12)
+    assert exact == pytest.approx(286.5413, abs=1e-3)
+    # the code's ln(1.25/delta') (the known-broken variant for this mode) gives a larger epsilon
+    code_constant = act(2.0, 1e-5, 1e-6, 1000, 0.05, gaussian_bound="analytic", composition="paper")
+    assert code_constant == pytest.approx(287.1003, abs=1e-3) and code_constant - exact > 0.5
+    with pytest.raises(InvalidPrivacyParameterError, match="composition"):
+        act(2.0, 1e-5, 1e-6, 1000, 0.05, composition="textbook")
 
 
 def test_advanced_replace_one_uses_exact_group_privacy():
