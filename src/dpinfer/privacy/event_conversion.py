@@ -16,6 +16,7 @@ from typing import Any
 
 from ..errors import InvalidPrivacyParameterError
 from .events import (
+    LEAF_EVENT_TYPES,
     REPLACE_ONE,
     ComposedEvent,
     DiscreteGaussianEvent,
@@ -73,19 +74,9 @@ def to_replace_one(event: PrivacyEvent) -> PrivacyEvent:
     raise InvalidPrivacyParameterError(f"no replace-one conversion known for {event!r}.")
 
 
+#: Every event type by class name, for :func:`event_from_dict`.
 _EVENT_TYPES: dict[str, type[PrivacyEvent]] = {
-    cls.__name__: cls
-    for cls in (
-        LaplaceEvent,
-        DiscreteLaplaceEvent,
-        GaussianEvent,
-        DiscreteGaussianEvent,
-        SparseVectorEvent,
-        PoissonSubsampledGaussianEvent,
-        SampledWithReplacementGaussianEvent,
-        KnownEvent,
-        ComposedEvent,
-    )
+    cls.__name__: cls for cls in (*LEAF_EVENT_TYPES, SampledWithReplacementGaussianEvent, ComposedEvent)
 }
 
 

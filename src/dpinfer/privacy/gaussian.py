@@ -12,6 +12,7 @@ With the noise multiplier s = σ/Δ this depends on s only. The classical calibr
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 from scipy.special import log_ndtr
@@ -30,6 +31,26 @@ def analytic_gaussian_delta(noise_multiplier: float, epsilon: float) -> float:
     return max(first - second, 0.0)
 
 
+def _bisect_upper(
+    too_small: Callable[[float], bool], lo: float, hi: float, *, scale: float = 0.0
+) -> float:
+    """The upper end of a bracket [lo, hi] of the point where ``too_small`` turns False.
+
+    ``too_small(lo)`` is true and ``too_small(hi)`` false (δ(·) > target below, <= above, as
+    δ is monotone in ε and in σ); bisection stops when hi - lo <= 1e-12·max(scale, hi), at most
+    200 halvings. The returned ``hi`` always satisfies the target.
+    """
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if too_small(mid):
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-12 * max(scale, hi):
+            break
+    return hi
+
+
 def analytic_gaussian_epsilon(noise_multiplier: float, delta: float) -> float:
     """Smallest ε with δ(ε) <= ``delta`` for the Gaussian mechanism with multiplier s."""
     s = check_positive(noise_multiplier, "noise_multiplier")
@@ -43,15 +64,7 @@ def analytic_gaussian_epsilon(noise_multiplier: float, delta: float) -> float:
         lo, hi = hi, 2.0 * hi
         if hi > 1e8:
             return math.inf
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if analytic_gaussian_delta(s, mid) > delta:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-12 * max(1.0, hi):
-            break
-    return hi
+    return _bisect_upper(lambda eps: analytic_gaussian_delta(s, eps) > delta, lo, hi, scale=1.0)
 
 
 def analytic_gaussian_sigma(epsilon: float, delta: float, l2_sensitivity: float = 1.0) -> float:
@@ -73,15 +86,7 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, l2_sensitivity: float 
         lo /= 2.0
     while analytic_gaussian_delta(hi, epsilon) > delta:
         lo, hi = hi, 2.0 * hi
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if analytic_gaussian_delta(mid, epsilon) > delta:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-12 * hi:
-            break
-    return hi * sens
+    return _bisect_upper(lambda sigma: analytic_gaussian_delta(sigma, epsilon) > delta, lo, hi) * sens
 
 
 def classical_gaussian_sigma(epsilon: float, delta: float, l2_sensitivity: float = 1.0) -> float:
