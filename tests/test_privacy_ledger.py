@@ -157,3 +157,17 @@ def test_ledger_refusals(tmp_path):
             ledger.register("e", eps, delta)
     assert ledger.history("d") == []
     assert ledger.datasets() == ["d"]
+
+
+def test_fingerprints_moved_to_fingerprint_keep_a_deprecated_alias():
+    import warnings
+
+    import dpinfer.privacy.fingerprint as new
+    import dpinfer.privacy.ledger as old
+
+    for name in ("data_fingerprint", "file_fingerprint"):
+        with pytest.warns(DeprecationWarning, match=f"privacy.fingerprint.{name}"):
+            assert getattr(old, name) is getattr(new, name)
+    with warnings.catch_warnings():  # still used by the ledger itself: no warning
+        warnings.simplefilter("error")
+        from dpinfer.privacy.ledger import Ledger, LedgerFileError, LedgerNotFoundError  # noqa: F401
