@@ -5,15 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpinfer.abc.smc_abc import (
-    FixedSchedule,
-    GeometricSchedule,
-    QuantileSchedule,
-    SMCABCResult,
-    SMCInterrupted,
-    smc_abc,
-    weighted_quantile,
-)
+from dpinfer.abc.schedule import FixedSchedule, GeometricSchedule, QuantileSchedule
+from dpinfer.abc.smc_abc import SMCInterrupted, smc_abc
+from dpinfer.abc.smc_result import SMCABCResult
+from dpinfer.abc.weighted import weighted_quantile
 from dpinfer.errors import InvalidDataError
 from dpinfer.models.gaussian_mean import GaussianMean
 

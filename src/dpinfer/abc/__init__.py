@@ -1,11 +1,13 @@
-"""Approximate Bayesian computation: rejection ABC, ABCDP (private), SMC-ABC."""
+"""Approximate Bayesian computation: rejection ABC, ABCDP (private), SMC-ABC, exact importance sampling."""
 
 from .abcdp import abcdp
 from .draws import ArrayDraws, DrawSource, SimulatedDraws, as_draw_source
-from .mechanism_is import ImportanceResult, mechanism_importance_sampling
+from .importance_result import ImportanceResult
+from .mechanism_is import mechanism_importance_sampling
 from .rejection import rejection_abc, rejection_abc_draws
 from .result import ABCDPResult, ABCResult
-from .smc_abc import SMCABCResult, smc_abc
+from .smc_abc import SMCInterrupted, smc_abc
+from .smc_result import SMCABCResult
 from .svt import SparseVector
 
 __all__ = [
@@ -16,6 +18,7 @@ __all__ = [
     "ImportanceResult",
     "SimulatedDraws",
     "SMCABCResult",
+    "SMCInterrupted",
     "SparseVector",
     "abcdp",
     "as_draw_source",

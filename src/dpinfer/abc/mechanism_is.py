@@ -39,12 +39,10 @@ addressable :func:`~dpinfer.execution.batch_seeds` child of ``seed``, so a seed 
 
 from __future__ import annotations
 
-import json
 import math
 import time
 import warnings
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -53,43 +51,19 @@ from scipy.special import logsumexp
 
 from ..errors import InvalidDataError
 from ..execution import Backend, batch_seeds, get_backend
-from .smc_abc import WeightedSample, weighted_cov
-from .smc_abc import ess as kish_ess
+from ..privacy.deprecation import moved_names
+from .importance_result import ImportanceResult as _Result
+from .importance_result import log_mean_exp
+from .weighted import ess as kish_ess
+from .weighted import release_facts, weighted_cov
 
-# ----------------------------------------------------------------------------------------------
-# pure functions
-# ----------------------------------------------------------------------------------------------
-
-
-def log_mean_exp(a: np.ndarray, axis: int = -1) -> np.ndarray:
-    """``log((1/L) Σ_l exp(a_l))`` along ``axis``, stably; ``-inf`` where every term is ``-inf``."""
-    a = np.asarray(a, dtype=np.float64)
-    with np.errstate(divide="ignore"):
-        return logsumexp(a, axis=axis) - math.log(a.shape[axis])
-
-
-def pareto_khat(log_weights: np.ndarray) -> float:
-    """Shape ``k̂`` of a generalised Pareto fitted to the largest importance weights.
-
-    The tail is the ``min(n/5, 3√n)`` largest weights (Vehtari et al. 2024, PSIS); the fit is the
-    maximum-likelihood GPD with location fixed at the largest weight outside the tail. Returns
-    ``nan`` when fewer than 5 finite weights form the tail. ``k̂ < 0.5``: finite variance;
-    ``k̂ > 0.7``: the self-normalised estimate is unreliable.
-    """
-    lw = np.asarray(log_weights, dtype=np.float64)
-    lw = np.sort(lw[np.isfinite(lw)])
-    n = lw.size
-    m = int(min(0.2 * n, 3.0 * math.sqrt(n)))
-    if m < 5 or n <= m:
-        return float("nan")
-    w = np.exp(lw - lw[-1])
-    tail = w[-m:]
-    u = w[-m - 1]
-    exceed = tail - u
-    if np.all(exceed <= 0):
-        return 0.0
-    k, _, _ = stats.genpareto.fit(exceed, floc=0.0)
-    return float(k)
+__getattr__ = moved_names(
+    __name__,
+    {
+        "ImportanceResult": "dpinfer.abc.importance_result",
+        "pareto_khat": "dpinfer.abc.importance_result",
+    },
+)
 
 
 def _check_positive_int(name: str, value: Any, minimum: int = 1) -> int:
@@ -178,99 +152,6 @@ def _estimate(
 
 
 # ----------------------------------------------------------------------------------------------
-# result
-# ----------------------------------------------------------------------------------------------
-
-
-@dataclass
-class ImportanceResult(WeightedSample):
-    """Weighted draws from ``p(θ | s_dp)`` (equation (2)).
-
-    Attributes
-    ----------
-    particles, log_weights
-        θ-draws from the proposal and their unnormalised log weights ``log w_i``.
-    log_likelihood
-        ``log L̂(θ_i)`` (equation (1)).
-    log_evidence
-        ``log((1/n) Σ w_i)``, whose exponential is an unbiased estimate of ``p(s_dp)``.
-    n_simulations
-        Confidential simulations used (pilot included).
-    """
-
-    particles: np.ndarray
-    log_weights: np.ndarray
-    log_likelihood: np.ndarray
-    param_names: tuple[str, ...]
-    observed: np.ndarray
-    n_simulations: int
-    settings: dict[str, Any]
-    diagnostics: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def weights(self) -> np.ndarray:
-        lw = self.log_weights
-        w = np.exp(lw - lw.max())
-        return w / w.sum()
-
-    @property
-    def khat(self) -> float:
-        return pareto_khat(self.log_weights)
-
-    @property
-    def log_evidence(self) -> float:
-        return float(log_mean_exp(self.log_weights))
-
-    def summary(self) -> str:
-        lines = [
-            f"mechanism-density importance sampling: {self.particles.shape[0]} draws, "
-            f"{self.n_simulations} simulations, ESS {self.ess:.0f}, Pareto k {self.khat:.2f}, "
-            f"log evidence {self.log_evidence:.3f}"
-        ]
-        mean, ci = self.mean(), self.interval()
-        for i, name in enumerate(self.param_names):
-            lines.append(f"  {name:>12s}: {mean[i]: .4f}  95% CI ({ci[i, 0]: .4f}, {ci[i, 1]: .4f})")
-        return "\n".join(lines)
-
-    def save(self, path: str | Path) -> Path:
-        """Write an ``.npz`` file (arrays + JSON metadata)."""
-        path = Path(path)
-        if path.suffix != ".npz":
-            path = path.with_suffix(".npz")
-        meta = {
-            "param_names": list(self.param_names),
-            "n_simulations": self.n_simulations,
-            "settings": self.settings,
-            "diagnostics": self.diagnostics,
-        }
-        np.savez_compressed(
-            path,
-            meta=np.array(json.dumps(meta)),
-            particles=self.particles,
-            log_weights=self.log_weights,
-            log_likelihood=self.log_likelihood,
-            observed=self.observed,
-        )
-        return path
-
-    @classmethod
-    def load(cls, path: str | Path) -> ImportanceResult:
-        """Read a result written by :meth:`save`."""
-        with np.load(Path(path), allow_pickle=False) as z:
-            meta = json.loads(str(z["meta"]))
-            return cls(
-                particles=z["particles"],
-                log_weights=z["log_weights"],
-                log_likelihood=z["log_likelihood"],
-                param_names=tuple(meta["param_names"]),
-                observed=z["observed"],
-                n_simulations=int(meta["n_simulations"]),
-                settings=meta["settings"],
-                diagnostics=meta["diagnostics"],
-            )
-
-
-# ----------------------------------------------------------------------------------------------
 # driver
 # ----------------------------------------------------------------------------------------------
 
@@ -292,7 +173,7 @@ def mechanism_importance_sampling(
     n_workers: int | None = None,
     seed: int | np.random.SeedSequence | None = None,
     batch_size: int = 10_000,
-) -> ImportanceResult:
+) -> _Result:
     """The exact private-data posterior ``p(θ | s_dp)`` by importance sampling (equations (1)-(3)).
 
     Parameters
@@ -319,6 +200,12 @@ def mechanism_importance_sampling(
         Fixes θ-draws and simulations (with ``batch_size``).
     batch_size
         Confidential simulations per parallel batch.
+
+    Returns
+    -------
+    ImportanceResult
+        The main stage's weighted draws (:mod:`dpinfer.abc.importance_result`), with the privacy
+        report of the release analysed.
     """
     mech = getattr(model, "mechanism", None)
     if mech is None or not getattr(mech, "has_density", False):
@@ -350,7 +237,7 @@ def mechanism_importance_sampling(
     prior = model.prior
     own_backend = not isinstance(backend, Backend)
     be = get_backend(backend, n_workers)
-    names = tuple(getattr(model, "param_names", tuple(f"theta{i}" for i in range(prior.dim))))
+    privacy, _, names = release_facts(model)
     diagnostics: dict[str, Any] = {}
     n_sims = 0
     t0 = time.perf_counter()
@@ -411,7 +298,7 @@ def mechanism_importance_sampling(
         diagnostics["proposal_mean"] = np.asarray(prop.mean).tolist()
         diagnostics["proposal_shape"] = np.asarray(prop.scale).tolist()
     diagnostics["wall_time"] = time.perf_counter() - t0
-    res = ImportanceResult(theta, log_w, ll, names, obs, n_sims, settings, diagnostics)
+    res = _Result(theta, log_w, ll, names, obs, n_sims, settings, diagnostics, privacy)
     diagnostics["ess"] = res.ess
     diagnostics["khat"] = res.khat
     if res.khat > 0.7:

@@ -1,431 +1,78 @@
-"""Adaptive SMC-ABC (Beaumont, Cornuet, Marin & Robert 2009) for privatised statistics.
+"""Adaptive SMC-ABC (Beaumont, Cornuet, Marin & Robert 2009) for privatised statistics: the loop.
 
 The simulator is the *private-data* simulator ``θ -> G(S(x), u)``: the confidential simulator
 followed by the known release mechanism with fresh uniforms, so the ABC posterior targets
 ``p(θ | s_dp)`` (Xiong, Ju & Zhang 2025, §3.1 and Algorithm 3).
 
-Population ``t`` (tolerance ``ε_t``):
+Population ``t`` (tolerance ``ε_t`` from the schedule, :mod:`dpinfer.abc.schedule`):
 
 * ``t = 0``: draw ``θ`` from the prior, keep those with ``||s_dp(θ) - s_obs||₂ <= ε_0``;
   weights uniform.
-* ``t > 0``: draw an ancestor ``θ_j`` with probability ``w_j``, perturb
-  ``θ* = θ_j + L z`` (``L Lᵀ = Σ``, ``z ~ N(0, I)``), redraw until ``θ*`` is in the prior support,
-  simulate and keep it if its distance is ``<= ε_t``; weight
-  ``w_i ∝ π(θ_i) / Σ_j w_j K_Σ(θ_i - θ_j)`` (Beaumont et al. 2009, Algorithm "PMC-ABC").
-  ``Σ`` is twice the weighted covariance of the previous population (Beaumont et al. 2009);
-  the authors' code uses the *unweighted* covariance with factor 1 (set
-  ``kernel_scale=1.0, weighted_covariance=False`` to reproduce it).
-* Resampling: multinomial when ``ESS = 1/Σ w² < resample_threshold·N`` (authors: 0.5).
-
-Tolerance schedules: :class:`GeometricSchedule` (the authors' ``1.0·0.7^k`` until ``ε <= 0.2``,
-six populations ending at 0.168), :class:`QuantileSchedule` (next ε = a weighted quantile of the
-current distances; Del Moral et al. 2012 style), or an explicit list of tolerances.
+* ``t > 0``: propose from the perturbation kernel built on population ``t - 1`` (resampled first
+  when its ESS is low), keep the proposals within ``ε_t`` and weight them by the PMC weights
+  ``w_i ∝ π(θ_i) / Σ_j w_j K_Σ(θ_i - θ_j)`` (:mod:`dpinfer.abc.kernel`).
+* Stop when the schedule returns no further tolerance; the result is
+  :class:`~dpinfer.abc.smc_result.SMCABCResult`.
 
 Reproducibility: batch ``j`` of population ``t`` draws all its randomness from
 ``SeedSequence(seed, spawn_key=(0, t, j))`` and the population keeps the first ``n_particles``
 accepted proposals in batch order, so a seed (and ``batch_size``) fixes the result on every
 backend and worker count.
+
+The schedules, weighted statistics and result that used to live here moved to
+:mod:`~dpinfer.abc.schedule`, :mod:`~dpinfer.abc.weighted` and :mod:`~dpinfer.abc.smc_result`;
+importing them from this module still works for one release, with a DeprecationWarning.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.special import logsumexp
 
 from ..errors import InvalidDataError
 from ..execution import Backend, batch_seeds, get_backend
-from ..privacy import PrivacyReport
-
-# ----------------------------------------------------------------------------------------------
-# tolerance schedules
-# ----------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class GeometricSchedule:
-    """``ε_k = start·factor^k``, run while the previous tolerance exceeds ``stop``.
-
-    The default is the authors' schedule (``smc_abc.py``): 1.0, 0.7, 0.49, 0.343, 0.2401, 0.16807.
-    """
-
-    start: float = 1.0
-    factor: float = 0.7
-    stop: float = 0.2
-    max_populations: int = 100
-
-    def __post_init__(self) -> None:
-        if not (self.start > 0 and 0 < self.factor < 1 and self.stop >= 0):
-            raise InvalidDataError("GeometricSchedule needs start > 0, 0 < factor < 1 and stop >= 0.")
-
-    def initial(self) -> float:
-        return float(self.start)
-
-    def next(
-        self, t: int, tolerance: float, distances: np.ndarray, weights: np.ndarray, acceptance_rate: float
-    ) -> float | None:
-        if tolerance <= self.stop or t + 1 >= self.max_populations:
-            return None
-        return tolerance * self.factor
-
-
-@dataclass(frozen=True)
-class QuantileSchedule:
-    """Adaptive tolerances: ``ε_{t+1}`` = the weighted ``alpha``-quantile of population t's distances.
-
-    Population 0 is the prior (``ε_0 = ∞``, every draw accepted). Stops after ``max_populations``,
-    when ``ε`` reaches ``min_tolerance`` or when the acceptance rate fell below
-    ``min_acceptance_rate``.
-    """
-
-    alpha: float = 0.5
-    min_tolerance: float = 0.0
-    max_populations: int = 10
-    min_acceptance_rate: float = 0.0
-
-    def __post_init__(self) -> None:
-        if not 0 < self.alpha < 1:
-            raise InvalidDataError(f"alpha must be in (0, 1), got {self.alpha}.")
-        if self.max_populations < 1:
-            raise InvalidDataError("max_populations must be >= 1.")
-
-    def initial(self) -> float:
-        return math.inf
-
-    def next(
-        self, t: int, tolerance: float, distances: np.ndarray, weights: np.ndarray, acceptance_rate: float
-    ) -> float | None:
-        if t + 1 >= self.max_populations or tolerance <= self.min_tolerance:
-            return None
-        if t > 0 and acceptance_rate < self.min_acceptance_rate:
-            return None
-        q = weighted_quantile(distances, weights, self.alpha)
-        return float(max(q, self.min_tolerance))
-
-
-@dataclass(frozen=True)
-class FixedSchedule:
-    """An explicit decreasing list of tolerances."""
-
-    tolerances: tuple[float, ...]
-
-    def __post_init__(self) -> None:
-        tol = tuple(float(t) for t in self.tolerances)
-        if not tol or any(t <= 0 for t in tol) or any(b > a for a, b in zip(tol, tol[1:], strict=False)):
-            raise InvalidDataError(
-                "FixedSchedule needs a non-empty, non-increasing list of positive tolerances."
-            )
-        object.__setattr__(self, "tolerances", tol)
-
-    def initial(self) -> float:
-        return self.tolerances[0]
-
-    def next(
-        self, t: int, tolerance: float, distances: np.ndarray, weights: np.ndarray, acceptance_rate: float
-    ) -> float | None:
-        return self.tolerances[t + 1] if t + 1 < len(self.tolerances) else None
-
-
-def make_schedule(schedule: Any) -> Any:
-    """``"paper"``/``"geometric"``, ``"adaptive"``/``"quantile"``, a list of tolerances or a schedule."""
-    if schedule in ("paper", "geometric"):
-        return GeometricSchedule()
-    if schedule in ("adaptive", "quantile"):
-        return QuantileSchedule()
-    if isinstance(schedule, (GeometricSchedule, QuantileSchedule, FixedSchedule)):
-        return schedule
-    if isinstance(schedule, Sequence) and not isinstance(schedule, str):
-        return FixedSchedule(tuple(schedule))
-    if hasattr(schedule, "initial") and hasattr(schedule, "next"):
-        return schedule
-    raise InvalidDataError(
-        f"unknown schedule {schedule!r}: use 'paper', 'adaptive', a list of tolerances or a schedule object."
-    )
-
-
-# ----------------------------------------------------------------------------------------------
-# weighted statistics
-# ----------------------------------------------------------------------------------------------
-
-
-def weighted_quantile(x: np.ndarray, w: np.ndarray, q: Any) -> np.ndarray:
-    """Quantile(s) of ``x`` under normalised weights ``w`` (inverse of the weighted ECDF,
-    interpolated at mid-points)."""
-    x = np.asarray(x, dtype=np.float64)
-    w = np.asarray(w, dtype=np.float64)
-    order = np.argsort(x, kind="stable")
-    xs, ws = x[order], w[order] / w.sum()
-    cum = np.cumsum(ws) - 0.5 * ws
-    return np.interp(q, cum, xs)
-
-
-def weighted_cov(x: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """Weighted covariance ``Σ w_i (x_i - m)(x_i - m)ᵀ`` with normalised weights."""
-    w = w / w.sum()
-    m = w @ x
-    d = x - m
-    return (d * w[:, None]).T @ d
-
-
-def ess(w: np.ndarray) -> float:
-    """Effective sample size ``1/Σ w²`` of normalised weights."""
-    w = np.asarray(w, dtype=np.float64)
-    w = w / w.sum()
-    return float(1.0 / np.sum(w**2))
-
-
-# ----------------------------------------------------------------------------------------------
-# batch worker
-# ----------------------------------------------------------------------------------------------
-
-
-@dataclass
-class _BatchTask:
-    model: Any
-    observed: np.ndarray
-    tolerance: float
-    batch_size: int
-    seed: np.random.SeedSequence
-    particles: np.ndarray | None
-    weights: np.ndarray | None
-    chol: np.ndarray | None
-    scale: np.ndarray | None
-
-
-def _population_batch(task: _BatchTask) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """Propose, simulate and test ``batch_size`` particles.
-
-    Returns the accepted θ, their distances, their positions in the batch and the number of
-    simulations (= batch_size).
-    """
-    rng = np.random.default_rng(task.seed)
-    prior = task.model.prior
-    m = task.batch_size
-    if task.particles is None:
-        theta = prior.sample(m, rng)
-    else:
-        n, d = task.particles.shape
-        theta = np.empty((m, d))
-        todo = np.arange(m)
-        for _ in range(10_000):
-            idx = rng.choice(n, size=todo.size, p=task.weights)
-            prop = task.particles[idx] + rng.standard_normal((todo.size, d)) @ task.chol.T
-            ok = prior.in_support(prop)
-            theta[todo[ok]] = prop[ok]
-            todo = todo[~ok]
-            if todo.size == 0:
-                break
-        else:  # pragma: no cover - pathological priors only
-            raise RuntimeError("could not perturb particles into the prior support in 10000 attempts.")
-    s_dp = task.model.simulate(theta, rng)
-    diff = s_dp - task.observed
-    if task.scale is not None:
-        diff = diff / task.scale
-    dist = np.sqrt(np.sum(diff**2, axis=1))
-    acc = np.nonzero(dist <= task.tolerance)[0]
-    return theta[acc], dist[acc], acc, m
-
-
-# ----------------------------------------------------------------------------------------------
-# results
-# ----------------------------------------------------------------------------------------------
-
-
-@dataclass
-class PopulationDiagnostics:
-    """Per-population facts: tolerance, simulations, acceptance rate, ESS, resampling, time."""
-
-    t: int
-    tolerance: float
-    n_simulations: int
-    n_simulations_run: int
-    acceptance_rate: float
-    ess: float
-    resampled_before: bool
-    wall_time: float
-    kernel_cov: list[list[float]] | None = None
-
-
-class WeightedSample:
-    """Summaries of a weighted sample: ``particles`` (n, dim) with normalised ``weights`` (n,)."""
-
-    particles: np.ndarray
-    weights: np.ndarray
-    param_names: tuple[str, ...]
-
-    @property
-    def ess(self) -> float:
-        return ess(self.weights)
-
-    def mean(self) -> np.ndarray:
-        return self.weights @ self.particles
-
-    def cov(self) -> np.ndarray:
-        return weighted_cov(self.particles, self.weights)
-
-    def sd(self) -> np.ndarray:
-        return np.sqrt(np.diag(self.cov()))
-
-    def quantile(self, q: Any) -> np.ndarray:
-        """Weighted marginal quantiles, shape ``(len(q), dim)``."""
-        q = np.atleast_1d(q)
-        w = self.weights
-        return np.stack(
-            [weighted_quantile(self.particles[:, i], w, q) for i in range(self.particles.shape[1])], axis=1
-        )
-
-    def interval(self, level: float = 0.95) -> np.ndarray:
-        """Equal-tailed marginal credible intervals, shape ``(dim, 2)``."""
-        return self.quantile([0.5 - level / 2, 0.5 + level / 2]).T
-
-    def sample(self, n: int, seed: Any = 0) -> np.ndarray:
-        """Equal-weight draws by multinomial resampling of the particles (keep ``n`` below the ESS)."""
-        rng = np.random.default_rng(seed)
-        w = self.weights
-        return self.particles[rng.choice(w.size, size=int(n), p=w)]
-
-    def to_arviz(self, n_draws: int | None = None, seed: int = 0) -> Any:
-        """An ``arviz.InferenceData`` of equal-weight draws (multinomial resampling).
-
-        arviz is optional and imported here.
-        """
-        try:
-            import arviz as az
-        except ImportError as exc:
-            raise ImportError("to_arviz() needs arviz: pip install arviz") from exc
-        draws = self.sample(n_draws or self.weights.size, seed)
-        return az.from_dict(posterior={name: draws[None, :, i] for i, name in enumerate(self.param_names)})
-
-
-@dataclass
-class SMCABCResult(WeightedSample):
-    """The output of :func:`smc_abc`.
-
-    Attributes
-    ----------
-    particles, weights, distances
-        The final population (weights normalised).
-    populations
-        :class:`PopulationDiagnostics` of every completed population.
-    history
-        ``(particles, weights)`` of every completed population.
-    n_simulations
-        Simulations the result depends on (deterministic for a seed); ``n_simulations_run``
-        also counts speculative batches that were computed in parallel and discarded.
-    complete
-        False if the run stopped early (``stop_reason`` says why).
-    privacy
-        The privacy report of the release analysed (inference is post-processing: no budget).
-    """
-
-    particles: np.ndarray
-    weights: np.ndarray
-    distances: np.ndarray
-    populations: list[PopulationDiagnostics]
-    history: list[tuple[np.ndarray, np.ndarray]]
-    param_names: tuple[str, ...]
-    observed: np.ndarray
-    settings: dict[str, Any]
-    complete: bool = True
-    stop_reason: str = ""
-    privacy: PrivacyReport | None = None
-    model: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def n_simulations(self) -> int:
-        return int(sum(p.n_simulations for p in self.populations))
-
-    @property
-    def n_simulations_run(self) -> int:
-        return int(sum(p.n_simulations_run for p in self.populations))
-
-    @property
-    def tolerance(self) -> float:
-        return self.populations[-1].tolerance
-
-    def summary(self) -> str:
-        lines = [
-            f"SMC-ABC: {len(self.populations)} populations, {self.n_simulations} simulations, "
-            f"final tolerance {self.tolerance:.4g}, ESS {self.ess:.0f}"
-            + ("" if self.complete else f" [INCOMPLETE: {self.stop_reason}]")
-        ]
-        mean, ci = self.mean(), self.interval()
-        for i, name in enumerate(self.param_names):
-            lines.append(f"  {name:>12s}: {mean[i]: .4f}  95% CI ({ci[i, 0]: .4f}, {ci[i, 1]: .4f})")
-        return "\n".join(lines)
-
-    # -- persistence --------------------------------------------------------------------------
-    def save(self, path: str | Path) -> Path:
-        """Write an ``.npz`` file (arrays + JSON metadata)."""
-        path = Path(path)
-        if path.suffix != ".npz":
-            path = path.with_suffix(path.suffix + ".npz") if path.suffix else path.with_suffix(".npz")
-        meta = {
-            "populations": [asdict(p) for p in self.populations],
-            "param_names": list(self.param_names),
-            "settings": self.settings,
-            "complete": self.complete,
-            "stop_reason": self.stop_reason,
-            "privacy": None if self.privacy is None else self.privacy.to_dict(),
-            "model": self.model,
-        }
-        arrays = {
-            "particles": self.particles,
-            "weights": self.weights,
-            "distances": self.distances,
-            "observed": self.observed,
-        }
-        for t, (p, w) in enumerate(self.history):
-            arrays[f"hist_particles_{t}"] = p
-            arrays[f"hist_weights_{t}"] = w
-        np.savez_compressed(path, meta=np.array(json.dumps(meta)), **arrays)
-        return path
-
-    @classmethod
-    def load(cls, path: str | Path) -> SMCABCResult:
-        """Read a result written by :meth:`save`."""
-        with np.load(Path(path), allow_pickle=False) as z:
-            meta = json.loads(str(z["meta"]))
-            hist = []
-            t = 0
-            while f"hist_particles_{t}" in z:
-                hist.append((z[f"hist_particles_{t}"], z[f"hist_weights_{t}"]))
-                t += 1
-            return cls(
-                particles=z["particles"],
-                weights=z["weights"],
-                distances=z["distances"],
-                populations=[PopulationDiagnostics(**p) for p in meta["populations"]],
-                history=hist,
-                param_names=tuple(meta["param_names"]),
-                observed=z["observed"],
-                settings=meta["settings"],
-                complete=meta["complete"],
-                stop_reason=meta["stop_reason"],
-                privacy=None if meta["privacy"] is None else PrivacyReport.from_dict(meta["privacy"]),
-                model=meta.get("model", {}),
-            )
+from ..privacy.deprecation import moved_names
+from .kernel import BatchTask, PerturbationKernel, population_batch
+from .schedule import make_schedule as _make_schedule
+from .smc_result import PopulationDiagnostics as _Diagnostics
+from .smc_result import SMCABCResult as _Result
+from .weighted import ess as _ess
+from .weighted import release_facts
+
+__getattr__ = moved_names(
+    __name__,
+    {
+        "FixedSchedule": "dpinfer.abc.schedule",
+        "GeometricSchedule": "dpinfer.abc.schedule",
+        "QuantileSchedule": "dpinfer.abc.schedule",
+        "make_schedule": "dpinfer.abc.schedule",
+        "PopulationDiagnostics": "dpinfer.abc.smc_result",
+        "SMCABCResult": "dpinfer.abc.smc_result",
+        "WeightedSample": "dpinfer.abc.weighted",
+        "ess": "dpinfer.abc.weighted",
+        "weighted_cov": "dpinfer.abc.weighted",
+        "weighted_quantile": "dpinfer.abc.weighted",
+    },
+)
 
 
 class SMCInterrupted(RuntimeError):
     """An SMC-ABC run stopped before finishing; ``partial`` holds the completed populations
     (``complete=False``) or None if not even the first population finished."""
 
-    def __init__(self, message: str, partial: SMCABCResult | None) -> None:
+    def __init__(self, message: str, partial: _Result | None) -> None:
         super().__init__(message)
         self.partial = partial
 
 
-# ----------------------------------------------------------------------------------------------
-# the algorithm
-# ----------------------------------------------------------------------------------------------
+class _BudgetStop(Exception):
+    pass
 
 
 def _check_inputs(model: Any, observed: Any, n_particles: int, batch_size: int) -> np.ndarray:
@@ -450,6 +97,81 @@ def _check_inputs(model: Any, observed: Any, n_particles: int, batch_size: int) 
     return obs
 
 
+def _fill_population(
+    be: Backend,
+    template: BatchTask,
+    root: np.random.SeedSequence,
+    t: int,
+    n_particles: int,
+    spent: int,
+    max_simulations: int | None,
+    progress: bool,
+) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """Run waves of batches (copies of ``template`` with their own seeds) until ``n_particles``
+    proposals are accepted.
+
+    Returns the accepted θ and distances (first ``n_particles`` in batch order), the simulations
+    they used and the simulations run (with the discarded speculative batches). Raises
+    ``_BudgetStop`` before ``spent`` + this population's simulations would pass ``max_simulations``.
+    """
+    from tqdm.auto import tqdm
+
+    batch_size = template.batch_size
+    acc_theta: list[np.ndarray] = []
+    acc_dist: list[np.ndarray] = []
+    n_acc = sims_used = sims_run = next_batch = 0
+    rate_guess = None
+    bar = tqdm(
+        total=n_particles,
+        desc=f"population {t} (eps {template.tolerance:.4g})",
+        disable=not progress,
+        leave=False,
+    )
+    try:
+        done = False
+        while not done:
+            remaining = n_particles - n_acc
+            if rate_guess is None or rate_guess <= 0:
+                wave = be.n_workers
+            else:
+                need = math.ceil(1.2 * remaining / (rate_guess * batch_size))
+                wave = int(min(max(need, be.n_workers), 8 * be.n_workers))
+            wave = max(wave, 1)
+            if max_simulations is not None and spent + sims_used + batch_size > max_simulations:
+                raise _BudgetStop(f"max_simulations={max_simulations} reached during population {t}")
+            seeds = batch_seeds(root, (0, t), wave, start=next_batch)
+            results = be.map(population_batch, [replace(template, seed=s) for s in seeds])
+            next_batch += wave
+            for th, di, pos, m in results:
+                sims_run += m
+                if done:
+                    continue
+                if th.shape[0] >= remaining:  # this batch completes the population
+                    take = remaining
+                    sims_used += int(pos[take - 1]) + 1
+                else:
+                    take = th.shape[0]
+                    sims_used += m
+                acc_theta.append(th[:take])
+                acc_dist.append(di[:take])
+                n_acc += take
+                remaining -= take
+                bar.update(take)
+                if remaining == 0:
+                    done = True
+            rate_guess = n_acc / max(sims_used, 1)
+            if max_simulations is not None and spent + sims_used > max_simulations and not done:
+                raise _BudgetStop(f"max_simulations={max_simulations} reached during population {t}")
+    finally:
+        bar.close()
+    return (
+        np.concatenate(acc_theta)[:n_particles],
+        np.concatenate(acc_dist)[:n_particles],
+        sims_used,
+        sims_run,
+    )
+
+
 def smc_abc(
     model: Any,
     observed: Any,
@@ -468,14 +190,14 @@ def smc_abc(
     progress: bool = False,
     checkpoint: str | Path | None = None,
     keep_history: bool = True,
-    callback: Callable[[PopulationDiagnostics], None] | None = None,
-) -> SMCABCResult:
+    callback: Callable[[_Diagnostics], None] | None = None,
+) -> _Result:
     """Adaptive SMC-ABC posterior of ``θ`` given the privatised statistic ``observed``.
 
     Parameters
     ----------
     model
-        A :class:`~dpinfer.models.base.PrivateDataModel` (or any object with ``prior`` and a
+        A :class:`~dpinfer.models.contract.PrivateDataModel` (or any object with ``prior`` and a
         batched ``simulate(theta, rng)``).
     observed
         The observed private statistic ``s_dp``.
@@ -483,7 +205,7 @@ def smc_abc(
         Particles per population (authors: 2000).
     schedule
         ``"paper"`` (1.0·0.7^k down to 0.2), ``"adaptive"`` (median of the distances), a list of
-        tolerances, or a schedule object.
+        tolerances, or a schedule object (:mod:`dpinfer.abc.schedule`).
     backend
         ``"serial"``, ``"processes"``, ``"dask"``, a scheduler address, a Dask client or a
         :class:`~dpinfer.execution.Backend`. The processes backend pickles the model by reference:
@@ -508,16 +230,18 @@ def smc_abc(
     checkpoint
         If given, the result so far is saved there after each population.
 
+    Returns
+    -------
+    SMCABCResult
+
     Raises
     ------
     SMCInterrupted
         On KeyboardInterrupt or an error in a simulation: carries the completed populations.
     """
-    from tqdm.auto import tqdm
-
     n_particles = int(n_particles)
     obs = _check_inputs(model, observed, n_particles, batch_size)
-    sched = make_schedule(schedule)
+    sched = _make_schedule(schedule)
     if not (kernel_scale > 0 and 0 <= resample_threshold <= 1):
         raise InvalidDataError("kernel_scale must be > 0 and resample_threshold in [0, 1].")
     scale_arr = None if scale is None else np.broadcast_to(np.asarray(scale, float), obs.shape).copy()
@@ -539,128 +263,58 @@ def smc_abc(
         "scale": None if scale_arr is None else scale_arr.tolist(),
         "distance": "euclidean",
     }
-    try:
-        privacy = model.privacy_report() if hasattr(model, "privacy_report") else None
-    except Exception:  # noqa: BLE001 - a user model without a mechanism report
-        privacy = None
-    model_desc = model.describe() if hasattr(model, "describe") else {"model": type(model).__name__}
-    names = tuple(getattr(model, "param_names", tuple(f"theta{i}" for i in range(model.prior.dim))))
+    privacy, model_desc, names = release_facts(model)
 
-    pops: list[PopulationDiagnostics] = []
+    pops: list[_Diagnostics] = []
     hist: list[tuple[np.ndarray, np.ndarray]] = []
     particles = weights = dists = None
     total_sims = 0
 
-    def partial(complete: bool, reason: str) -> SMCABCResult | None:
+    def partial(complete: bool, reason: str) -> _Result | None:
         if particles is None:
             return None
-        return SMCABCResult(
-            particles,
-            weights,
-            dists,
-            list(pops),
-            list(hist),
-            names,
-            obs,
-            settings,
-            complete,
-            reason,
-            privacy,
-            model_desc,
-        )
+        return _Result(particles, weights, dists, list(pops), list(hist), names, obs, settings,
+                       complete, reason, privacy, model_desc)
 
     tol = float(sched.initial())
     t = 0
-    stop_reason = ""
     try:
         while True:
             start = time.perf_counter()
-            resampled = False
-            chol = cov = None
-            # the proposal population (resampled copy if degenerate); the last completed
-            # population itself is left untouched until this one completes
-            src_p, src_w = particles, weights
+            kernel = None
             if particles is not None:
-                if ess(weights) < resample_threshold * n_particles:
-                    rs = np.random.default_rng(
-                        np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + (1, t))
-                    )
-                    idx = rs.choice(n_particles, size=n_particles, p=weights)
-                    src_p = particles[idx]
-                    src_w = np.full(n_particles, 1.0 / n_particles)
-                    resampled = True
-                base = weighted_cov(src_p, src_w) if weighted_covariance else np.cov(src_p.T, ddof=1)
-                cov = kernel_scale * np.atleast_2d(base)
-                cov = cov + 1e-12 * np.trace(cov) / cov.shape[0] * np.eye(cov.shape[0])
-                chol = np.linalg.cholesky(cov)
-            acc_theta: list[np.ndarray] = []
-            acc_dist: list[np.ndarray] = []
-            n_acc = 0
-            sims_used = 0
-            sims_run = 0
-            next_batch = 0
-            rate_guess = None
-            bar = tqdm(
-                total=n_particles, desc=f"population {t} (eps {tol:.4g})", disable=not progress, leave=False
+                # the proposal population (resampled copy if degenerate); the last completed
+                # population itself is left untouched until this one completes
+                kernel = PerturbationKernel.build(
+                    particles,
+                    weights,
+                    resample_threshold=resample_threshold,
+                    kernel_scale=kernel_scale,
+                    weighted_covariance=weighted_covariance,
+                    resample_seed=np.random.SeedSequence(
+                        root.entropy, spawn_key=tuple(root.spawn_key) + (1, t)
+                    ),
+                )
+            template = BatchTask(model, obs, tol, int(batch_size), kernel, scale_arr)
+            new_particles, new_dists, sims_used, sims_run = _fill_population(
+                be, template, root, t, n_particles, total_sims, max_simulations, progress
             )
-            done = False
-            while not done:
-                remaining = n_particles - n_acc
-                if rate_guess is None or rate_guess <= 0:
-                    wave = be.n_workers
-                else:
-                    need = math.ceil(1.2 * remaining / (rate_guess * batch_size))
-                    wave = int(min(max(need, be.n_workers), 8 * be.n_workers))
-                wave = max(wave, 1)
-                if max_simulations is not None and total_sims + sims_used + batch_size > max_simulations:
-                    bar.close()
-                    raise _BudgetStop(f"max_simulations={max_simulations} reached during population {t}")
-                seeds = batch_seeds(root, (0, t), wave, start=next_batch)
-                tasks = [
-                    _BatchTask(model, obs, tol, int(batch_size), s, src_p, src_w, chol, scale_arr)
-                    for s in seeds
-                ]
-                results = be.map(_population_batch, tasks)
-                next_batch += wave
-                for th, di, pos, m in results:
-                    sims_run += m
-                    if done:
-                        continue
-                    if th.shape[0] >= remaining:  # this batch completes the population
-                        take = remaining
-                        sims_used += int(pos[take - 1]) + 1
-                    else:
-                        take = th.shape[0]
-                        sims_used += m
-                    acc_theta.append(th[:take])
-                    acc_dist.append(di[:take])
-                    n_acc += take
-                    remaining -= take
-                    bar.update(take)
-                    if remaining == 0:
-                        done = True
-                rate_guess = n_acc / max(sims_used, 1)
-                if max_simulations is not None and total_sims + sims_used > max_simulations and not done:
-                    raise _BudgetStop(f"max_simulations={max_simulations} reached during population {t}")
-            bar.close()
-            new_particles = np.concatenate(acc_theta)[:n_particles]
-            new_dists = np.concatenate(acc_dist)[:n_particles]
-            if particles is None:
+            if kernel is None:
                 new_w = np.full(n_particles, 1.0 / n_particles)
             else:
-                new_w = _pmc_weights(model.prior, new_particles, src_p, src_w, chol)
+                new_w = kernel.importance_weights(model.prior, new_particles)
             particles, weights, dists = new_particles, new_w, new_dists
             total_sims += sims_used
-            diag = PopulationDiagnostics(
+            diag = _Diagnostics(
                 t=t,
                 tolerance=tol,
                 n_simulations=sims_used,
                 n_simulations_run=sims_run,
                 acceptance_rate=n_particles / sims_used,
-                ess=ess(weights),
-                resampled_before=resampled,
+                ess=_ess(weights),
+                resampled_before=kernel is not None and kernel.resampled,
                 wall_time=time.perf_counter() - start,
-                kernel_cov=None if cov is None else cov.tolist(),
+                kernel_cov=None if kernel is None else kernel.cov.tolist(),
             )
             pops.append(diag)
             if keep_history:
@@ -675,10 +329,9 @@ def smc_abc(
             tol = float(nxt)
             t += 1
     except _BudgetStop as stop:
-        stop_reason = str(stop)
-        res = partial(False, stop_reason)
+        res = partial(False, str(stop))
         if res is None:
-            raise SMCInterrupted(f"{stop_reason}: not even the first population completed.", None) from None
+            raise SMCInterrupted(f"{stop}: not even the first population completed.", None) from None
         return res
     except (KeyboardInterrupt, Exception) as exc:
         res = partial(False, f"interrupted during population {t}: {type(exc).__name__}: {exc}")
@@ -699,24 +352,4 @@ def smc_abc(
     return result
 
 
-class _BudgetStop(Exception):
-    pass
-
-
-def _pmc_weights(
-    prior: Any, new: np.ndarray, old: np.ndarray, old_w: np.ndarray, chol: np.ndarray
-) -> np.ndarray:
-    """``w_i ∝ π(θ_i) / Σ_j w_j N(θ_i; θ_j, Σ)`` (kernel constants cancel), normalised."""
-    log_prior = prior.log_prob(new)
-    log_old_w = np.log(old_w)
-    log_den = np.empty(new.shape[0])
-    inv = np.linalg.inv(chol)
-    zn = new @ inv.T
-    zo = old @ inv.T
-    for a in range(0, new.shape[0], 512):
-        diff = zn[a : a + 512, None, :] - zo[None, :, :]
-        log_den[a : a + 512] = logsumexp(log_old_w[None, :] - 0.5 * np.sum(diff**2, axis=2), axis=1)
-    lw = log_prior - log_den
-    lw -= lw.max()
-    w = np.exp(lw)
-    return w / w.sum()
+__all__ = ["SMCInterrupted", "smc_abc"]
