@@ -1,4 +1,13 @@
-"""Results of rejection ABC and ABCDP, with save/load (npz + JSON) and ArviZ export."""
+"""Results of rejection ABC and ABCDP: the accepted θ, persistence and ArviZ export.
+
+``save(PATH)`` writes ``PATH.npz`` in the common ``dpinfer.result`` format
+(:mod:`dpinfer.diagnostics.results`: arrays ``accepted`` and ``accepted_index``; ``n_draws``,
+``epsilon_abc``, ``meta`` and, for ABCDP, ``c``, ``b`` and ``resample`` as JSON fields; the privacy
+report in the common metadata), which is all :meth:`ABCResult.load` needs, and ``PATH.json``, a
+human-readable copy of the metadata (the ABCDP release as people read it). ``load`` also reads,
+for one release and with a DeprecationWarning, the two files written before the common format
+and the single release JSON that ``dpinfer abcdp --out`` writes.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from ..diagnostics.results import Record, ResultFile, read_meta, warn_legacy, write_record
+from ..errors import InvalidDataError
 from ..privacy.report import PrivacyReport
 
 
@@ -20,7 +31,7 @@ def _paths(path: str | Path) -> tuple[Path, Path]:
 
 
 @dataclass
-class ABCResult:
+class ABCResult(ResultFile):
     """Accepted parameters of a (non-private) rejection-ABC run.
 
     Attributes
@@ -80,6 +91,22 @@ class ABCResult:
             return np.full(self.accepted.shape[1], np.nan)
         return self.accepted.mean(axis=0)
 
+    @property
+    def privacy(self) -> PrivacyReport | None:
+        """None: rejection ABC releases nothing private (:class:`ABCDPResult` carries a report)."""
+        return None
+
+    def mean(self) -> np.ndarray:
+        """``(1/c) Σ θ_accepted``, the posterior mean (NaN if nothing was accepted)."""
+        return self.posterior_mean
+
+    def sample(self, n: int, seed: Any = None) -> np.ndarray:
+        """``n`` draws from the accepted θ, uniformly with replacement (post-processing)."""
+        if self.n_accepted == 0:
+            raise InvalidDataError("nothing was accepted: there is no posterior sample to draw from.")
+        rng = np.random.default_rng(seed)
+        return self.accepted[rng.integers(0, self.n_accepted, size=int(n))]
+
     # -- persistence -------------------------------------------------------------------------
     def _json(self) -> dict[str, Any]:
         return {
@@ -90,37 +117,68 @@ class ABCResult:
             "meta": self.meta,
         }
 
-    def save(self, path: str | Path) -> tuple[Path, Path]:
-        """Write ``PATH.npz`` (arrays) and ``PATH.json`` (everything else); returns both paths."""
+    def _to_record(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        fields = {k: v for k, v in self._json().items() if k not in ("kind", "param_names", "privacy")}
+        return fields, {"accepted": self.accepted, "accepted_index": self.accepted_index}
+
+    @classmethod
+    def _from_record(cls, record: Record, **kwargs: Any) -> ABCResult:
+        f = dict(record.fields)
+        common = dict(
+            accepted=record.arrays["accepted"],
+            accepted_index=record.arrays["accepted_index"],
+            n_draws=f.pop("n_draws"),
+            epsilon_abc=f.pop("epsilon_abc"),
+            param_names=record.param_names,
+            meta=f.pop("meta", {}),
+        )
+        if issubclass(cls, ABCDPResult):
+            return cls(privacy=record.privacy, **f, **common)
+        return cls(**common)
+
+    def save(self, path: str | Path) -> tuple[Path, Path]:  # type: ignore[override]
+        """Write ``PATH.npz`` (the result, common format) and ``PATH.json`` (a readable copy of
+        its metadata); returns both paths."""
         npz, js = _paths(path)
-        npz.parent.mkdir(parents=True, exist_ok=True)
-        np.savez(npz, accepted=self.accepted, accepted_index=self.accepted_index)
+        write_record(self, npz, *self._to_record())
         js.write_text(json.dumps(self._json(), indent=2, default=float))
         return npz, js
 
-    @staticmethod
-    def load(path: str | Path) -> ABCResult:
-        """Read a result written by :meth:`save` (returns an :class:`ABCDPResult` if private)."""
+    @classmethod
+    def load(cls, path: str | Path, **kwargs: Any) -> ABCResult:
+        """Read a result written by :meth:`save` (an :class:`ABCDPResult` if private)."""
+        npz, _ = _paths(path)
+        if read_meta(npz) is not None:
+            return super().load(npz, **kwargs)
+        return cls._load_legacy(Path(path))
+
+    @classmethod
+    def _load_legacy(cls, path: Path, **kwargs: Any) -> ABCResult:
+        """The pair ``PATH.npz`` + ``PATH.json`` of the first format, or a release JSON."""
         npz, js = _paths(path)
-        meta = json.loads(js.read_text())
-        with np.load(npz) as data:
-            arrays = {"accepted": data["accepted"], "accepted_index": data["accepted_index"]}
-        common = dict(
-            n_draws=meta["n_draws"],
-            epsilon_abc=meta["epsilon_abc"],
-            param_names=tuple(meta["param_names"]),
-            meta=meta.get("meta", {}),
-            **arrays,
-        )
-        if meta.get("kind") == "ABCDPResult":
-            return ABCDPResult(
-                c=meta["c"],
-                b=meta["b"],
-                resample=meta["resample"],
-                privacy=PrivacyReport.from_dict(meta["privacy"]),
-                **common,
-            )
-        return ABCResult(**common)
+        doc = path if path.suffix == ".json" and path.exists() else js
+        try:
+            meta = json.loads(doc.read_text())
+        except (OSError, ValueError):
+            meta = None
+        if not isinstance(meta, dict) or not {"n_draws", "epsilon_abc", "param_names"} <= meta.keys():
+            return super()._load_legacy(path)
+        if "accepted" in meta:  # the release JSON of `dpinfer abcdp --out`
+            arrays = {"accepted": np.asarray(meta["accepted"], dtype=np.float64),
+                      "accepted_index": np.asarray(meta["accepted_index"], dtype=np.int64)}
+            warn_legacy(doc, "ABCDP release JSON")
+        else:
+            warn_legacy(npz, "ABC .npz + .json")
+            with np.load(npz) as data:
+                arrays = {"accepted": data["accepted"], "accepted_index": data["accepted_index"]}
+        klass = ABCDPResult if meta.get("kind") == "ABCDPResult" else ABCResult
+        if not issubclass(klass, cls):
+            raise InvalidDataError(f"{path} holds a {klass.__name__}, not a {cls.__name__}.")
+        privacy = meta.get("privacy")
+        fields = {k: meta[k] for k in ("n_draws", "epsilon_abc", "meta", "c", "b", "resample") if k in meta}
+        record = Record(klass.__name__, tuple(meta["param_names"]),
+                        None if privacy is None else PrivacyReport.from_dict(privacy), fields, arrays)
+        return klass._from_record(record)
 
     def to_arviz(self) -> Any:
         """The accepted θ as an ``arviz.InferenceData`` (one chain; needs arviz installed)."""
