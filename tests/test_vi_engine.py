@@ -283,7 +283,7 @@ def _conjugate_errors(family_cls=None, private_z=None, seeds=(0, 1, 2)):
                 neighbouring="add-remove",
                 **kw,
             )
-        errs.append(np.max(np.abs(fit.mean - mu) / sd))
+        errs.append(np.max(np.abs(fit.mean() - mu) / sd))
         ratios.append(np.sqrt(np.diag(fit.covariance)) / sd)
     return float(np.mean(errs)), np.mean(ratios, axis=0), fit
 

@@ -115,5 +115,5 @@ def test_custom_model_from_callables_fits():
         per_example="likelihood",
         seed=0,
     )
-    np.testing.assert_allclose(fit.mean, [1.0, -1.0], atol=0.3)
+    np.testing.assert_allclose(fit.mean(), [1.0, -1.0], atol=0.3)
     assert fit.model_name == "my-linear"

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from dpinfer.datasets import load_abalone
+from dpinfer.diagnostics.results import read_meta
 from dpinfer.privacy import PrivacyRNG
 from dpinfer.vi import DPVI, DPVIResult, LogisticRegression, PoissonRegression
 
@@ -39,7 +40,7 @@ def test_sample_moments_match_mean_and_covariance(fit):
     res, _ = fit
     draws = res.sample(20000, seed=1)
     sd = np.sqrt(np.diag(res.covariance))
-    assert np.all(np.abs(draws.mean(0) - res.mean) < 5 * sd / np.sqrt(20000))
+    assert np.all(np.abs(draws.mean(0) - res.mean()) < 5 * sd / np.sqrt(20000))
     np.testing.assert_allclose(np.cov(draws.T), res.covariance, atol=5 * sd.max() ** 2 * np.sqrt(2 / 20000))
     assert np.all(np.linalg.eigvalsh(res.covariance) > 0)
 
@@ -56,16 +57,32 @@ def test_predict_proba_probit_is_close_to_monte_carlo(fit):
 def test_save_load_round_trip_and_confidential_trace(fit, tmp_path):
     res, d = fit
     assert res.confidential_trace and len(res.elbo_trace) > 0
-    path = res.save(tmp_path / "fit.json")
-    data = json.loads(path.read_text())
-    assert data["elbo_trace"] == [] and data["privacy"]["epsilon"] == res.privacy.epsilon
+    path = res.save(tmp_path / "fit")
+    assert path.name == "fit.npz"
+    meta = read_meta(path)
+    assert meta["type"] == "DPVIResult" and meta["privacy"]["epsilon"] == res.privacy.epsilon
+    with np.load(path) as z:
+        assert z["elbo_trace"].shape == (0, 2)  # the confidential trace is left out
     back = DPVIResult.load(path)
-    np.testing.assert_array_equal(back.mean, res.mean)
+    np.testing.assert_array_equal(back.mean(), res.mean())
     np.testing.assert_array_equal(back.covariance, res.covariance)
     np.testing.assert_array_equal(back.predict_proba(d.X_test), res.predict_proba(d.X_test))
-    assert back.privacy == res.privacy
-    full = DPVIResult.load(res.save(tmp_path / "full.json", include_confidential=True))
+    assert back.privacy == res.privacy and not back.confidential_trace
+    full = DPVIResult.load(res.save(tmp_path / "full.npz", include_confidential=True))
     np.testing.assert_array_equal(full.elbo_trace, res.elbo_trace)
+
+
+def test_the_old_json_document_is_written_and_read_for_one_release(fit, tmp_path):
+    res, d = fit
+    with pytest.warns(DeprecationWarning, match="JSON"):
+        path = res.save(tmp_path / "fit.json")
+    data = json.loads(path.read_text())
+    assert data["elbo_trace"] == [] and data["privacy"]["epsilon"] == res.privacy.epsilon
+    with pytest.warns(DeprecationWarning, match="before the dpinfer.result format"):
+        back = DPVIResult.load(path)
+    np.testing.assert_array_equal(back.mean(), res.mean())
+    np.testing.assert_array_equal(back.predict_proba(d.X_test), res.predict_proba(d.X_test))
+    assert back.privacy == res.privacy
 
 
 def test_poisson_regression_recovers_coefficients_and_predicts_means():
@@ -84,7 +101,7 @@ def test_poisson_regression_recovers_coefficients_and_predicts_means():
         seed=0,
         per_example="likelihood",
     )
-    np.testing.assert_allclose(res.mean, [0.5, 0.8, -0.4], atol=0.1)
+    np.testing.assert_allclose(res.mean(), [0.5, 0.8, -0.4], atol=0.1)
     assert res.predict(X[:5]).shape == (5,)
     with pytest.raises(ValueError, match="classification"):
         res.predict_proba(X[:5])

@@ -1,14 +1,24 @@
-"""The result of a DPVI fit: the variational posterior, predictions, traces and the privacy report."""
+"""The result of a DPVI fit: the variational posterior, predictions, traces and the privacy report.
+
+Saved in the common ``dpinfer.result`` format (:mod:`dpinfer.diagnostics.results`): the arrays
+``params`` and ``elbo_trace`` (empty unless the trace is not confidential or
+``include_confidential=True``), and the family, model and fit configuration as JSON fields. The
+single JSON document of earlier versions (:meth:`DPVIResult.to_dict`, format ``dpinfer.dpvi/1``)
+is still read, and still written for a path ending in ``.json``, for one release with a
+DeprecationWarning.
+"""
 
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ..diagnostics.results import Record, ResultFile, warn_legacy, write_record
 from ..errors import InvalidDataError
 from ..privacy import PrivacyReport
 from .families import make_family
@@ -18,7 +28,7 @@ FORMAT = "dpinfer.dpvi/1"
 
 
 @dataclass
-class DPVIResult:
+class DPVIResult(ResultFile):
     """A fitted Gaussian variational posterior q(θ).
 
     Attributes
@@ -68,8 +78,15 @@ class DPVIResult:
         return self._family.dim
 
     @property
+    def param_names(self) -> tuple[str, ...]:
+        """``config["feature_names"]`` when it names every coordinate, else ``theta_j``."""
+        names = self.config.get("feature_names")
+        if names is not None and len(names) == self.dim:
+            return tuple(str(n) for n in names)
+        return tuple(f"theta_{j}" for j in range(self.dim))
+
     def mean(self) -> np.ndarray:
-        """Posterior mean of θ under q."""
+        """Posterior mean of θ under q (the Gaussian's location ``u``)."""
         return self._family.mean(self.params)
 
     @property
@@ -86,7 +103,7 @@ class DPVIResult:
         """``n`` draws from q(θ), shape (n, dim) (post-processing: no privacy cost)."""
         rng = np.random.default_rng(seed)
         L = self._family.scale_tril(self.params)
-        return self.mean + rng.standard_normal((int(n), self.dim)) @ L.T
+        return self.mean() + rng.standard_normal((int(n), self.dim)) @ L.T
 
     # -- predictions ---------------------------------------------------------------------------
     def _check_X(self, X: Any) -> np.ndarray:
@@ -105,12 +122,12 @@ class DPVIResult:
             )
         X = self._check_X(X)
         samples = self.sample(n_samples, seed) if method == "mc" else None
-        return self.model.predict_proba(self.mean, self.covariance, X, method=method, samples=samples)
+        return self.model.predict_proba(self.mean(), self.covariance, X, method=method, samples=samples)
 
     def predict(self, X: Any) -> np.ndarray:
         """Predicted class (threshold 0.5) for a logistic model, or predictive mean for Poisson."""
         if self.model is not None and hasattr(self.model, "predict_mean"):
-            return self.model.predict_mean(self.mean, self.covariance, self._check_X(X))
+            return self.model.predict_mean(self.mean(), self.covariance, self._check_X(X))
         return (self.predict_proba(X) >= 0.5).astype(np.float64)
 
     def accuracy(self, X: Any, y: Any) -> float:
@@ -128,7 +145,7 @@ class DPVIResult:
             "format": FORMAT,
             "family": self.family,
             "params": self.params.tolist(),
-            "mean": self.mean.tolist(),
+            "mean": self.mean().tolist(),
             "covariance": self.covariance.tolist(),
             "model_name": self.model_name,
             "model_config": self.model_config,
@@ -138,15 +155,54 @@ class DPVIResult:
             "config": self.config,
         }
 
+    def _to_record(self, include_confidential: bool = False) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        keep_trace = include_confidential or not self.confidential_trace
+        fields = {
+            "family": self.family,
+            "model_name": self.model_name,
+            "model_config": self.model_config,
+            "config": self.config,
+            "confidential_trace": bool(self.confidential_trace and include_confidential),
+        }
+        trace = self.elbo_trace if keep_trace else np.zeros((0, 2))
+        return fields, {"params": self.params, "elbo_trace": trace}
+
+    @classmethod
+    def _from_record(cls, record: Record, model: Model | None = None, **kwargs: Any) -> DPVIResult:
+        f = record.fields
+        return cls(
+            family=f["family"],
+            params=record.arrays["params"],
+            model_name=f["model_name"],
+            model_config=f["model_config"],
+            privacy=record.privacy,
+            elbo_trace=record.arrays["elbo_trace"],
+            config=f.get("config", {}),
+            confidential_trace=bool(f.get("confidential_trace", False)),
+            model=model,
+        )
+
     def save(self, path: str | Path, include_confidential: bool = False) -> Path:
-        """Write the result as JSON (see :meth:`to_dict`)."""
+        """Write the result (common ``dpinfer.result`` format); a confidential ELBO trace is left
+        out unless asked for. A path ending in ``.json`` still gets the old JSON document
+        (:meth:`to_dict`) for one release, with a DeprecationWarning."""
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.to_dict(include_confidential), indent=2))
-        return path
+        if path.suffix == ".json":
+            warnings.warn(
+                f"writing a DPVI result as JSON ({path}) is deprecated: save to a .npz path (the "
+                "dpinfer.result format every result shares); the JSON document goes away in the "
+                "next release.",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(self.to_dict(include_confidential), indent=2))
+            return path
+        return write_record(self, path, *self._to_record(include_confidential))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], model: Model | None = None) -> DPVIResult:
+        """Inverse of :meth:`to_dict`."""
         if data.get("format") != FORMAT:
             raise InvalidDataError(f"not a DPVI result file (format {data.get('format')!r}).")
         privacy = None if data["privacy"] is None else PrivacyReport.from_dict(data["privacy"])
@@ -163,9 +219,21 @@ class DPVIResult:
         )
 
     @classmethod
-    def load(cls, path: str | Path, model: Model | None = None) -> DPVIResult:
+    def load(cls, path: str | Path, model: Model | None = None) -> DPVIResult:  # type: ignore[override]
         """Read a result written by :meth:`save` (pass ``model`` for a custom model)."""
-        return cls.from_dict(json.loads(Path(path).read_text()), model=model)
+        return super().load(path, model=model)
+
+    @classmethod
+    def _load_legacy(cls, path: Path, model: Model | None = None, **kwargs: Any) -> DPVIResult:
+        """The JSON document (format ``dpinfer.dpvi/1``) of earlier versions."""
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, ValueError):
+            data = {}
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            return super()._load_legacy(path)
+        warn_legacy(path, "DPVI JSON")
+        return cls.from_dict(data, model=model)
 
     def to_arviz(self, n_samples: int = 1000, seed: int = 0, var_names: list[str] | None = None) -> Any:
         """An ``arviz.InferenceData`` with ``n_samples`` draws from q (one chain).
@@ -193,7 +261,7 @@ class DPVIResult:
     def summary(self) -> str:
         """A few human-readable lines."""
         lines = [f"DPVI {self.family} posterior for model {self.model_name!r} (dim {self.dim})"]
-        lines.append("  mean: " + np.array2string(self.mean, precision=4))
+        lines.append("  mean: " + np.array2string(self.mean(), precision=4))
         lines.append("  std:  " + np.array2string(self.std, precision=4))
         lines.append(self.privacy.summary() if self.privacy is not None else "  NON-PRIVATE fit")
         return "\n".join(lines)
