@@ -20,7 +20,16 @@ from dpinfer.privacy import (
     calibrate_noise_multiplier,
     get_accountant,
 )
-from dpinfer.vi import DPVI, FullRankGaussian, GaussianLinearRegression, LogisticRegression, plan_privacy
+from dpinfer.vi import (
+    DPVI,
+    FullRankGaussian,
+    GaussianLinearRegression,
+    LogisticRegression,
+    OptimizerOptions,
+    PrivacyOptions,
+    TrainingOptions,
+    plan_privacy,
+)
 
 
 def _insecure(seed):
@@ -96,6 +105,50 @@ def test_a_reused_privacy_plan_gives_the_same_report(abalone):
     np.testing.assert_array_equal(a.params, b.params)
     with pytest.raises(InvalidPrivacyParameterError, match="does not match"):
         DPVI(LogisticRegression(8)).fit(X, y, privacy_plan=plan, **{**kw, "steps": 31})
+
+
+def test_option_groups_are_the_flat_keywords(abalone):
+    X, y = abalone.X_train[:400], abalone.y_train[:400]
+    flat = DPVI(LogisticRegression(8)).fit(
+        X, y, noise_multiplier=3.0, delta=1e-5, clip=1.0, accountant="pld", sampling_rate=0.1, steps=30,
+        optimizer="adam", lr=0.05, mc_samples=2, track_elbo=True, seed=0, privacy_rng=_insecure(0),
+    )
+    grouped = DPVI(LogisticRegression(8)).fit(
+        X,
+        y,
+        privacy=PrivacyOptions(noise_multiplier=3.0, delta=1e-5, clip=1.0, accountant="pld"),
+        optimizer=OptimizerOptions("adam", lr=0.05),
+        training=TrainingOptions(sampling_rate=0.1, steps=30, mc_samples=2, track_elbo=True),
+        seed=0,
+        privacy_rng=_insecure(0),
+    )
+    np.testing.assert_array_equal(flat.params, grouped.params)
+    np.testing.assert_array_equal(flat.elbo_trace, grouped.elbo_trace)
+    assert flat.privacy == grouped.privacy and flat.config == grouped.config
+    # a group may be mixed with the flat keywords of the *other* groups
+    mixed = DPVI(LogisticRegression(8)).fit(
+        X, y, privacy=PrivacyOptions(noise_multiplier=3.0, delta=1e-5, clip=1.0, accountant="pld"),
+        sampling_rate=0.1, steps=30, optimizer="adam", lr=0.05, mc_samples=2, track_elbo=True, seed=0,
+        privacy_rng=_insecure(0),
+    )
+    np.testing.assert_array_equal(flat.params, mixed.params)
+
+
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        ({"privacy": PrivacyOptions(epsilon=1.0, delta=1e-5), "clip": 1.0}, "clip"),
+        ({"privacy": PrivacyOptions(epsilon=1.0, delta=1e-5), "delta": 1e-5}, "delta"),
+        ({"optimizer": OptimizerOptions(), "lr": 0.1}, "lr"),
+        ({"training": TrainingOptions(), "steps": 10}, "steps"),
+        ({"privacy": {"epsilon": 1.0}}, "PrivacyOptions"),
+    ],
+)
+def test_a_group_and_its_own_keyword_are_refused_before_anything_is_charged(ledger, kw, match):
+    X, y = [[0.0, 1.0], [1.0, 2.0]], [0, 1]
+    with pytest.raises(TypeError, match=match):
+        DPVI(LogisticRegression(2)).fit(X, y, ledger=ledger, dataset="d", **kw)
+    assert ledger.history("d") == []
 
 
 def test_paper_accounting_reproduces_the_authors_numbers():

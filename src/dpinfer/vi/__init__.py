@@ -1,9 +1,11 @@
 """Differentially private variational inference (DPVI; Jälkö, Dikmen & Honkela, UAI 2017)."""
 
-from .engine import DPVI, PrivacyPlan, plan_privacy
+from .engine import DPVI
 from .families import FullRankGaussian, MeanFieldGaussian, make_family
 from .models import GaussianLinearRegression, LogisticRegression, Model, PoissonRegression, make_model
 from .optim import SGD, Adam, DPOptimizer, WindowedAdaGrad, clip_per_example
+from .options import OptimizerOptions, PrivacyOptions, TrainingOptions
+from .planning import PrivacyPlan, plan_privacy
 from .result import DPVIResult
 
 __all__ = [
@@ -16,9 +18,12 @@ __all__ = [
     "LogisticRegression",
     "MeanFieldGaussian",
     "Model",
+    "OptimizerOptions",
     "PoissonRegression",
+    "PrivacyOptions",
     "PrivacyPlan",
     "SGD",
+    "TrainingOptions",
     "WindowedAdaGrad",
     "clip_per_example",
     "make_family",

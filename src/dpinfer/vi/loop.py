@@ -1,0 +1,159 @@
+"""Step 4 of a DPVI fit: the training loop (Jälkö, Dikmen & Honkela 2017, Algorithm 1).
+
+For t = 1..T::
+
+    B_t   = a minibatch (Poisson(q) or the paper's B = int(qN) with replacement)
+    θ     = u + L ε,  ε ~ N(0, I)                              (reparameterisation, S draws)
+    g̃_t   = Σ_{i ∈ B_t} clip(∇ ELBO_i, C) + N(0, (σC)² I)         (the release of step t)
+    u, L  ← ascent step of the optimizer on s·g̃_t (+ the data-free terms)
+
+with ``s = 1/q`` (Poisson) or ``n/B`` (fixed batches). Randomness: the minibatches and the noise of
+a private fit come from the :class:`~dpinfer.privacy.PrivacyRNG` (never from the seed); the seed's
+three children drive, respectively, the minibatches of a *non-private* baseline, the Monte Carlo
+draws ε and (``init_scale > 0``) the initial means — see :mod:`dpinfer.vi.engine`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..errors import InvalidDataError
+from ..privacy import PrivacyRNG
+from .families import GaussianFamily
+from .gradients import combine, elbo_estimate, per_example_terms
+from .models import Model
+from .optim import DPOptimizer
+from .sampling import draw_batch
+from .validation import FitSpec
+
+
+def _seed_ints(seq: np.random.SeedSequence) -> int:
+    return int(seq.generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))
+
+
+@dataclass
+class LoopState:
+    """Everything the loop starts from (prepared before the ledger charge).
+
+    Attributes
+    ----------
+    params
+        The initial variational parameters.
+    X, y
+        The data as tensors of ``dtype``.
+    batch_source
+        The PrivacyRNG (private fits) or a seeded torch Generator (non-private baselines).
+    mc_generator
+        The seeded generator of the Monte Carlo draws ε.
+    scale
+        ``1/q`` (Poisson) or ``n/B`` (fixed batches).
+    track_elbo, every
+        Whether and how often the (confidential) minibatch ELBO is recorded.
+    seed
+        The simulation seed (its entropy goes into the result's config).
+    """
+
+    params: torch.Tensor
+    X: torch.Tensor
+    y: torch.Tensor
+    batch_source: Any
+    mc_generator: torch.Generator
+    scale: float
+    dtype: torch.dtype
+    track_elbo: bool
+    every: int
+    seed: np.random.SeedSequence
+
+
+def prepare_loop(
+    model: Model,
+    family: GaussianFamily,
+    spec: FitSpec,
+    privacy_rng: PrivacyRNG | None,
+    seed: int | np.random.SeedSequence | None,
+) -> LoopState:
+    """Tensors, generators and initial parameters; ``privacy_rng`` None means a non-private fit."""
+    tr = spec.training
+    tdtype = torch.float64 if tr.dtype == "float64" else torch.float32
+    ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    ss_sub, ss_mc, ss_init = ss.spawn(3)
+    # the batches of a private fit are secret: PrivacyRNG, never the seed (module docstring)
+    batch_source: Any = (
+        privacy_rng if privacy_rng is not None else torch.Generator().manual_seed(_seed_ints(ss_sub))
+    )
+    params = family.init_params(tdtype)
+    if tr.init_scale > 0:
+        u0 = np.random.default_rng(ss_init).normal(0.0, float(tr.init_scale), model.dim)
+        params[: model.dim] = torch.as_tensor(u0, dtype=tdtype)
+    track = (not spec.private) if tr.track_elbo is None else tr.track_elbo
+    return LoopState(
+        params=params,
+        X=torch.as_tensor(spec.X, dtype=tdtype),
+        y=torch.as_tensor(spec.y, dtype=tdtype),
+        batch_source=batch_source,
+        mc_generator=torch.Generator().manual_seed(_seed_ints(ss_mc)),
+        scale=1.0 / spec.q if spec.sampling == "poisson" else spec.n / spec.batch,
+        dtype=tdtype,
+        track_elbo=bool(track),
+        every=int(tr.elbo_every) if tr.elbo_every else max(1, spec.steps // 200),
+        seed=ss,
+    )
+
+
+def run_loop(
+    model: Model,
+    family: GaussianFamily,
+    spec: FitSpec,
+    state: LoopState,
+    noise_multiplier: float,
+    privacy_rng: PrivacyRNG | None,
+    *,
+    draw: Callable[..., torch.Tensor] = draw_batch,
+    progress: bool = False,
+    callback: Callable[[int, np.ndarray], None] | None = None,
+) -> tuple[torch.Tensor, list[tuple[float, float]]]:
+    """Run the T steps (module docstring); returns the final parameters and the ELBO trace.
+
+    ``draw(n, q, source, sampling)`` draws each minibatch (default
+    :func:`dpinfer.vi.sampling.draw_batch`).
+
+    Raises
+    ------
+    InvalidDataError
+        The parameters diverged (the fit stays charged).
+    """
+    dp = DPOptimizer(spec.optimizer, spec.clip, noise_multiplier, privacy_rng)
+    params, scale, mode = state.params, state.scale, spec.per_example
+    S, D = spec.mc_samples, model.dim
+    trace: list[tuple[float, float]] = []
+    iterator: Any = range(spec.steps)
+    if progress:
+        from tqdm.auto import tqdm
+
+        iterator = tqdm(iterator, desc="dpvi", disable=not sys.stderr.isatty())
+    for t in iterator:
+        idx = draw(spec.n, spec.q, state.batch_source, spec.sampling)
+        Xb, yb = state.X[idx], state.y[idx]
+        eps = torch.randn(S, D, generator=state.mc_generator, dtype=state.dtype)
+        rows, free = per_example_terms(model, family, params, Xb, yb, eps, scale, mode)
+        gradient = combine(dp.privatize(rows), free, scale, mode)
+        if state.track_elbo and t % state.every == 0:
+            trace.append((t, elbo_estimate(model, family, params, Xb, yb, eps, scale)))
+        params = dp.step(params, gradient)
+        if callback is not None:
+            callback(t, params.detach().numpy().copy())
+    if not bool(torch.all(torch.isfinite(params))):
+        raise InvalidDataError(
+            "the variational parameters diverged (non-finite values); lower lr or clip. The "
+            "privacy budget of this fit stays charged."
+        )
+    return params, trace
+
+
+__all__ = ["LoopState", "draw_batch", "prepare_loop", "run_loop"]

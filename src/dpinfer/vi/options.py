@@ -1,0 +1,172 @@
+"""The option groups of :meth:`dpinfer.vi.DPVI.fit`: privacy, optimizer and training.
+
+As Opacus separates ``make_private`` (noise, clipping, accountant) from the optimizer and the
+training loop, a DPVI fit takes three frozen groups:
+
+* :class:`PrivacyOptions` — the guarantee and how it is reached and accounted: ε (or σ), δ, the
+  clip norm C, the accountant, the neighbouring relation, the sampling scheme and the paper's
+  accounting convention (δ');
+* :class:`OptimizerOptions` — the ascent rule and its learning rate;
+* :class:`TrainingOptions` — T, q, the Monte Carlo draws, initialisation, the per-example split,
+  the float type and the (confidential) ELBO trace.
+
+``fit(X, y, privacy=PrivacyOptions(...), optimizer=OptimizerOptions(...), training=...)`` and the
+flat keywords of the earlier API (``fit(X, y, epsilon=..., clip=..., steps=...)``) are the same
+call: :func:`resolve_options` maps each flat keyword onto its group. Giving a group *and* one of
+its flat keywords is refused, so no value is silently ignored. The groups only hold values; they
+are validated, with everything else, before anything is charged
+(:func:`dpinfer.vi.validation.validate_fit`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+from ..privacy.accountants import Accountant
+
+
+class _Unset:
+    """The default of a flat keyword of ``fit``: "not given" (the group's default applies)."""
+
+    _instance: _Unset | None = None
+
+    def __new__(cls) -> _Unset:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "<default>"
+
+
+UNSET: Any = _Unset()
+
+
+@dataclass(frozen=True)
+class PrivacyOptions:
+    """How private a fit is and how that is accounted (see :mod:`dpinfer.vi.engine`).
+
+    Attributes
+    ----------
+    epsilon, noise_multiplier
+        Exactly one for a private fit: the ε target σ is calibrated to, or σ itself (noise std σC).
+    delta
+        δ of the guarantee (> 0).
+    clip
+        Per-example L2 clip norm C (``None`` only for a non-private fit).
+    accountant
+        ``"pld"`` (default for Poisson), ``"rdp"``, ``"advanced"`` (default and required for
+        with-replacement batches) or an accountant instance.
+    neighbouring
+        ``"replace-one"`` (default; the paper's) or ``"add-remove"``.
+    sampling
+        ``"poisson"`` (default) or ``"with-replacement"`` (the paper's fixed-size batches).
+    paper_accounting, delta_prime
+        The authors' ``2·act(2σ_paper, δ/2, δ')`` convention and the δ' of advanced composition.
+    """
+
+    epsilon: float | None = None
+    delta: float | None = None
+    noise_multiplier: float | None = None
+    clip: float | None = 5.0
+    accountant: str | Accountant | None = None
+    neighbouring: str = "replace-one"
+    sampling: str = "poisson"
+    paper_accounting: bool = False
+    delta_prime: float | None = None
+
+
+@dataclass(frozen=True)
+class OptimizerOptions:
+    """The ascent rule: ``"adagrad"`` (windowed, window 10; the paper's), ``"adam"`` or ``"sgd"``,
+    with learning rate ``lr`` (0.1: the paper's for DP)."""
+
+    optimizer: str = "adagrad"
+    lr: float = 0.1
+
+
+@dataclass(frozen=True)
+class TrainingOptions:
+    """The iterations of Algorithm 1 (Jälkö et al. 2017).
+
+    Attributes
+    ----------
+    steps
+        T >= 1 iterations.
+    sampling_rate
+        q in (0, 1]: Poisson inclusion probability, or the batch fraction for with-replacement
+        batches (B = int(qN)).
+    mc_samples
+        Monte Carlo draws of θ per step (1 in the paper).
+    init_scale
+        Initial means ~ N(0, init_scale²) from the seed (0: u = 0, unit scales, as PyMC3).
+    per_example
+        ``"elbo"`` (the authors' per-example ELBO terms) or ``"likelihood"``.
+    dtype
+        ``"float64"`` or ``"float32"``.
+    track_elbo, elbo_every
+        Record minibatch ELBO estimates every ``elbo_every`` steps (computed on the confidential
+        data without noise: default on for non-private fits only).
+    """
+
+    steps: int = 1000
+    sampling_rate: float = 0.05
+    mc_samples: int = 1
+    init_scale: float = 0.0
+    per_example: str = "elbo"
+    dtype: str = "float64"
+    track_elbo: bool | None = None
+    elbo_every: int | None = None
+
+
+GROUPS: dict[str, type] = {
+    "privacy": PrivacyOptions,
+    "optimizer": OptimizerOptions,
+    "training": TrainingOptions,
+}
+
+
+def resolve_options(
+    privacy: PrivacyOptions | None,
+    optimizer: OptimizerOptions | str | Any,
+    training: TrainingOptions | None,
+    flat: dict[str, Any],
+) -> tuple[PrivacyOptions, OptimizerOptions, TrainingOptions]:
+    """The three groups of a fit from the groups given and the flat keywords given.
+
+    ``flat`` maps each flat keyword of ``fit`` to its value (:data:`UNSET` if not given).
+    ``optimizer`` is either the group or the flat optimizer name.
+
+    Raises
+    ------
+    TypeError
+        A group and one of its flat keywords were both given, or a group of the wrong type.
+    """
+    given = {k: v for k, v in flat.items() if v is not UNSET}
+    if not isinstance(optimizer, OptimizerOptions):
+        if optimizer is not UNSET:
+            given["optimizer"] = optimizer
+        optimizer = None
+    out = []
+    for name, group in (("privacy", privacy), ("optimizer", optimizer), ("training", training)):
+        cls = GROUPS[name]
+        mine = {f.name: given.pop(f.name) for f in fields(cls) if f.name in given}
+        if group is None:
+            out.append(cls(**mine))
+            continue
+        if not isinstance(group, cls):
+            raise TypeError(f"{name}= takes a {cls.__name__}, got {type(group).__name__}.")
+        if mine:
+            raise TypeError(
+                f"{name}={cls.__name__}(...) was given together with the keyword(s) "
+                f"{', '.join(sorted(mine))} of the same group; give each option once, either in "
+                f"{cls.__name__} or as a keyword."
+            )
+        out.append(group)
+    if given:  # pragma: no cover - fit passes only the keywords of the groups
+        raise TypeError(f"unknown option(s): {', '.join(sorted(given))}.")
+    return out[0], out[1], out[2]
+
+
+__all__ = ["UNSET", "OptimizerOptions", "PrivacyOptions", "TrainingOptions", "resolve_options"]

@@ -1,0 +1,278 @@
+"""Step 2 of a DPVI fit: the privacy plan (σ and the guarantee) and the released report.
+
+The release of a fit is the sequence of T noisy gradient sums ``Σ_i clip(g_i, C) + N(0, (σC)² I)``
+(Jälkö, Dikmen & Honkela 2017, Algorithm 1), i.e. a subsampled Gaussian mechanism composed T
+times: a :class:`~dpinfer.privacy.PoissonSubsampledGaussianEvent` (q, σ, T) for Poisson batches or
+a :class:`~dpinfer.privacy.SampledWithReplacementGaussianEvent` for the paper's, under the declared
+neighbouring relation. :func:`plan_privacy` calibrates σ to (ε, δ) or reports the ε of a given σ
+with the privacy core's accountants; :func:`plan_fit` applies it to a validated fit (or checks a
+reused plan against it) and :func:`check_ledger` refuses a charge that the ledger cannot account.
+Conventions (exact group privacy or the paper's ``2·act(2σ_paper, δ/2, δ')``) are described in
+:mod:`dpinfer.vi.engine`.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import InvalidPrivacyParameterError
+from ..privacy import (
+    AdvancedCompositionAccountant,
+    Ledger,
+    PoissonSubsampledGaussianEvent,
+    PrivacyEvent,
+    PrivacyReport,
+    SampledWithReplacementGaussianEvent,
+    calibrate_noise_multiplier,
+    get_accountant,
+)
+from ..privacy.accountants import Accountant
+from ..privacy.validation import check_delta, check_epsilon, check_positive, check_relation
+from .validation import SAMPLING_SCHEMES, FitSpec
+
+
+@dataclass(frozen=True)
+class PrivacyPlan:
+    """The noise level and guarantee of a private fit, fixed before any data is touched.
+
+    Attributes
+    ----------
+    noise_multiplier
+        σ (noise std σC).
+    event
+        The privacy event of the whole fit, under the declared neighbouring relation.
+    epsilon, delta
+        The guarantee reported for ``event``.
+    accountant
+        The accountant that certified ``epsilon``.
+    convention
+        ``"exact"`` or ``"paper"`` (see the module docstring).
+    target_epsilon
+        The ε the noise was calibrated to (``None`` when σ was given).
+    sampling
+        The sampling scheme the plan was accounted for.
+    """
+
+    noise_multiplier: float
+    event: PoissonSubsampledGaussianEvent | SampledWithReplacementGaussianEvent
+    epsilon: float
+    delta: float
+    accountant: Accountant
+    convention: str
+    target_epsilon: float | None = None
+    sampling: str = "poisson"
+
+    @property
+    def calibrated(self) -> bool:
+        """Whether σ was calibrated to a target ε."""
+        return self.target_epsilon is not None
+
+
+def plan_privacy(
+    *,
+    sampling_rate: float,
+    steps: int,
+    delta: float,
+    epsilon: float | None = None,
+    noise_multiplier: float | None = None,
+    accountant: str | Accountant | None = None,
+    neighbouring: str = "replace-one",
+    sampling: str = "poisson",
+    paper_accounting: bool = False,
+    delta_prime: float | None = None,
+) -> PrivacyPlan:
+    """Calibrate σ to (ε, δ), or report the ε that a given σ achieves, with the privacy core.
+
+    Raises
+    ------
+    InvalidPrivacyParameterError
+        Inconsistent settings (both or neither of ε and σ, an accountant that does not fit the
+        sampling scheme, ...).
+    CalibrationError
+        No noise level meets the (ε, δ) target.
+    """
+    check_relation(neighbouring)
+    delta = check_delta(delta)
+    if delta <= 0.0:
+        raise InvalidPrivacyParameterError(
+            "DPVI adds Gaussian noise, which needs delta > 0 (e.g. delta=1e-5, well below 1/n)."
+        )
+    if (epsilon is None) == (noise_multiplier is None):
+        raise InvalidPrivacyParameterError(
+            "give exactly one of epsilon (the noise is calibrated to it) and noise_multiplier "
+            "(the epsilon it gives is reported)."
+        )
+    if sampling not in SAMPLING_SCHEMES:
+        raise InvalidPrivacyParameterError(f"sampling must be one of {SAMPLING_SCHEMES}, got {sampling!r}.")
+    if accountant is None:
+        accountant = "pld" if sampling == "poisson" else "advanced"
+    acc = get_accountant(accountant)
+    is_advanced = isinstance(acc, AdvancedCompositionAccountant)
+    if sampling == "with-replacement" and not is_advanced:
+        raise InvalidPrivacyParameterError(
+            "fixed-size batches drawn with replacement are only accounted with the paper's "
+            f"'advanced' accountant, not {acc.name!r}; use sampling='poisson' for the PLD/RDP "
+            "accountants."
+        )
+    if paper_accounting and (not is_advanced or neighbouring != "replace-one"):
+        raise InvalidPrivacyParameterError(
+            "paper_accounting=True reproduces 2*act(2 sigma, delta/2, ...): it needs the 'advanced' "
+            "accountant and the replace-one relation."
+        )
+    if is_advanced and (delta_prime is not None or paper_accounting):
+        if isinstance(accountant, AdvancedCompositionAccountant):
+            raise InvalidPrivacyParameterError(
+                "pass delta_prime/paper_accounting or a configured AdvancedCompositionAccountant, not both."
+            )
+        acc = AdvancedCompositionAccountant(delta_prime=delta_prime, reproduce_paper=paper_accounting)
+
+    event_type = (
+        PoissonSubsampledGaussianEvent if sampling == "poisson" else SampledWithReplacementGaussianEvent
+    )
+
+    def event(z: float, relation: str = neighbouring) -> PrivacyEvent:
+        return event_type(sampling_rate, z, steps, neighbouring=relation)
+
+    # paper: 2·act(z, δ/2), the add-remove analysis at δ/2 with ε doubled (METHODS §3.2)
+    relation, factor, d_acc = (
+        ("add-remove", 2.0, delta / 2.0) if paper_accounting else (neighbouring, 1.0, delta)
+    )
+    if epsilon is not None:
+        epsilon = check_epsilon(epsilon)
+        z = calibrate_noise_multiplier(lambda s: event(s, relation), epsilon / factor, d_acc, acc)
+    else:
+        z = check_positive(noise_multiplier, "noise_multiplier")
+    eps = factor * acc.epsilon(event(z, relation), d_acc)
+    convention = "paper" if paper_accounting else "exact"
+    return PrivacyPlan(z, event(z), eps, delta, acc, convention, epsilon, sampling)
+
+
+def plan_fit(spec: FitSpec, privacy_plan: PrivacyPlan | None) -> PrivacyPlan | None:
+    """The plan of a validated fit: None for a non-private fit, ``privacy_plan`` if it matches the
+    fit, otherwise :func:`plan_privacy` of the fit's options (calibration happens here, before any
+    data is touched).
+
+    Raises
+    ------
+    InvalidPrivacyParameterError
+        Privacy options on a non-private fit, no δ, a reused plan that does not match, or
+        inconsistent options.
+    CalibrationError
+        No noise level meets the (ε, δ) target.
+    """
+    p = spec.privacy
+    if not spec.private:
+        if p.epsilon is not None or p.noise_multiplier is not None or privacy_plan is not None:
+            raise InvalidPrivacyParameterError(
+                "private=False takes neither epsilon, noise_multiplier nor privacy_plan."
+            )
+        return None
+    if p.delta is None:
+        raise InvalidPrivacyParameterError("a private fit needs delta (e.g. 1e-5).")
+    if privacy_plan is None:
+        return plan_privacy(
+            sampling_rate=spec.q,
+            steps=spec.steps,
+            delta=p.delta,
+            epsilon=p.epsilon,
+            noise_multiplier=p.noise_multiplier,
+            accountant=p.accountant,
+            neighbouring=p.neighbouring,
+            sampling=p.sampling,
+            paper_accounting=p.paper_accounting,
+            delta_prime=p.delta_prime,
+        )
+    ev = privacy_plan.event
+    if (
+        p.epsilon is not None
+        or p.noise_multiplier is not None
+        or not math.isclose(ev.sampling_rate, spec.q)
+        or ev.steps != spec.steps
+        or ev.neighbouring != p.neighbouring
+        or privacy_plan.sampling != p.sampling
+        or not math.isclose(privacy_plan.delta, float(p.delta))
+    ):
+        raise InvalidPrivacyParameterError(
+            f"privacy_plan ({ev}, {privacy_plan.sampling}, delta {privacy_plan.delta:g}) does not "
+            f"match this fit (q={spec.q}, steps={spec.steps}, {p.neighbouring}, {p.sampling}, delta "
+            f"{p.delta}), or epsilon/noise_multiplier was also given."
+        )
+    return privacy_plan
+
+
+def warn_with_replacement(plan: PrivacyPlan | None, sampling: str) -> None:
+    """The paper's with-replacement accounting ignores repeated draws: say so."""
+    if plan is not None and sampling == "with-replacement":
+        warnings.warn(
+            "sampling='with-replacement' uses the DPVI paper's accounting, which ignores "
+            "repeated draws of a record within a batch; prefer sampling='poisson'.",
+            stacklevel=3,
+        )
+
+
+def check_ledger(plan: PrivacyPlan | None, sampling: str, ledger: Ledger | None, dataset: str | None) -> None:
+    """Refuse a ledger charge the ledger cannot account (before anything is charged)."""
+    if ledger is None:
+        return
+    if plan is None:
+        raise InvalidPrivacyParameterError("a non-private fit cannot be charged to a ledger.")
+    if sampling == "with-replacement":
+        budget_accountant = ledger.budget(dataset).accountant  # type: ignore[arg-type]
+        if budget_accountant != "advanced":
+            raise InvalidPrivacyParameterError(
+                f"the ledger accounts {dataset!r} with {budget_accountant!r}, which would treat the "
+                "paper's with-replacement batches as Poisson subsampling; use sampling='poisson' "
+                "(or a data set budgeted with the 'advanced' accountant)."
+            )
+
+
+def fit_report(plan: PrivacyPlan, spec: FitSpec, *, insecure_rng: bool, accounted: bool) -> PrivacyReport:
+    """The :class:`~dpinfer.privacy.PrivacyReport` of a private fit (n only under replace-one)."""
+    z, clip, q, sampling = plan.noise_multiplier, spec.clip, spec.q, spec.sampling
+    replace_one = plan.event.neighbouring == "replace-one"
+    details: dict[str, Any] = {
+        "noise_multiplier": z,
+        "noise_std": z * float(clip),  # type: ignore[arg-type]
+        "paper_sigma": z / 2.0,
+        "sampling_rate": q,
+        "steps": spec.steps,
+        "clip": clip,
+        "sampling": sampling,
+        # n is public under replace-one only; never reveal it under add-remove
+        "expected_batch_size": (q * spec.n if sampling == "poisson" else spec.batch) if replace_one else None,
+        "per_example": spec.per_example,
+        "convention": plan.convention,
+        "target_epsilon": plan.target_epsilon,
+        "calibrated": plan.calibrated,
+        "secret_randomness": "minibatches and noise from the OS CSPRNG (PrivacyRNG)",
+        "floating_point": "noise = (sum of 4 inverse-CDF normals)/2 added in float64 "
+        "(Holohan & Braghin 2021, as Opacus secure mode); transcript not on a grid",
+    }
+    return PrivacyReport(
+        epsilon=float(plan.epsilon),
+        delta=float(plan.delta),
+        accountant=plan.accountant.name,
+        neighbouring=plan.event.neighbouring,
+        sensitivity={
+            "per_example_clip": clip,
+            "l2_sensitivity_of_sum": clip * (2.0 if replace_one else 1.0),  # type: ignore[operator]
+        },
+        events=(plan.event,),
+        mechanism="dpvi",
+        insecure_rng=insecure_rng,
+        accounted=accounted,
+        details=details,
+    )
+
+
+__all__ = [
+    "PrivacyPlan",
+    "check_ledger",
+    "fit_report",
+    "plan_fit",
+    "plan_privacy",
+    "warn_with_replacement",
+]
