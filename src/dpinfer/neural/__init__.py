@@ -10,10 +10,10 @@
 from .flows import ConditionalFlow, FlowConfig, build_flow
 from .losses import apt_loss, nle_loss, npe_loss
 from .mcmc import run_mcmc, split_rhat
-from .posterior import NeuralPosterior, SPLEPosterior, SPPEPosterior
+from .posterior import NeuralPosterior
 from .rqmc import check_points, check_stratification, point_sets, privatize, sobol_point_sets
-from .sple import SPLE
-from .sppe import SPPE
+from .sple import SPLE, SPLEPosterior
+from .sppe import SPPE, SPPEPosterior
 from .training import RoundInfo, TrainingConfig
 
 __all__ = [

@@ -1,22 +1,26 @@
-"""Posterior objects returned by SPPE and SPLE: sampling, densities, persistence, arviz.
+"""The shared machinery of the posteriors returned by SPPE and SPLE: moments, persistence, arviz.
 
-* :class:`SPPEPosterior`: the posterior flow ``q_φ(θ | s_obs)`` restricted to the prior support
-  (sampling by rejection; ``log_prob`` renormalised by the estimated in-support mass).
-* :class:`SPLEPosterior`: ``p(θ | s_obs) ∝ q_φ(s_obs | θ)·p(θ)`` with the likelihood flow; sampling
-  by MCMC (several chains, R-hat reported), ``log_prob`` unnormalised unless a normalising
-  constant was estimated.
+* :class:`~dpinfer.neural.sppe.SPPEPosterior`: the posterior flow ``q_φ(θ | s_obs)`` restricted to
+  the prior support (sampling by rejection; ``log_prob`` renormalised by the estimated in-support
+  mass).
+* :class:`~dpinfer.neural.sple.SPLEPosterior`: ``p(θ | s_obs) ∝ q_φ(s_obs | θ)·p(θ)`` with the
+  likelihood flow; sampling by MCMC (several chains, R-hat reported), ``log_prob`` unnormalised.
 
 Both carry ``.privacy`` (the report of the release analysed; inference is post-processing and
-spends no budget), the per-round diagnostics and the simulation count. ``save`` writes a
-``torch.save`` file holding only tensors, numbers and strings (loadable with
-``weights_only=True``); the prior is stored as JSON when it is a Gaussian prior, otherwise pass
-``prior=`` (or ``model=``) to :meth:`load`.
+spends no budget), the per-round diagnostics and the simulation count. ``save`` writes the common
+``dpinfer.result`` format (:mod:`dpinfer.diagnostics.results`): the network weights and buffers
+as arrays ``flow.<name>`` (float32, exactly), ``observed`` and (SPLE) the stored MCMC ``draws``;
+the rounds, settings, flow configuration and MCMC state as JSON fields. The prior is stored as
+JSON when it is a Gaussian prior, otherwise pass ``prior=`` (or ``model=``) to :meth:`load`.
+Files written by ``torch.save`` before the common format are read for one release. (The two
+posterior classes lived here until they joined their estimators in :mod:`dpinfer.neural.sppe` and
+:mod:`dpinfer.neural.sple`; importing them from here still works for one release, with a
+DeprecationWarning.)
 """
 
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -24,12 +28,17 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..diagnostics.results import Record, ResultFile, warn_legacy
 from ..errors import InvalidDataError
 from ..models.priors import GaussianPrior, Prior
 from ..privacy import PrivacyReport
+from ..privacy.deprecation import moved_names
 from .flows import ConditionalFlow, FlowConfig
-from .mcmc import run_mcmc
-from .training import RoundInfo, torch_threads
+from .training import RoundInfo
+
+__getattr__ = moved_names(
+    __name__, {"SPPEPosterior": "dpinfer.neural.sppe", "SPLEPosterior": "dpinfer.neural.sple"}
+)
 
 
 def _seed_int(seed: Any) -> int:
@@ -57,7 +66,7 @@ def prior_from_dict(spec: dict[str, Any] | None) -> Prior | None:
     raise InvalidDataError(f"unknown stored prior type {spec.get('type')!r}.")
 
 
-class NeuralPosterior:
+class NeuralPosterior(ResultFile):
     """Shared machinery: moments from draws, arviz export, persistence."""
 
     kind = "neural"
@@ -83,6 +92,22 @@ class NeuralPosterior:
         self.model = dict(model or {})
         self.threads: int | None = 1  # torch intra-op threads while sampling (1: fastest for small flows)
 
+    @classmethod
+    def from_model(
+        cls, flow: ConditionalFlow, model: Any, observed: np.ndarray, settings: dict[str, Any], **kwargs: Any
+    ) -> NeuralPosterior:
+        """The posterior of ``model`` (prior, names, privacy report, description) given ``observed``."""
+        return cls(
+            flow,
+            model.prior,
+            observed,
+            tuple(model.param_names),
+            settings=settings,
+            privacy=model.privacy_report(),
+            model=model.describe(),
+            **kwargs,
+        )
+
     @property
     def dim(self) -> int:
         return len(self.param_names)
@@ -106,6 +131,7 @@ class NeuralPosterior:
         return arr
 
     def mean(self, n: int = 4000, seed: Any = 0) -> np.ndarray:
+        """Posterior mean estimated from ``n`` draws (the same ``seed`` gives the same estimate)."""
         return self.sample(n, seed).mean(axis=0)
 
     def interval(self, level: float = 0.95, n: int = 4000, seed: Any = 0) -> np.ndarray:
@@ -132,15 +158,12 @@ class NeuralPosterior:
     def _arviz_draws(self, n_draws: int, seed: Any) -> np.ndarray:
         return self.sample(n_draws, seed)[None, :, :]
 
-    # -- persistence --------------------------------------------------------------------------
-    def _meta(self) -> dict[str, Any]:
+    # -- persistence (dpinfer.result) -----------------------------------------------------------
+    def _fields(self) -> dict[str, Any]:
         return {
             "kind": self.kind,
-            "param_names": list(self.param_names),
-            "observed": self.observed.tolist(),
             "rounds": [asdict(r) for r in self.rounds],
             "settings": self.settings,
-            "privacy": None if self.privacy is None else self.privacy.to_dict(),
             "model": self.model,
             "prior": prior_to_dict(self.prior),
             "flow": {
@@ -153,236 +176,79 @@ class NeuralPosterior:
     def _extra_state(self) -> dict[str, Any]:
         return {}
 
-    def save(self, path: str | Path) -> Path:
-        """Write the flow weights and metadata (``.pt``)."""
-        path = Path(path)
-        if path.suffix != ".pt":
-            path = path.with_name(path.name + ".pt")
-        state = {
-            "meta": json.dumps(self._meta()),
-            "state_dict": self.flow.state_dict(),
-            **self._extra_state(),
-        }
-        torch.save(state, path)
-        return path
+    def _to_record(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        arrays = {f"flow.{k}": v.detach().cpu().numpy() for k, v in self.flow.state_dict().items()}
+        arrays["observed"] = self.observed
+        arrays.update({k: np.asarray(v) for k, v in self._extra_state().items()})
+        return self._fields(), arrays
 
     @classmethod
-    def load(cls, path: str | Path, prior: Prior | None = None, model: Any = None) -> NeuralPosterior:
+    def _from_record(
+        cls, record: Record, prior: Prior | None = None, model: Any = None, **kwargs: Any
+    ) -> NeuralPosterior:
+        f, a = record.fields, record.arrays
+        state = {k[len("flow.") :]: torch.as_tensor(v) for k, v in a.items() if k.startswith("flow.")}
+        extra = {k: torch.as_tensor(v) for k, v in a.items() if k != "observed" and not k.startswith("flow.")}
+        return cls._build(f, state, extra, a["observed"], record.param_names, record.privacy, prior, model)
+
+    @classmethod
+    def load(cls, path: str | Path, prior: Prior | None = None, model: Any = None) -> NeuralPosterior:  # type: ignore[override]
         """Read a posterior written by :meth:`save` (``prior``/``model`` needed for non-Gaussian priors)."""
-        state = torch.load(Path(path), weights_only=True)
-        meta = json.loads(state["meta"])
+        return super().load(path, prior=prior, model=model)
+
+    @classmethod
+    def _load_legacy(
+        cls, path: Path, prior: Prior | None = None, model: Any = None, **kwargs: Any
+    ) -> NeuralPosterior:
+        """A ``torch.save`` file of earlier versions (tensors, numbers and strings only)."""
+        try:
+            state = torch.load(path, weights_only=True)
+            meta = json.loads(state["meta"])
+        except Exception:  # noqa: BLE001 - anything that is not such a file
+            return super()._load_legacy(path)
+        klass = cls._registry[{"sppe": "SPPEPosterior", "sple": "SPLEPosterior"}[meta["kind"]]]
+        if not issubclass(klass, cls):
+            raise InvalidDataError(f"{path} holds a {meta['kind']} posterior, not a {cls.kind} one.")
+        warn_legacy(path, "neural posterior .pt")
+        privacy = None if meta["privacy"] is None else PrivacyReport.from_dict(meta["privacy"])
+        extra = {k: v for k, v in state.items() if k not in ("meta", "state_dict")}
+        return klass._build(meta, state["state_dict"], extra, np.asarray(meta["observed"]),
+                            tuple(meta["param_names"]), privacy, prior, model)
+
+    @classmethod
+    def _build(
+        cls,
+        meta: dict[str, Any],
+        flow_state: dict[str, torch.Tensor],
+        extra: dict[str, torch.Tensor],
+        observed: np.ndarray,
+        param_names: tuple[str, ...],
+        privacy: PrivacyReport | None,
+        prior: Prior | None,
+        model: Any,
+    ) -> NeuralPosterior:
         if prior is None and model is not None:
             prior = model.prior
         if prior is None:
             prior = prior_from_dict(meta["prior"])
         if prior is None:
             raise InvalidDataError(
-                f"{path}: the prior is not a Gaussian prior and was not stored; "
-                "pass prior= or model= to load()."
+                "the prior is not a Gaussian prior and was not stored; pass prior= or model= to load()."
             )
         fl = meta["flow"]
         flow = ConditionalFlow(FlowConfig(**fl["config"]), fl["features"], fl["context"])
-        flow.load_state_dict(state["state_dict"])
+        flow.load_state_dict(flow_state)
         flow.eval()
-        kind = meta["kind"]
-        klass = {"sppe": SPPEPosterior, "sple": SPLEPosterior}[kind]
-        if cls is not NeuralPosterior and klass is not cls:
-            raise InvalidDataError(f"{path} holds a {kind} posterior, not a {cls.kind} one.")
-        obj = klass.__new__(klass)
+        obj = cls.__new__(cls)
         NeuralPosterior.__init__(
-            obj,
-            flow,
-            prior,
-            np.asarray(meta["observed"]),
-            tuple(meta["param_names"]),
-            [RoundInfo(**r) for r in meta["rounds"]],
-            meta["settings"],
-            None if meta["privacy"] is None else PrivacyReport.from_dict(meta["privacy"]),
-            meta["model"],
+            obj, flow, prior, observed, param_names, [RoundInfo(**r) for r in meta["rounds"]],
+            meta["settings"], privacy, meta["model"],
         )
-        obj._restore(state, meta)
+        obj._restore(extra, meta)
         return obj
 
     def _restore(self, state: dict[str, Any], meta: dict[str, Any]) -> None:
         return None
 
 
-class SPPEPosterior(NeuralPosterior):
-    """``q_φ(θ | s_obs)`` restricted to the prior support."""
-
-    kind = "sppe"
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._log_mass: float | None = None
-
-    def _restore(self, state: dict[str, Any], meta: dict[str, Any]) -> None:
-        self._log_mass = None
-
-    def _context(self) -> torch.Tensor:
-        return torch.as_tensor(self.observed, dtype=torch.float32)
-
-    def _raw_sample(self, n: int) -> np.ndarray:
-        with torch.no_grad():
-            return self.flow.sample(n, self._context()).double().numpy()
-
-    def sample(self, n: int, seed: Any = None, max_tries: int = 1000) -> np.ndarray:
-        """``n`` draws (rejection into the prior support), shape (n, dim)."""
-        n = int(n)
-        out: list[np.ndarray] = []
-        got = tried = 0
-        with torch_threads(self.threads), torch.random.fork_rng(devices=[]):
-            torch.manual_seed(_seed_int(seed))
-            for _ in range(max_tries):
-                batch = max(2 * (n - got), 256)
-                th = self._raw_sample(batch)
-                ok = np.isfinite(th).all(axis=1) & self.prior.in_support(th)
-                tried += batch
-                out.append(th[ok])
-                got += int(ok.sum())
-                if got >= n:
-                    break
-                if tried >= 10_000 and got < 1e-4 * tried:
-                    break
-        if got < n:
-            raise RuntimeError(
-                f"the posterior flow puts almost no mass inside the prior support ({got} of {tried} draws); "
-                "train longer or with more simulations."
-            )
-        return np.concatenate(out)[:n]
-
-    def log_mass_in_support(self, n: int = 20000, seed: Any = 12345) -> float:
-        """``log P_q(θ ∈ support)`` estimated from ``n`` flow draws (cached)."""
-        if self._log_mass is None:
-            with torch_threads(self.threads), torch.random.fork_rng(devices=[]):
-                torch.manual_seed(_seed_int(seed))
-                th = self._raw_sample(n)
-            frac = float(np.mean(self.prior.in_support(th)))
-            self._log_mass = math.log(max(frac, 1.0 / n))
-        return self._log_mass
-
-    def log_prob(self, theta: Any) -> np.ndarray:
-        """``log q(θ | s_obs) - log P_q(support)`` inside the prior support, ``-inf`` outside."""
-        th = self._check_theta(theta)
-        with torch.no_grad():
-            lq = (
-                self.flow.log_prob(
-                    torch.as_tensor(th, dtype=torch.float32), self._context().expand(th.shape[0], -1)
-                )
-                .double()
-                .numpy()
-            )
-        inside = self.prior.in_support(th)
-        return np.where(inside, lq - self.log_mass_in_support(), -np.inf)
-
-
-class SPLEPosterior(NeuralPosterior):
-    """``p(θ | s_obs) ∝ q_φ(s_obs | θ)·p(θ)``, sampled by MCMC.
-
-    ``draws`` holds the draws of the last MCMC run (after :meth:`SPLE.fit`: the run that made the
-    final round's proposal, ``mcmc`` its diagnostics including R-hat).
-    """
-
-    kind = "sple"
-
-    def __init__(self, *args: Any, mcmc_settings: dict[str, Any] | None = None, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.mcmc_settings = dict(mcmc_settings or {})
-        self.draws: np.ndarray | None = None
-        self.mcmc: dict[str, Any] = {}
-
-    def log_likelihood(self, theta: Any) -> np.ndarray:
-        """``log q_φ(s_obs | θ)``."""
-        th = self._check_theta(theta)
-        with torch.no_grad():
-            x = torch.as_tensor(self.observed, dtype=torch.float32).expand(th.shape[0], -1)
-            return self.flow.log_prob(x, torch.as_tensor(th, dtype=torch.float32)).double().numpy()
-
-    def log_prob(self, theta: Any) -> np.ndarray:
-        """Unnormalised ``log q_φ(s_obs | θ) + log p(θ)`` (``-inf`` outside the prior support)."""
-        th = self._check_theta(theta)
-        lp = np.asarray(self.prior.log_prob(th), dtype=np.float64)
-        out = np.full(th.shape[0], -np.inf)
-        ok = np.isfinite(lp)
-        if ok.any():
-            out[ok] = self.log_likelihood(th[ok]) + lp[ok]
-        return out
-
-    def _initial_states(
-        self, n_chains: int, rng: np.random.Generator, candidates: np.ndarray | None
-    ) -> np.ndarray:
-        cand = (
-            candidates
-            if candidates is not None and len(candidates) >= n_chains
-            else self.prior.sample(max(50 * n_chains, 1000), rng)
-        )
-        lp = self.log_prob(cand)
-        ok = np.isfinite(lp)
-        if not ok.any():
-            raise RuntimeError("no candidate starting point has positive posterior density.")
-        if candidates is None or len(candidates) < n_chains:
-            # prior draws: importance weights ∝ likelihood, so the chains start in the bulk
-            lp = lp - np.asarray(self.prior.log_prob(cand))
-            w = np.where(ok, np.exp(lp - lp[ok].max()), 0.0)
-        else:  # draws from the previous posterior: pick uniformly
-            w = ok.astype(np.float64)
-        idx = rng.choice(cand.shape[0], size=n_chains, replace=bool(ok.sum() < n_chains), p=w / w.sum())
-        return cand[idx]
-
-    def run_mcmc(self, n: int, seed: Any = None, candidates: np.ndarray | None = None) -> np.ndarray:
-        """Run the chains for ``n`` draws; store them in ``draws`` and diagnostics in ``mcmc``."""
-        s = self.mcmc_settings
-        rng = np.random.default_rng(_seed_int(seed))
-        init = self._initial_states(int(s.get("chains", 10)), rng, candidates)
-        scale = init.std(axis=0)
-        if candidates is not None and len(candidates) > 2:
-            scale = np.asarray(candidates).std(axis=0)
-        scale = np.where(scale > 0, scale, 0.1)
-        with torch.no_grad(), torch_threads(self.threads):
-            res = run_mcmc(
-                self.log_prob,
-                init,
-                int(n),
-                method=s.get("method", "slice"),
-                warmup=int(s.get("warmup", 200)),
-                thin=int(s.get("thin", 1)),
-                seed=rng,
-                scale=scale,
-            )
-        self.draws = res.draws
-        self.mcmc = {
-            "method": res.method,
-            "chains": int(init.shape[0]),
-            "rhat": res.rhat.tolist(),
-            "max_rhat": float(np.nanmax(res.rhat)),
-            "acceptance_rate": res.acceptance_rate,
-            "log_prob_calls": res.n_log_prob_calls,
-        }
-        return res.draws
-
-    def sample(self, n: int, seed: Any = None) -> np.ndarray:
-        """``n`` MCMC draws (fresh chains started near the stored draws)."""
-        return self.run_mcmc(int(n), seed, self.draws).copy()
-
-    def _arviz_draws(self, n_draws: int, seed: Any) -> np.ndarray:
-        self.run_mcmc(n_draws, seed, self.draws)
-        C = self.mcmc["chains"]
-        per = self.draws.shape[0] // C
-        return self.draws[: per * C].reshape(per, C, self.dim).transpose(1, 0, 2)
-
-    def _meta(self) -> dict[str, Any]:
-        meta = super()._meta()
-        meta["mcmc_settings"] = self.mcmc_settings
-        meta["mcmc"] = self.mcmc
-        return meta
-
-    def _extra_state(self) -> dict[str, Any]:
-        return {} if self.draws is None else {"draws": torch.as_tensor(self.draws)}
-
-    def _restore(self, state: dict[str, Any], meta: dict[str, Any]) -> None:
-        self.mcmc_settings = meta.get("mcmc_settings", {})
-        self.mcmc = meta.get("mcmc", {})
-        self.draws = state["draws"].numpy() if "draws" in state else None
-
-
-__all__ = ["NeuralPosterior", "SPLEPosterior", "SPPEPosterior", "prior_from_dict", "prior_to_dict"]
+__all__ = ["NeuralPosterior", "prior_from_dict", "prior_to_dict"]

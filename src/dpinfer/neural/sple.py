@@ -10,6 +10,9 @@ Each round's proposal is the current posterior: round ``r + 1`` simulates at MCM
 ``q_φ(s_obs | θ)·p(θ)`` after round ``r``. (The authors' public code never updates its proposal
 after round 0 and re-simulates the prior draws, METHODS §2.5 and §4.4; set
 ``reproduce_authors_proposal=True`` to reproduce that behaviour.)
+
+The result, :class:`SPLEPosterior`, evaluates the unnormalised ``log q_φ(s_obs | θ) + log p(θ)``
+and samples it by MCMC (several chains started near the stored draws; R-hat reported).
 """
 
 from __future__ import annotations
@@ -17,14 +20,121 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import torch
 
 from ..errors import InvalidDataError
 from .flows import ConditionalFlow
 from .losses import nle_loss
-from .mcmc import MCMC_METHODS
-from .posterior import SPLEPosterior, _seed_int
+from .mcmc import MCMC_METHODS, run_mcmc
+from .posterior import NeuralPosterior, _seed_int
 from .sequential import SequentialEstimator, _check_int
-from .training import LossFn
+from .training import LossFn, torch_threads
+
+
+class SPLEPosterior(NeuralPosterior):
+    """``p(θ | s_obs) ∝ q_φ(s_obs | θ)·p(θ)``, sampled by MCMC.
+
+    ``draws`` holds the draws of the last MCMC run (after :meth:`SPLE.fit`: the run that made the
+    final round's proposal, ``mcmc`` its diagnostics including R-hat).
+    """
+
+    kind = "sple"
+
+    def __init__(self, *args: Any, mcmc_settings: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.mcmc_settings = dict(mcmc_settings or {})
+        self.draws: np.ndarray | None = None
+        self.mcmc: dict[str, Any] = {}
+
+    def log_likelihood(self, theta: Any) -> np.ndarray:
+        """``log q_φ(s_obs | θ)``."""
+        th = self._check_theta(theta)
+        with torch.no_grad():
+            x = torch.as_tensor(self.observed, dtype=torch.float32).expand(th.shape[0], -1)
+            return self.flow.log_prob(x, torch.as_tensor(th, dtype=torch.float32)).double().numpy()
+
+    def log_prob(self, theta: Any) -> np.ndarray:
+        """Unnormalised ``log q_φ(s_obs | θ) + log p(θ)`` (``-inf`` outside the prior support)."""
+        th = self._check_theta(theta)
+        lp = np.asarray(self.prior.log_prob(th), dtype=np.float64)
+        out = np.full(th.shape[0], -np.inf)
+        ok = np.isfinite(lp)
+        if ok.any():
+            out[ok] = self.log_likelihood(th[ok]) + lp[ok]
+        return out
+
+    def _initial_states(
+        self, n_chains: int, rng: np.random.Generator, candidates: np.ndarray | None
+    ) -> np.ndarray:
+        cand = (
+            candidates
+            if candidates is not None and len(candidates) >= n_chains
+            else self.prior.sample(max(50 * n_chains, 1000), rng)
+        )
+        lp = self.log_prob(cand)
+        ok = np.isfinite(lp)
+        if not ok.any():
+            raise RuntimeError("no candidate starting point has positive posterior density.")
+        if candidates is None or len(candidates) < n_chains:
+            # prior draws: importance weights ∝ likelihood, so the chains start in the bulk
+            lp = lp - np.asarray(self.prior.log_prob(cand))
+            w = np.where(ok, np.exp(lp - lp[ok].max()), 0.0)
+        else:  # draws from the previous posterior: pick uniformly
+            w = ok.astype(np.float64)
+        idx = rng.choice(cand.shape[0], size=n_chains, replace=bool(ok.sum() < n_chains), p=w / w.sum())
+        return cand[idx]
+
+    def run_mcmc(self, n: int, seed: Any = None, candidates: np.ndarray | None = None) -> np.ndarray:
+        """Run the chains for ``n`` draws; store them in ``draws`` and diagnostics in ``mcmc``."""
+        s = self.mcmc_settings
+        rng = np.random.default_rng(_seed_int(seed))
+        init = self._initial_states(int(s.get("chains", 10)), rng, candidates)
+        scale = init.std(axis=0)
+        if candidates is not None and len(candidates) > 2:
+            scale = np.asarray(candidates).std(axis=0)
+        scale = np.where(scale > 0, scale, 0.1)
+        with torch.no_grad(), torch_threads(self.threads):
+            res = run_mcmc(
+                self.log_prob,
+                init,
+                int(n),
+                method=s.get("method", "slice"),
+                warmup=int(s.get("warmup", 200)),
+                thin=int(s.get("thin", 1)),
+                seed=rng,
+                scale=scale,
+            )
+        self.draws = res.draws
+        self.mcmc = {
+            "method": res.method,
+            "chains": int(init.shape[0]),
+            "rhat": res.rhat.tolist(),
+            "max_rhat": float(np.nanmax(res.rhat)),
+            "acceptance_rate": res.acceptance_rate,
+            "log_prob_calls": res.n_log_prob_calls,
+        }
+        return res.draws
+
+    def sample(self, n: int, seed: Any = None) -> np.ndarray:
+        """``n`` MCMC draws (fresh chains started near the stored draws)."""
+        return self.run_mcmc(int(n), seed, self.draws).copy()
+
+    def _arviz_draws(self, n_draws: int, seed: Any) -> np.ndarray:
+        self.run_mcmc(n_draws, seed, self.draws)
+        C = self.mcmc["chains"]
+        per = self.draws.shape[0] // C
+        return self.draws[: per * C].reshape(per, C, self.dim).transpose(1, 0, 2)
+
+    def _fields(self) -> dict[str, Any]:
+        return {**super()._fields(), "mcmc_settings": self.mcmc_settings, "mcmc": self.mcmc}
+
+    def _extra_state(self) -> dict[str, Any]:
+        return {} if self.draws is None else {"draws": torch.as_tensor(self.draws)}
+
+    def _restore(self, state: dict[str, Any], meta: dict[str, Any]) -> None:
+        self.mcmc_settings = meta.get("mcmc_settings", {})
+        self.mcmc = meta.get("mcmc", {})
+        self.draws = state["draws"].numpy() if "draws" in state else None
 
 
 class SPLE(SequentialEstimator):
@@ -93,15 +203,8 @@ class SPLE(SequentialEstimator):
 
     def _posterior(self, flow: ConditionalFlow, observed: np.ndarray) -> SPLEPosterior:
         self._flow = flow
-        return SPLEPosterior(
-            flow,
-            self.model.prior,
-            observed,
-            tuple(self.model.param_names),
-            settings=self.settings(),
-            privacy=self.model.privacy_report(),
-            model=self.model.describe(),
-            mcmc_settings=self.mcmc_settings,
+        return SPLEPosterior.from_model(
+            flow, self.model, observed, self.settings(), mcmc_settings=self.mcmc_settings
         )
 
     def _propose(self, posterior: Any, n: int, round_index: int) -> np.ndarray:
@@ -120,4 +223,4 @@ class SPLE(SequentialEstimator):
         return {"mcmc": dict(posterior.mcmc)}
 
 
-__all__ = ["SPLE"]
+__all__ = ["SPLE", "SPLEPosterior"]

@@ -8,10 +8,14 @@ the current posterior ``q_φ(θ | s_obs)`` restricted to the prior support.
 Differences from the authors' public code (METHODS §2.5-2.7, §4.4), following the paper: each
 simulation is privatised ``M`` times with a scrambled Sobol net (their loss uses one noise draw;
 ``rqmc_points=1`` reproduces it), and the flow is z-scored on the simulations.
+
+The result, :class:`SPPEPosterior`, is the flow at ``s_obs`` restricted to the prior support:
+sampling by rejection, ``log q(θ | s_obs) - log P_q(θ ∈ support)`` as its density.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -20,9 +24,78 @@ import torch
 from ..errors import InvalidDataError
 from .flows import ConditionalFlow
 from .losses import apt_loss, npe_loss
-from .posterior import SPPEPosterior, _seed_int
+from .posterior import NeuralPosterior, _seed_int
 from .sequential import SequentialEstimator, _check_int
-from .training import LossFn
+from .training import LossFn, torch_threads
+
+
+class SPPEPosterior(NeuralPosterior):
+    """``q_φ(θ | s_obs)`` restricted to the prior support (module docstring)."""
+
+    kind = "sppe"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._log_mass: float | None = None
+
+    def _restore(self, state: dict[str, Any], meta: dict[str, Any]) -> None:
+        self._log_mass = None
+
+    def _context(self) -> torch.Tensor:
+        return torch.as_tensor(self.observed, dtype=torch.float32)
+
+    def _raw_sample(self, n: int) -> np.ndarray:
+        with torch.no_grad():
+            return self.flow.sample(n, self._context()).double().numpy()
+
+    def sample(self, n: int, seed: Any = None, max_tries: int = 1000) -> np.ndarray:
+        """``n`` draws (rejection into the prior support), shape (n, dim)."""
+        n = int(n)
+        out: list[np.ndarray] = []
+        got = tried = 0
+        with torch_threads(self.threads), torch.random.fork_rng(devices=[]):
+            torch.manual_seed(_seed_int(seed))
+            for _ in range(max_tries):
+                batch = max(2 * (n - got), 256)
+                th = self._raw_sample(batch)
+                ok = np.isfinite(th).all(axis=1) & self.prior.in_support(th)
+                tried += batch
+                out.append(th[ok])
+                got += int(ok.sum())
+                if got >= n:
+                    break
+                if tried >= 10_000 and got < 1e-4 * tried:
+                    break
+        if got < n:
+            raise RuntimeError(
+                f"the posterior flow puts almost no mass inside the prior support ({got} of {tried} draws); "
+                "train longer or with more simulations."
+            )
+        return np.concatenate(out)[:n]
+
+    def log_mass_in_support(self, n: int = 20000, seed: Any = 12345) -> float:
+        """``log P_q(θ ∈ support)`` estimated from ``n`` flow draws (cached)."""
+        if self._log_mass is None:
+            with torch_threads(self.threads), torch.random.fork_rng(devices=[]):
+                torch.manual_seed(_seed_int(seed))
+                th = self._raw_sample(n)
+            frac = float(np.mean(self.prior.in_support(th)))
+            self._log_mass = math.log(max(frac, 1.0 / n))
+        return self._log_mass
+
+    def log_prob(self, theta: Any) -> np.ndarray:
+        """``log q(θ | s_obs) - log P_q(support)`` inside the prior support, ``-inf`` outside."""
+        th = self._check_theta(theta)
+        with torch.no_grad():
+            lq = (
+                self.flow.log_prob(
+                    torch.as_tensor(th, dtype=torch.float32), self._context().expand(th.shape[0], -1)
+                )
+                .double()
+                .numpy()
+            )
+        inside = self.prior.in_support(th)
+        return np.where(inside, lq - self.log_mass_in_support(), -np.inf)
 
 
 class SPPE(SequentialEstimator):
@@ -79,15 +152,7 @@ class SPPE(SequentialEstimator):
 
     def _posterior(self, flow: ConditionalFlow, observed: np.ndarray) -> SPPEPosterior:
         self._flow = flow
-        return SPPEPosterior(
-            flow,
-            self.model.prior,
-            observed,
-            tuple(self.model.param_names),
-            settings=self.settings(),
-            privacy=self.model.privacy_report(),
-            model=self.model.describe(),
-        )
+        return SPPEPosterior.from_model(flow, self.model, observed, self.settings())
 
     def _propose(self, posterior: Any, n: int, round_index: int) -> np.ndarray:
         posterior._log_mass = None
@@ -101,4 +166,4 @@ class SPPE(SequentialEstimator):
         return {"support_mass": mass}
 
 
-__all__ = ["SPPE"]
+__all__ = ["SPPE", "SPPEPosterior"]
