@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpinfer.diagnostics import plot_flip_curves, svt_noise_scale
+from dpinfer.diagnostics import svt_noise_scale
 from dpinfer.plots import (
     plot_covid_fit,
     plot_error_vs_threshold,
+    plot_flip_curves,
     plot_flip_grid,
     plot_posterior_histograms,
 )

@@ -1,5 +1,9 @@
-"""Plots (matplotlib, Agg backend). ABCDP: flip probability (Fig. 1), error vs threshold
-(Fig. 3), COVID fits (Fig. 4), TB posterior histograms (Fig. 5) of Park et al. (2021)."""
+"""Plots (matplotlib, Agg backend).
+
+ABCDP: flip probability (Fig. 1), error vs threshold (Fig. 3), COVID fits (Fig. 4), TB posterior
+histograms (Fig. 5) of Park et al. (2021). ``dpinfer demo``: credible intervals side by side,
+DPVI coefficients, posterior draws against the truth.
+"""
 
 from __future__ import annotations
 
@@ -16,10 +20,11 @@ import numpy as np  # noqa: E402
 from .diagnostics.flip import flip_probability  # noqa: E402
 
 
-def _save(fig: Any, path: str | Path | None) -> Any:
+def _save(fig: Any, path: str | Path | None, dpi: int = 120, tight: bool = True) -> Any:
+    """Write ``fig`` to ``path`` (if given) and close it; ``tight``: crop to the drawn area."""
     if path is not None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=120, bbox_inches="tight")
+        fig.savefig(path, dpi=dpi, bbox_inches="tight" if tight else None)
         plt.close(fig)
     return fig
 
@@ -44,6 +49,11 @@ def plot_flip_probability(
     if title:
         ax.set_title(title, fontsize=9)
     return ax
+
+
+def plot_flip_curves(rho: Any, epsilon_abc: float, b_by_label: dict[str, float], ax: Any = None) -> Any:
+    """Plot G_b(|ρ - ε_abc|) against ρ for several noise scales (:func:`plot_flip_probability`)."""
+    return plot_flip_probability(rho, epsilon_abc, b_by_label, ax=ax)
 
 
 def plot_flip_grid(
@@ -152,3 +162,58 @@ def plot_posterior_histograms(
                 ax.set_ylabel(label, fontsize=7)
     fig.tight_layout()
     return _save(fig, path)
+
+
+def plot_interval_comparison(
+    names: Sequence[str], methods: Sequence[tuple], path: str | Path | None = None
+) -> Any:
+    """Mean and 95% interval of every parameter (one panel each), one row per method.
+
+    ``methods``: tuples ``(label, means (p,), intervals (p, 2), ...)``; a method whose interval of
+    a parameter is not finite is left out of that panel.
+    """
+    fig, axes = plt.subplots(1, len(names), figsize=(10, 3))
+    for i, ax in enumerate(axes):
+        for j, (_name, mean, ci, *_) in enumerate(methods):
+            if np.all(np.isfinite(ci[i])):
+                ax.errorbar(mean[i], j, xerr=[[mean[i] - ci[i][0]], [ci[i][1] - mean[i]]], fmt="o", capsize=3)
+        ax.set_yticks(range(len(methods)))
+        ax.set_yticklabels([m[0] for m in methods] if i == 0 else [])
+        ax.set_title(names[i])
+    fig.tight_layout()
+    return _save(fig, path, dpi=100, tight=False)
+
+
+def plot_coefficients(
+    fits: Mapping[str, tuple[Any, Any]], features: Sequence[str], title: str, path: str | Path | None = None
+) -> Any:
+    """Posterior mean ± 2 sd of every coefficient, one marker per fit (label -> (means, sds))."""
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    x = np.arange(len(features))
+    for k, (label, (mean, sd)) in enumerate(fits.items()):
+        ax.errorbar(x + 0.2 * (k - 1), mean, 2 * np.asarray(sd), fmt="o", ms=4, capsize=2, label=label)
+    ax.axhline(0.0, color="k", lw=0.5)
+    ax.set_xticks(x, features, rotation=30)
+    ax.set_ylabel("coefficient")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return _save(fig, path, dpi=110, tight=False)
+
+
+def plot_draws_2d(
+    draws: np.ndarray,
+    names: Sequence[str],
+    truth: Sequence[float],
+    label: str,
+    path: str | Path | None = None,
+) -> Any:
+    """Scatter of two-parameter posterior draws (labelled ``label``) with the truth as a cross."""
+    fig, ax = plt.subplots(figsize=(4.5, 4))
+    ax.scatter(draws[:, 0], draws[:, 1], s=3, alpha=0.3, label=label)
+    ax.plot(*truth, "rx", ms=10, mew=2, label="truth")
+    ax.set_xlabel(names[0])
+    ax.set_ylabel(names[1])
+    ax.legend(loc="best")
+    fig.tight_layout()
+    return _save(fig, path, dpi=100, tight=False)

@@ -128,12 +128,3 @@ def posterior_mean_tail_bound(
         total = float(np.sum(np.exp(-gap / (2 * b))))
     return max(0.0, 1.0 - 4.0 * float(k_t) / (3.0 * a * int(c_prime)) * total)
 
-
-def plot_flip_curves(rho: Any, epsilon_abc: float, b_by_label: dict[str, float], ax: Any = None) -> Any:
-    """Plot G_b(|ρ - ε_abc|) against ρ for several noise scales (see :mod:`dpinfer.plots`).
-
-    Matplotlib is imported only when this is called.
-    """
-    from ..plots import plot_flip_probability
-
-    return plot_flip_probability(rho, epsilon_abc, b_by_label, ax=ax)
