@@ -41,7 +41,8 @@ import numpy as np
 import torch
 
 from dpinfer.abc import ImportanceResult, mechanism_importance_sampling
-from dpinfer.abc.smc_abc import QuantileSchedule, smc_abc
+from dpinfer.abc.schedule import QuantileSchedule
+from dpinfer.abc.smc_abc import smc_abc
 from dpinfer.diagnostics import c2st
 from dpinfer.models import SIR, GaussianMean
 from dpinfer.neural import SPLE, SPPE

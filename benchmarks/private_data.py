@@ -51,7 +51,8 @@ import numba
 import numpy as np
 
 from dpinfer.abc.baselines import da_mcmc_linreg
-from dpinfer.abc.smc_abc import SMCABCResult, smc_abc
+from dpinfer.abc.smc_abc import smc_abc
+from dpinfer.abc.smc_result import SMCABCResult
 from dpinfer.datasets.private_data import load_linreg, load_sir_synthetic
 from dpinfer.diagnostics.metrics import c2st
 from dpinfer.models import SIR, GaussianMean, LinearRegression

@@ -37,7 +37,9 @@ import numpy as np
 import torch
 
 from dpinfer.abc import mechanism_importance_sampling
-from dpinfer.abc.smc_abc import QuantileSchedule, smc_abc, weighted_quantile
+from dpinfer.abc.schedule import QuantileSchedule
+from dpinfer.abc.smc_abc import smc_abc
+from dpinfer.abc.weighted import weighted_quantile
 from dpinfer.datasets import data_path
 from dpinfer.models import SIR
 from dpinfer.neural import SPPE

@@ -24,7 +24,8 @@ from pathlib import Path
 import numpy as np
 
 from dpinfer.abc.baselines import da_mcmc_linreg
-from dpinfer.abc.smc_abc import QuantileSchedule, smc_abc
+from dpinfer.abc.schedule import QuantileSchedule
+from dpinfer.abc.smc_abc import smc_abc
 from dpinfer.datasets.private_data import load_linreg
 from dpinfer.models import LinearRegression
 

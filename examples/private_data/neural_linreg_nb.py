@@ -29,7 +29,8 @@ import torch
 
 from dpinfer.abc import mechanism_importance_sampling
 from dpinfer.abc.baselines import da_mcmc_linreg
-from dpinfer.abc.smc_abc import QuantileSchedule, smc_abc
+from dpinfer.abc.schedule import QuantileSchedule
+from dpinfer.abc.smc_abc import smc_abc
 from dpinfer.datasets.private_data import load_linreg, load_naive_bayes_synthetic
 from dpinfer.diagnostics import c2st
 from dpinfer.models import LinearRegression, NaiveBayes

@@ -23,7 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from dpinfer.abc.smc_abc import smc_abc, weighted_quantile
+from dpinfer.abc.smc_abc import smc_abc
+from dpinfer.abc.weighted import weighted_quantile
 from dpinfer.datasets.private_data import load_sir_synthetic
 from dpinfer.models import SIR
 
