@@ -126,8 +126,8 @@ def test_tuberculosis_workflow(tmp_path):
 
 
 def test_demo_section_quick(tmp_path):
-    from dpinfer.abc.demo import section_abcdp
     from dpinfer.demo import DemoContext
+    from dpinfer.demo.abcdp import section_abcdp
     from dpinfer.report import DemoReport
 
     ledger = Ledger(tmp_path / "l.db", create=True)
@@ -139,7 +139,7 @@ def test_demo_section_quick(tmp_path):
 
 
 def test_simulations_are_memory_mapped_when_uncompressed(covid_files):
-    from dpinfer.abc.cli import load_simulations
+    from dpinfer.cli.abcdp import load_simulations
 
     tmp, sims, _ = covid_files
     theta, data, meta = load_simulations(sims)

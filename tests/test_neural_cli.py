@@ -87,7 +87,7 @@ def test_demo_section_quick(tmp_path):
     import numpy as np
 
     from dpinfer.demo import DemoContext
-    from dpinfer.neural.demo import section_sppe
+    from dpinfer.demo.neural import section_sppe
     from dpinfer.privacy import Ledger
     from dpinfer.report import DemoReport
 

@@ -12,21 +12,23 @@ beside it and SPPE is scored against it by C2ST (skipped in quick mode).
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import numpy as np
+
+from .context import DemoContext
 
 DATASET = "sir-demo"
 EPSILON = 10.0
 TRUTH = (-0.5, -3.0)
 
 
-def section_sppe(ctx: Any) -> None:
+def section_sppe(ctx: DemoContext) -> None:
     """SPPE posterior of (log β, log γ) and R0 from a privatised SIR infection curve."""
     from ..diagnostics import median_predictive_distance
     from ..models import SIR
+    from ..neural.sppe import SPPE
+    from ..plots import plot_draws_2d
     from ..privacy import PrivacyRNG
-    from .sppe import SPPE
 
     quick = bool(ctx.quick)
     model = SIR(population=20_000, epsilon=EPSILON)
@@ -121,31 +123,10 @@ def section_sppe(ctx: Any) -> None:
         + exact_note
     )
     ctx.report.add_text("SPPE: SIR epidemic from a privatised infection curve", text)
-    path = _figure(ctx.out_dir, draws, model.param_names)
-    if path is not None:
-        ctx.report.add_figure("SPPE posterior draws, SIR at epsilon = 10 (cross: truth)", path)
+    path = ctx.out_dir / "sppe_sir_eps10.png"
+    plot_draws_2d(draws, model.param_names, TRUTH, "SPPE draws", path)
+    ctx.report.add_figure("SPPE posterior draws, SIR at epsilon = 10 (cross: truth)", path)
     print(post.summary())
-
-
-def _figure(out_dir: Any, draws: np.ndarray, names: tuple[str, ...]) -> Any:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:  # pragma: no cover
-        return None
-    fig, ax = plt.subplots(figsize=(4.5, 4))
-    ax.scatter(draws[:, 0], draws[:, 1], s=3, alpha=0.3, label="SPPE draws")
-    ax.plot(*TRUTH, "rx", ms=10, mew=2, label="truth")
-    ax.set_xlabel(names[0])
-    ax.set_ylabel(names[1])
-    ax.legend(loc="best")
-    fig.tight_layout()
-    path = out_dir / "sppe_sir_eps10.png"
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
 
 
 __all__ = ["section_sppe"]

@@ -18,23 +18,15 @@ import json
 import sys
 from typing import Any
 
+import numpy as np
 
-def _run(args: argparse.Namespace) -> int:
-    import numpy as np
+from .common import add_backend_options, add_output_options, add_release_options, release_from_args
 
-    from ..abc.cli_smc import load_release
-    from .sple import SPLE
-    from .sppe import SPPE
 
-    model, observed, epsilon = load_release(args)
-    flow = {
-        "kind": args.flow,
-        "transforms": args.transforms,
-        "hidden": args.hidden,
-        "bins": args.bins,
-        "tail_bound": args.tail_bound,
-    }
-    training = {"max_epochs": args.max_epochs, "patience": args.patience}
+def _estimator(args: argparse.Namespace, model: Any) -> Any:
+    """The SPPE or SPLE estimator of the command's options."""
+    from ..neural.sple import SPLE
+    from ..neural.sppe import SPPE
 
     def report(info: Any, _post: Any) -> None:
         if not args.json:
@@ -47,23 +39,47 @@ def _run(args: argparse.Namespace) -> int:
             )
 
     common = dict(
-        flow=flow,
+        flow={
+            "kind": args.flow,
+            "transforms": args.transforms,
+            "hidden": args.hidden,
+            "bins": args.bins,
+            "tail_bound": args.tail_bound,
+        },
         rounds=args.rounds,
         simulations_per_round=args.simulations,
         rqmc_points=args.rqmc_points,
         qmc=not args.monte_carlo,
-        training=training,
+        training={"max_epochs": args.max_epochs, "patience": args.patience},
         seed=args.seed,
         backend=args.backend,
-        n_workers=args.workers,
+        n_workers=args.n_workers,
         progress=not args.no_progress,
         callback=report,
     )
     if args.command == "sppe":
-        est = SPPE(model, atoms=args.atoms, **common)
-    else:
-        est = SPLE(model, mcmc_method=args.mcmc, chains=args.chains, warmup=args.warmup, **common)
-    post = est.fit(observed)
+        return SPPE(model, atoms=args.atoms, **common)
+    return SPLE(model, mcmc_method=args.mcmc, chains=args.chains, warmup=args.warmup, **common)
+
+
+def _print(args: argparse.Namespace, post: Any, summary: dict[str, Any]) -> None:
+    """``--json``: the summary; else the posterior's text summary, R0 and R-hat."""
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return
+    print(post.summary(args.draws, args.seed))
+    if "R0_median" in summary:
+        a, b = summary["R0_interval95"]
+        print(f"  {'R0':>12s}: {summary['R0_median']: .4f}  95% CI ({a: .4f}, {b: .4f})")
+    if args.command == "sple":
+        print(f"  R-hat: {', '.join(f'{v:.3f}' for v in summary['rhat'])}")
+    if args.out:
+        print(f"saved to {summary['saved_to']}")
+
+
+def _run(args: argparse.Namespace) -> int:
+    model, observed, epsilon = release_from_args(args)
+    post = _estimator(args, model).fit(observed)
     draws = post.sample(args.draws, seed=args.seed)
     lo, hi = np.quantile(draws, [0.025, 0.975], axis=0)
     summary: dict[str, Any] = {
@@ -93,27 +109,12 @@ def _run(args: argparse.Namespace) -> int:
         summary["R0_interval95"] = np.quantile(r0, [0.025, 0.975]).tolist()
     if args.out:
         summary["saved_to"] = str(post.save(args.out))
-    if args.json:
-        print(json.dumps(summary, indent=2))
-    else:
-        print(post.summary(args.draws, args.seed))
-        if "R0_median" in summary:
-            a, b = summary["R0_interval95"]
-            print(f"  {'R0':>12s}: {summary['R0_median']: .4f}  95% CI ({a: .4f}, {b: .4f})")
-        if args.command == "sple":
-            print(f"  R-hat: {', '.join(f'{v:.3f}' for v in summary['rhat'])}")
-        if args.out:
-            print(f"saved to {summary['saved_to']}")
+    _print(args, post, summary)
     return 0
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
-    from ..abc.cli_smc import MODELS
-
-    p.add_argument("--model", required=True, choices=MODELS)
-    p.add_argument("--observed", required=True, help="JSON file of the observed release, or 'builtin'")
-    p.add_argument("--epsilon", type=float, help="privacy level of the observed release")
-    p.add_argument("--model-args", default="", help="JSON object of model keyword arguments")
+    add_release_options(p)
     p.add_argument("--rounds", type=int, default=10, help="rounds (default 10)")
     p.add_argument("--simulations", type=int, default=1000, help="new simulations per round (default 1000)")
     p.add_argument(
@@ -127,13 +128,12 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tail-bound", type=float, default=5.0, help="spline tail bound (default 5)")
     p.add_argument("--max-epochs", type=int, default=1000, help="epoch cap per round (default 1000)")
     p.add_argument("--patience", type=int, default=20, help="early-stopping patience (default 20)")
-    p.add_argument("--backend", default="serial", help="serial | processes | dask | tcp://scheduler:8786")
-    p.add_argument("--workers", type=int, help="worker processes for the simulations")
-    p.add_argument("--seed", type=int, default=0, help="simulation/training seed (never privacy noise)")
+    add_backend_options(
+        p, "serial", "worker processes for the simulations", "simulation/training seed (never privacy noise)"
+    )
     p.add_argument("--draws", type=int, default=4000, help="posterior draws for the summary")
     p.add_argument("--out", help="save the posterior (.pt)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--json", action="store_true", help="print a JSON summary")
+    add_output_options(p, progress="no progress bar")
 
 
 def register(subparsers: Any) -> None:

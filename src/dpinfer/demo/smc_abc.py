@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from .context import DemoContext
+
 DATASET = "linreg-synthetic"
 EPSILON = 1.0
 
@@ -21,13 +23,15 @@ def _fmt_ci(mean: float, ci: Any) -> str:
     return f"{mean:.2f} ({ci[0]:.2f}, {ci[1]:.2f})"
 
 
-def section_smc_abc(ctx: Any) -> None:
+def section_smc_abc(ctx: DemoContext) -> None:
     """SMC-ABC vs DA-MCMC vs naive vs confidential 95% intervals, linear regression, ε = 1."""
+    from ..abc.baselines import da_mcmc_linreg
+    from ..abc.schedule import QuantileSchedule
+    from ..abc.smc_abc import smc_abc
     from ..datasets.private_data import load_linreg_confidential
     from ..models import LinearRegression
+    from ..plots import plot_interval_comparison
     from ..privacy import PrivacyRNG
-    from .baselines import da_mcmc_linreg
-    from .smc_abc import QuantileSchedule, smc_abc
 
     x, y = load_linreg_confidential()
     model = LinearRegression(epsilon=EPSILON, x_mean=(0.90014, -1.17335))
@@ -86,30 +90,8 @@ def section_smc_abc(ctx: Any) -> None:
         "noise in 9 dimensions, so it is slightly wider than DA-MCMC (the likelihood-based reference)."
     )
     ctx.report.add_text("SMC-ABC: linear regression from private statistics", text)
-    path = _figure(ctx.out_dir, model.param_names, methods)
-    if path is not None:
-        ctx.report.add_figure("95% credible intervals, linear regression, epsilon = 1", path)
+    path = ctx.out_dir / "smc_abc_linreg_eps1.png"
+    plot_interval_comparison(model.param_names, methods, path)
+    ctx.report.add_figure("95% credible intervals, linear regression, epsilon = 1", path)
     print(smc.summary())
 
-
-def _figure(out_dir: Any, names: tuple[str, ...], methods: list[tuple]) -> Any:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:  # pragma: no cover
-        return None
-    fig, axes = plt.subplots(1, len(names), figsize=(10, 3))
-    for i, ax in enumerate(axes):
-        for j, (_name, mean, ci, _) in enumerate(methods):
-            if np.all(np.isfinite(ci[i])):
-                ax.errorbar(mean[i], j, xerr=[[mean[i] - ci[i][0]], [ci[i][1] - mean[i]]], fmt="o", capsize=3)
-        ax.set_yticks(range(len(methods)))
-        ax.set_yticklabels([m[0] for m in methods] if i == 0 else [])
-        ax.set_title(names[i])
-    fig.tight_layout()
-    path = out_dir / "smc_abc_linreg_eps1.png"
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path

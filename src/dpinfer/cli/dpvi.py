@@ -29,6 +29,20 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidDataError
+from .common import (
+    Refusal,
+    add_ledger_options,
+    mark_unaccounted,
+    open_release_ledger,
+    pick,
+    release_notices,
+)
+
+# options passed to DPVI.fit under their own names
+_FIT_OPTIONS = (
+    "sampling_rate", "steps", "accountant", "neighbouring", "sampling", "paper_accounting",
+    "delta_prime", "optimizer", "lr", "per_example", "mc_samples", "seed",
+)
 
 
 def read_csv(
@@ -69,38 +83,42 @@ def read_csv(
     return out[:, :-1], out[:, -1], names
 
 
-def _run(args: argparse.Namespace) -> int:
-    import dataclasses
-
-    from ..cli import Refusal, open_release_ledger, release_notices
-    from .engine import DPVI
-    from .models import make_model
-
-    private = not args.non_private
-    ledger = None
-    dataset = None
-    if private:  # refusals first: nothing is read, charged or released without a ledger decision
+def _ledger(args: argparse.Namespace, private: bool) -> tuple[Any, str | None]:
+    """The ledger decision, before anything is read (refusals first)."""
+    if private:
         if args.data == "abalone":
             from ..datasets import data_path
 
             data_file, default_name = data_path("abalone.data"), "abalone"
         else:
             data_file, default_name = Path(args.data), Path(args.data).stem
-        ledger, dataset = open_release_ledger(args, data_file, default_name)
-    elif args.ledger or args.dataset:
+        return open_release_ledger(args, data_file, default_name)
+    if args.ledger or args.dataset:
         raise Refusal("--non-private fits are not releases and cannot be charged to a ledger.")
-    test = None
+    return None, None
+
+
+def _data(args: argparse.Namespace) -> tuple[np.ndarray, np.ndarray, list[str] | None, Any]:
+    """``(X, y, feature names, test split or None)`` of ``--data``."""
     if args.data == "abalone":
         from ..datasets import load_abalone
 
         split = load_abalone(args.label_rule)
-        X, y, names = split.X_train, split.y_train, None
-        test = (split.X_test, split.y_test)
-    else:
-        if not args.target:
-            raise InvalidDataError("--target COLUMN is required with a CSV file.")
-        feats = [f.strip() for f in args.features.split(",")] if args.features else None
-        X, y, names = read_csv(args.data, args.target, feats)
+        return split.X_train, split.y_train, None, (split.X_test, split.y_test)
+    if not args.target:
+        raise InvalidDataError("--target COLUMN is required with a CSV file.")
+    feats = [f.strip() for f in args.features.split(",")] if args.features else None
+    X, y, names = read_csv(args.data, args.target, feats)
+    return X, y, names, None
+
+
+def _run(args: argparse.Namespace) -> int:
+    from ..vi.engine import DPVI
+    from ..vi.models import make_model
+
+    private = not args.non_private
+    ledger, dataset = _ledger(args, private)
+    X, y, names, test = _data(args)
     if private and args.epsilon is None and args.noise_multiplier is None:
         raise InvalidDataError("give --epsilon (or --noise-multiplier), or --non-private for a baseline.")
     model = make_model(args.model, X.shape[1] if X.ndim == 2 else 1)
@@ -111,26 +129,14 @@ def _run(args: argparse.Namespace) -> int:
             args.epsilon if private else None,
             args.delta if private else None,
             clip=args.clip if (private or args.clip_non_private) else None,
-            sampling_rate=args.sampling_rate,
-            steps=args.steps,
             noise_multiplier=args.noise_multiplier if private else None,
-            accountant=args.accountant,
-            neighbouring=args.neighbouring,
-            sampling=args.sampling,
-            paper_accounting=args.paper_accounting,
-            delta_prime=args.delta_prime,
-            optimizer=args.optimizer,
-            lr=args.lr,
-            per_example=args.per_example,
-            mc_samples=args.mc_samples,
             private=private,
-            seed=args.seed,
             ledger=ledger,
             dataset=dataset,
             progress=not args.no_progress,
+            **pick(args, *_FIT_OPTIONS),
         )
-    if ledger is None and fit.privacy is not None and fit.privacy.accounted:
-        fit.privacy = dataclasses.replace(fit.privacy, accounted=False)
+    mark_unaccounted(fit, ledger)
     if names is not None:
         fit.config["feature_names"] = names
     path = fit.save(args.out)
@@ -151,8 +157,6 @@ def _run(args: argparse.Namespace) -> int:
 
 def register(subparsers: Any) -> None:
     """Add ``dpinfer dpvi`` to the CLI."""
-    from ..cli import add_ledger_options
-
     p = subparsers.add_parser(
         "dpvi",
         help="differentially private variational inference (logistic / Poisson regression)",

@@ -1,0 +1,81 @@
+"""The ``dpinfer`` command line: one module per command group.
+
+* :mod:`~dpinfer.cli.budget`: ``budget init | show | history`` (the privacy ledger);
+* :mod:`~dpinfer.cli.simulate` and :mod:`~dpinfer.cli.abcdp`: the two-party ABCDP workflow;
+* :mod:`~dpinfer.cli.dpvi`: ``dpvi``;
+* :mod:`~dpinfer.cli.smc`: ``smc-abc`` and ``exact-posterior``;
+* :mod:`~dpinfer.cli.neural`: ``sppe`` and ``sple``;
+* ``demo`` (:func:`dpinfer.demo.run_demo`), added here.
+
+Each command module defines ``register(subparsers)``, which adds parsers whose ``func`` attribute
+runs the command; shared option blocks, the ledger decision and the one-line error handling are in
+:mod:`~dpinfer.cli.common`. A command module whose method family is not part of this build is
+skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from collections.abc import Sequence
+
+from .._version import __version__
+from .common import module_present, run_command
+
+# (command module with ``register(subparsers) -> None``, the package it drives). A command whose
+# package is not part of this build is skipped; an error inside a present module propagates.
+COMMAND_MODULES: list[tuple[str, str]] = [
+    ("dpinfer.cli.budget", "dpinfer.privacy"),  # budget
+    ("dpinfer.cli.simulate", "dpinfer.abc"),  # simulate
+    ("dpinfer.cli.abcdp", "dpinfer.abc"),  # abcdp
+    ("dpinfer.cli.dpvi", "dpinfer.vi"),  # dpvi
+    ("dpinfer.cli.smc", "dpinfer.abc"),  # smc-abc, exact-posterior
+    ("dpinfer.cli.neural", "dpinfer.neural"),  # sppe, sple
+]
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from ..demo import run_demo
+
+    run_demo(args.out, seed=args.seed, quick=args.quick)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser: ``demo`` plus the commands of every present module."""
+    parser = argparse.ArgumentParser(
+        prog="dpinfer", description="Bayesian inference under differential privacy."
+    )
+    parser.add_argument("--version", action="version", version=f"dpinfer {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    demo = sub.add_parser("demo", help="end-to-end tour of every capability (writes to --out)")
+    demo.add_argument("--out", default="out", help="output directory (default: out)")
+    demo.add_argument("--seed", type=int, default=2026, help="simulation seed (not privacy noise)")
+    demo.add_argument("--quick", action="store_true", help="smaller runs, for smoke tests")
+    demo.set_defaults(func=_demo)
+
+    for name, package in COMMAND_MODULES:
+        if module_present(package):
+            importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``dpinfer`` console script.
+
+    Returns
+    -------
+    int
+        The exit status: 0 on success, 2 for a refusal or a missing command, 1 for other errors
+        (each printed as one line on standard error); some commands return their own statuses.
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    return run_command(args.func, args)
+
+
+__all__ = ["build_parser", "main"]

@@ -1,0 +1,213 @@
+"""What the ``dpinfer`` commands share: option blocks, the ledger decision, notices, errors.
+
+Commands that release a private result from confidential data (``dpvi``, ``abcdp``) need either
+``--ledger PATH`` (the release is charged to a registered budget first) or an explicit
+``--no-ledger`` (released unaccounted, with a one-line notice); :func:`add_ledger_options` and
+:func:`open_release_ledger` implement that for every such command. Refusals (:class:`Refusal`, a
+missing or foreign ledger file) exit with status 2 and one line on standard error, before anything
+is read, charged or released; other errors exit with status 1 (:func:`run_command`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TextIO
+
+from ..errors import DPInferError, PrivacyWarning
+from ..models.registry import MODELS, load_release
+from ..privacy import Ledger
+from ..privacy.fingerprint import file_fingerprint
+from ..privacy.ledger import LedgerFileError, LedgerNotFoundError
+
+
+class Refusal(Exception):
+    """A command refused before anything was read, charged or released (exit status 2)."""
+
+
+def one_line(message: object) -> str:
+    """``message`` as one line (its non-blank lines joined by spaces)."""
+    return " ".join(part.strip() for part in str(message).splitlines() if part.strip())
+
+
+def error(message: object) -> None:
+    """Print ``dpinfer: error: <message on one line>`` on standard error."""
+    print(f"dpinfer: error: {one_line(message)}", file=sys.stderr)
+
+
+def run_command(func: Callable[[argparse.Namespace], int | None], args: argparse.Namespace) -> int:
+    """Run a command; a refusal exits with status 2, a usage or data error with status 1."""
+    try:
+        return int(func(args) or 0)
+    except (Refusal, LedgerNotFoundError, LedgerFileError) as exc:
+        error(exc)
+        return 2
+    except (DPInferError, ValueError, FileNotFoundError) as exc:
+        error(exc)
+        return 1
+
+
+def module_present(name: str) -> bool:
+    """Whether the module ``name`` is part of this build (without importing it)."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def progress_bar(total: int, desc: str, enabled: bool | None = None) -> Any:
+    """A tqdm bar on standard error; ``enabled=None`` shows it only on a terminal."""
+    from tqdm.auto import tqdm
+
+    disable = (not sys.stderr.isatty()) if enabled is None else (not enabled)
+    return tqdm(total=total, desc=desc, unit="draw", disable=disable, leave=False)
+
+
+def pick(args: argparse.Namespace, *names: str) -> dict[str, Any]:
+    """``{name: args.name}`` for options passed on unchanged as keyword arguments."""
+    return {name: getattr(args, name) for name in names}
+
+
+# --- option blocks --------------------------------------------------------------------------
+
+
+def add_ledger_options(parser: argparse.ArgumentParser) -> None:
+    """``--ledger`` and ``--no-ledger`` for a command that releases from confidential data."""
+    parser.add_argument(
+        "--ledger",
+        default=None,
+        help="privacy ledger (SQLite, made by `dpinfer budget init`) charged before the release",
+    )
+    parser.add_argument(
+        "--no-ledger",
+        action="store_true",
+        help="release WITHOUT charging any ledger: nothing bounds the total spend on these data",
+    )
+
+
+def add_release_options(parser: argparse.ArgumentParser) -> None:
+    """``--model``, ``--observed``, ``--epsilon``, ``--model-args``: an already released statistic."""
+    parser.add_argument("--model", required=True, choices=MODELS)
+    parser.add_argument("--observed", required=True, help="JSON file of the observed release, or 'builtin'")
+    parser.add_argument("--epsilon", type=float, help="privacy level of the observed release")
+    parser.add_argument("--model-args", default="", help="JSON object of model keyword arguments")
+
+
+def add_backend_options(parser: argparse.ArgumentParser, default: str, workers: str, seed: str) -> None:
+    """``--backend`` (default ``default``), ``--workers`` (as ``n_workers``) and ``--seed``, with
+    the help texts given: the keyword arguments of the backends' callers."""
+    parser.add_argument("--backend", default=default, help="serial | processes | dask | tcp://scheduler:8786")
+    parser.add_argument("--workers", type=int, dest="n_workers", metavar="WORKERS", help=workers)
+    parser.add_argument("--seed", type=int, default=0, help=seed)
+
+
+def add_output_options(parser: argparse.ArgumentParser, progress: str | None = None) -> None:
+    """``--no-progress`` (when ``progress`` is its help) and ``--json`` (a JSON summary)."""
+    if progress is not None:
+        parser.add_argument("--no-progress", action="store_true", help=progress)
+    parser.add_argument("--json", action="store_true", help="print a JSON summary")
+
+
+def release_from_args(args: argparse.Namespace) -> tuple[Any, Any, float]:
+    """``(model, observed, epsilon)`` for the options of :func:`add_release_options`; the
+    command line's ``--epsilon`` and ``--model-args`` override those of the JSON file."""
+    model_args = json.loads(args.model_args) if args.model_args else {}
+    return load_release(args.model, args.observed, args.epsilon, model_args)
+
+
+# --- releases from confidential data --------------------------------------------------------
+
+
+def open_release_ledger(
+    args: argparse.Namespace, data_file: str | Path, default_dataset: str | None = None
+) -> tuple[Ledger | None, str | None]:
+    """The ledger and data-set name a release is charged to, or ``(None, None)`` with --no-ledger.
+
+    Refuses (:class:`Refusal`) unless exactly one of ``--ledger`` / ``--no-ledger`` is given, and
+    ``--dataset`` without ``--ledger``. If the data set was registered with a fingerprint
+    (``dpinfer budget init --data FILE``), ``data_file`` must have exactly those bytes.
+    """
+    dataset = getattr(args, "dataset", None)
+    if args.ledger and args.no_ledger:
+        raise Refusal("--ledger and --no-ledger contradict each other; pass one of them.")
+    if not args.ledger:
+        if dataset:
+            raise Refusal(
+                f"--dataset {dataset} names a budget in a ledger, but no --ledger was given: pass "
+                "--ledger PATH to charge it (nothing was charged or released)."
+            )
+        if not args.no_ledger:
+            raise Refusal(
+                "this command releases a private result: pass --ledger PATH --dataset NAME (register "
+                "the budget with `dpinfer budget init`) or, to release unaccounted, --no-ledger."
+            )
+        return None, None
+    ledger = Ledger(args.ledger)  # never creates a file: a typo is refused
+    dataset = dataset or default_dataset
+    if not dataset:
+        raise Refusal("--ledger needs --dataset NAME (registered with `dpinfer budget init`).")
+    budget = ledger.budget(dataset)
+    if budget.fingerprint is not None:
+        path = Path(data_file)
+        if not path.is_file():
+            raise FileNotFoundError(f"data file {path} not found.")
+        found = file_fingerprint(path)
+        if found != budget.fingerprint:
+            raise Refusal(
+                f"{path} is not the data registered as {dataset!r} in {ledger.path} (file SHA-256 "
+                f"{found[:16]}..., registered {budget.fingerprint[:16]}...); nothing was charged or "
+                "released. The fingerprint covers the file's exact bytes: a reformatted copy differs."
+            )
+    return ledger, dataset
+
+
+@contextmanager
+def release_notices(accounted: bool) -> Iterator[None]:
+    """Show the release's :class:`~dpinfer.privacy.PrivacyWarning` s as one-line notices.
+
+    Unaccounted (``--no-ledger``): after a successful release, one notice says so instead of the
+    library's warning. Other warnings pass through unchanged.
+    """
+    caught: list[str] = []
+    original = warnings.showwarning
+
+    def show(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: TextIO | None = None,
+        line: str | None = None,
+    ) -> None:
+        if issubclass(category, PrivacyWarning):
+            caught.append(one_line(message))
+        else:
+            original(message, category, filename, lineno, file, line)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", PrivacyWarning)
+        warnings.showwarning = show
+        yield
+    if not accounted:
+        print(
+            "dpinfer: notice: released WITHOUT a ledger (--no-ledger): NOT ACCOUNTED against any "
+            "privacy budget; its report says accounted: false.",
+            file=sys.stderr,
+        )
+    for message in dict.fromkeys(caught):
+        if accounted or "ledger" not in message.lower():
+            print(f"dpinfer: warning: {message}", file=sys.stderr)
+
+
+def mark_unaccounted(result: Any, ledger: Ledger | None) -> None:
+    """A release made without a ledger says ``accounted: false`` in its privacy report."""
+    import dataclasses
+
+    if ledger is None and result.privacy is not None and result.privacy.accounted:
+        result.privacy = dataclasses.replace(result.privacy, accounted=False)

@@ -1,0 +1,73 @@
+"""Demo section: DPVI on Abalone, logistic regression at ε ∈ {0.1, 1, non-private}."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from .context import DemoContext
+
+DELTA = 1e-5  # the demo ledger's delta for "abalone"
+FEATURES = ("Sex", "Length", "Diameter", "Height", "Whole", "Shucked", "Viscera", "Shell")
+
+
+def section_dpvi(ctx: DemoContext) -> None:
+    """Fit DPVI on Abalone (the authors' preprocessing) and report test accuracies.
+
+    Each private fit is charged to the demo ledger's ``"abalone"`` data set (PLD, replace-one,
+    δ = 1e-5) before its first noisy gradient. Settings: T = 1000, q = 0.05, C = 5 (the paper's
+    Abalone comparison), Poisson subsampling, windowed AdaGrad with lr 0.1. The paper reports
+    0.767 non-private and about 0.73-0.74 at ε ≈ 0.1 (its moments accountant, δ = 1e-3).
+    """
+    from ..datasets import load_abalone
+    from ..plots import plot_coefficients
+    from ..vi.engine import DPVI
+    from ..vi.models import LogisticRegression
+
+    data = load_abalone()
+    steps = 300 if ctx.quick else 1000
+    engine = DPVI(LogisticRegression(data.X_train.shape[1]))
+    seed = int(ctx.rng(40).integers(2**31))
+
+    def fit(**options: Any) -> tuple[Any, float, float]:
+        """A fit on the training split (lr 0.1, the section's seed), its accuracy and wall time."""
+        start = time.perf_counter()
+        result = engine.fit(data.X_train, data.y_train, lr=0.1, seed=seed, **options)
+        return result, result.accuracy(data.X_test, data.y_test), time.perf_counter() - start
+
+    nonpriv, acc, wall = fit(private=False, clip=None, sampling_rate=0.01, steps=500 if ctx.quick else 2000)
+    ctx.report.add_row(
+        "dpvi", "VI (non-private)", "Abalone test accuracy", acc, "non-private", "paper 0.767; T=2000, q=0.01"
+    )
+    print(f"   non-private VI: accuracy {acc:.4f} ({wall:.1f} s)")
+
+    summaries = []
+    fits = {"non-private": (nonpriv.mean(), nonpriv.std)}
+    for eps in (0.1, 1.0):
+        result, acc, wall = fit(
+            epsilon=eps, delta=DELTA, clip=5.0, sampling_rate=0.05, steps=steps,
+            ledger=ctx.ledger, dataset="abalone", label=f"dpvi logistic eps={eps:g}",
+        )
+        z = result.privacy.details["noise_multiplier"]
+        ctx.report.add_row(
+            "dpvi",
+            "DPVI (mean-field)",
+            "Abalone test accuracy",
+            acc,
+            eps,
+            f"delta={DELTA:g}, PLD, replace-one, sigma={z:.3g}, T={steps}, q=0.05, C=5",
+        )
+        print(f"   DPVI eps={eps:g}: accuracy {acc:.4f}, sigma {z:.3g} ({wall:.1f} s)")
+        summaries.append(f"eps = {eps:g}\n" + result.summary())
+        fits[f"eps = {eps:g}"] = (result.mean(), result.std)
+    path = ctx.out_dir / "dpvi_abalone_coefficients.png"
+    plot_coefficients(fits, FEATURES, "Abalone logistic regression (mean-field q)", path)
+    ctx.report.add_figure("DPVI on Abalone: posterior mean +- 2 sd of each coefficient", path)
+    ctx.report.add_text(
+        "DPVI on Abalone",
+        "Logistic regression (8 standardised features, y = 1 if Rings >= 10 as in the authors' "
+        "code), mean-field Gaussian q, Poisson subsampling, per-example ELBO gradients clipped to "
+        "C = 5, Gaussian noise calibrated with the PLD accountant, windowed AdaGrad.\n\n```\n"
+        + "\n\n".join(summaries)
+        + "\n```",
+    )
