@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from dpinfer.abc.smc_abc import SMCABCResult
+from dpinfer.abc.smc_result import SMCABCResult
 from dpinfer.cli import main
 
 

@@ -64,7 +64,7 @@ def test_cli_fits_a_csv_and_charges_the_ledger(tmp_path, capsys):
     fit = DPVIResult.load(out)
     assert fit.privacy.epsilon <= 2.0 and fit.privacy.neighbouring == "replace-one"
     assert fit.config["feature_names"] == ["a", "b"]
-    assert np.sign(fit.mean).tolist() == [1.0, -1.0]
+    assert np.sign(fit.mean()).tolist() == [1.0, -1.0]
     hist = Ledger(ledger).history("d")
     assert [h["status"] for h in hist] == ["released"]
     assert "charged to 'd'" in capsys.readouterr().out
