@@ -220,6 +220,10 @@ def test_old_abcdp_pair_and_cli_release_json_are_read(results, tmp_path):
         back = ABCResult.load(tmp_path / "old")
     assert isinstance(back, ABCDPResult) and back.privacy == res.privacy
     np.testing.assert_array_equal(back.accepted, res.accepted)
+    # the .json that save writes next to the .npz is the release document the CLI publishes
+    npz, js = res.save(tmp_path / "new")
+    assert json.loads(js.read_text()) == json.loads(json.dumps(res.release_dict(), default=float))
+    assert ABCResult.load(js).privacy == res.privacy  # read from the .npz beside it, no warning
     (tmp_path / "release.json").write_text(json.dumps(res.release_dict(), default=float))
     with pytest.warns(DeprecationWarning, match="release JSON"):
         back = ABCDPResult.load(tmp_path / "release.json")

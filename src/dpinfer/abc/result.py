@@ -3,10 +3,10 @@
 ``save(PATH)`` writes ``PATH.npz`` in the common ``dpinfer.result`` format
 (:mod:`dpinfer.diagnostics.results`: arrays ``accepted`` and ``accepted_index``; ``n_draws``,
 ``epsilon_abc``, ``meta`` and, for ABCDP, ``c``, ``b`` and ``resample`` as JSON fields; the privacy
-report in the common metadata), which is all :meth:`ABCResult.load` needs, and ``PATH.json``, a
-human-readable copy of the metadata (the ABCDP release as people read it). ``load`` also reads,
-for one release and with a DeprecationWarning, the two files written before the common format
-and the single release JSON that ``dpinfer abcdp --out`` writes.
+report in the common metadata), which is all :meth:`ABCResult.load` needs, and ``PATH.json``, the
+human-readable :meth:`ABCResult.release_dict` (the ABCDP release as it is published). ``load``
+also reads, for one release and with a DeprecationWarning, the two files written before the
+common format and a release JSON alone (as ``dpinfer abcdp --out`` wrote it).
 """
 
 from __future__ import annotations
@@ -117,6 +117,15 @@ class ABCResult(ResultFile):
             "meta": self.meta,
         }
 
+    def release_dict(self) -> dict[str, Any]:
+        """Everything the result holds, JSON-ready (indicators as accepted positions): for ABCDP,
+        the release as published (``dpinfer abcdp --out`` and the ``.json`` of :meth:`save`)."""
+        out = self._json()
+        out["accepted"] = self.accepted.tolist()
+        out["accepted_index"] = self.accepted_index.tolist()
+        out["posterior_mean"] = self.posterior_mean.tolist()
+        return out
+
     def _to_record(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         fields = {k: v for k, v in self._json().items() if k not in ("kind", "param_names", "privacy")}
         return fields, {"accepted": self.accepted, "accepted_index": self.accepted_index}
@@ -137,11 +146,11 @@ class ABCResult(ResultFile):
         return cls(**common)
 
     def save(self, path: str | Path) -> tuple[Path, Path]:  # type: ignore[override]
-        """Write ``PATH.npz`` (the result, common format) and ``PATH.json`` (a readable copy of
-        its metadata); returns both paths."""
+        """Write ``PATH.npz`` (the result, common format) and ``PATH.json`` (the readable
+        :meth:`release_dict`, as ``dpinfer abcdp --out`` writes it); returns both paths."""
         npz, js = _paths(path)
         write_record(self, npz, *self._to_record())
-        js.write_text(json.dumps(self._json(), indent=2, default=float))
+        js.write_text(json.dumps(self.release_dict(), indent=2, default=float))
         return npz, js
 
     @classmethod
@@ -235,14 +244,6 @@ class ABCDPResult(ABCResult):
             resample=bool(self.resample),
             privacy=self.privacy.to_dict() if self.privacy is not None else None,
         )
-        return out
-
-    def release_dict(self) -> dict[str, Any]:
-        """Everything that is released, JSON-ready (indicators as accepted positions)."""
-        out = self._json()
-        out["accepted"] = self.accepted.tolist()
-        out["accepted_index"] = self.accepted_index.tolist()
-        out["posterior_mean"] = self.posterior_mean.tolist()
         return out
 
     def summary(self) -> str:
