@@ -72,16 +72,26 @@ def test_save_load_round_trip_and_confidential_trace(fit, tmp_path):
     np.testing.assert_array_equal(full.elbo_trace, res.elbo_trace)
 
 
-def test_the_old_json_document_is_written_and_read_for_one_release(fit, tmp_path):
+def test_a_json_path_writes_the_result_file_and_a_readable_document(fit, tmp_path):
     res, d = fit
-    with pytest.warns(DeprecationWarning, match="JSON"):
-        path = res.save(tmp_path / "fit.json")
-    data = json.loads(path.read_text())
+    npz = res.save(tmp_path / "fit.json")  # what `dpinfer dpvi --out fit.json` does
+    assert npz == tmp_path / "fit.npz"
+    data = json.loads((tmp_path / "fit.json").read_text())
     assert data["elbo_trace"] == [] and data["privacy"]["epsilon"] == res.privacy.epsilon
+    for name in ("fit.json", "fit.npz"):  # either name reads the result file, with no warning
+        back = DPVIResult.load(tmp_path / name)
+        np.testing.assert_array_equal(back.mean(), res.mean())
+        np.testing.assert_array_equal(back.predict_proba(d.X_test), res.predict_proba(d.X_test))
+        assert back.privacy == res.privacy
+
+
+def test_the_old_json_document_alone_is_read_for_one_release(fit, tmp_path):
+    res, d = fit
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(res.to_dict()))  # an earlier version's file, no .npz beside it
     with pytest.warns(DeprecationWarning, match="before the dpinfer.result format"):
-        back = DPVIResult.load(path)
+        back = DPVIResult.load(old)
     np.testing.assert_array_equal(back.mean(), res.mean())
-    np.testing.assert_array_equal(back.predict_proba(d.X_test), res.predict_proba(d.X_test))
     assert back.privacy == res.privacy
 
 

@@ -182,7 +182,7 @@ def _abcdp(args: argparse.Namespace) -> int:
     mark_unaccounted(res, ledger)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(res.release_dict(), indent=2, default=float))
+    res.save(out)  # the release document at --out and the result file beside it (ABCDPResult.load reads both)
     print(res.summary())
     print(f"release written to {out}")
     return 0

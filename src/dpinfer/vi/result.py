@@ -3,15 +3,15 @@
 Saved in the common ``dpinfer.result`` format (:mod:`dpinfer.diagnostics.results`): the arrays
 ``params`` and ``elbo_trace`` (empty unless the trace is not confidential or
 ``include_confidential=True``), and the family, model and fit configuration as JSON fields. The
-single JSON document of earlier versions (:meth:`DPVIResult.to_dict`, format ``dpinfer.dpvi/1``)
-is still read, and still written for a path ending in ``.json``, for one release with a
-DeprecationWarning.
+single JSON document (:meth:`DPVIResult.to_dict`, format ``dpinfer.dpvi/1``) is written beside the
+result file for a path ending in ``.json`` (the CLI's ``--out fit.json``), as a readable copy; read
+on its own (an earlier version's file, no ``.npz`` beside it) it still loads, with a
+DeprecationWarning, for one release.
 """
 
 from __future__ import annotations
 
 import json
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -183,21 +183,18 @@ class DPVIResult(ResultFile):
         )
 
     def save(self, path: str | Path, include_confidential: bool = False) -> Path:
-        """Write the result (common ``dpinfer.result`` format); a confidential ELBO trace is left
-        out unless asked for. A path ending in ``.json`` still gets the old JSON document
-        (:meth:`to_dict`) for one release, with a DeprecationWarning."""
+        """Write the result in the common ``dpinfer.result`` format; returns the result file.
+
+        A path ending in ``.json`` (what ``dpinfer dpvi --out fit.json`` names) writes the result
+        to ``fit.npz`` and a readable copy of :meth:`to_dict` to ``fit.json``, as ABCDP does;
+        :meth:`load` of either name reads the ``.npz``. A confidential ELBO trace is left out
+        unless asked for.
+        """
         path = Path(path)
         if path.suffix == ".json":
-            warnings.warn(
-                f"writing a DPVI result as JSON ({path}) is deprecated: save to a .npz path (the "
-                "dpinfer.result format every result shares); the JSON document goes away in the "
-                "next release.",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            path.parent.mkdir(parents=True, exist_ok=True)
+            npz = write_record(self, path.with_suffix(".npz"), *self._to_record(include_confidential))
             path.write_text(json.dumps(self.to_dict(include_confidential), indent=2))
-            return path
+            return npz
         return write_record(self, path, *self._to_record(include_confidential))
 
     @classmethod
@@ -220,7 +217,13 @@ class DPVIResult(ResultFile):
 
     @classmethod
     def load(cls, path: str | Path, model: Model | None = None) -> DPVIResult:  # type: ignore[override]
-        """Read a result written by :meth:`save` (pass ``model`` for a custom model)."""
+        """Read a result written by :meth:`save` (pass ``model`` for a custom model).
+
+        ``fit.json`` reads the ``fit.npz`` written beside it; a JSON document of an earlier version
+        with no ``.npz`` beside it is still read, with a DeprecationWarning."""
+        path = Path(path)
+        if path.suffix == ".json" and path.with_suffix(".npz").exists():
+            path = path.with_suffix(".npz")
         return super().load(path, model=model)
 
     @classmethod
