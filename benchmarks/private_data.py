@@ -478,8 +478,8 @@ def linreg_setup(epsilon: float, ref_samples: int, seed: int) -> tuple[LinearReg
     wall, _ = _since(start)
     ref = {
         "kind": f"DA-MCMC (Ju et al. 2022), {ref_samples} draws, thinning 10, burn-in 5000",
-        "mean": da.mean,
-        "sd": da.sd,
+        "mean": da.mean(),
+        "sd": da.sd(),
         "draws": da.samples[
             np.random.default_rng(0).choice(ref_samples, size=min(ref_samples, 2000), replace=False)
         ],

@@ -29,11 +29,12 @@ from dpinfer.abc import (
     rejection_abc,
     smc_abc,
 )
+from dpinfer.abc.baselines import DAMCMCResult, da_mcmc_linreg
 from dpinfer.datasets import load_abalone
 from dpinfer.diagnostics.results import FORMAT, PosteriorResult, load_result, read_meta
 from dpinfer.distances import RFFMMD
 from dpinfer.errors import InvalidDataError
-from dpinfer.models import GaussianMean
+from dpinfer.models import GaussianMean, LinearRegression
 from dpinfer.models.mixture_uniform import MixtureOfUniforms
 from dpinfer.neural import SPLE, SPPE, SPLEPosterior, SPPEPosterior
 from dpinfer.privacy import PrivacyRNG
@@ -58,6 +59,7 @@ def results() -> dict[str, object]:
     dist = RFFMMD(bandwidth=0.6, n_features=10, seed=0)
     draws = SimulatedDraws(mix.prior_sample, mix.simulate, 150, seed=7, batch_size=64).materialize()
     d = load_abalone()
+    lin = LinearRegression(n=20, epsilon=1.0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         out = {
@@ -74,6 +76,8 @@ def results() -> dict[str, object]:
                          training=FAST, seed=0).fit([0.6]),
             "sple": SPLE(gm, flow=SMALL, rounds=1, simulations_per_round=60, rqmc_points=1, training=FAST,
                          seed=0, chains=2, warmup=5, posterior_draws=20).fit([0.6]),
+            "da-mcmc": da_mcmc_linreg(lin, lin.simulate(lin.prior.sample(1, 0), 1)[0], n_samples=50,
+                                      burn_in=20, thin=1, seed=0),
         }
     return out
 
@@ -86,6 +90,7 @@ TYPES = {
     "dpvi": DPVIResult,
     "sppe": SPPEPosterior,
     "sple": SPLEPosterior,
+    "da-mcmc": DAMCMCResult,
 }
 
 

@@ -230,5 +230,5 @@ def test_smc_abc_agrees_with_da_mcmc_on_linear_regression():
         batch_size=5000,
         max_simulations=600_000,
     )
-    assert np.all(np.abs(res.mean() - da.mean) < 0.3 * da.sd)
-    assert np.all(np.abs(res.sd() / da.sd - 1) < 0.2)
+    assert np.all(np.abs(res.mean() - da.mean()) < 0.3 * da.sd())
+    assert np.all(np.abs(res.sd() / da.sd() - 1) < 0.2)

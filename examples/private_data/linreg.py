@@ -117,7 +117,7 @@ def main() -> None:
             "confidential": (conf.mean, conf.interval(), "exact (conjugate)"),
             "naive": (naive.mean, naive.interval(), "" if naive.valid else naive.reason),
             "DA-MCMC": (
-                da.mean,
+                da.mean(),
                 da.interval(),
                 f"{args.mcmc_samples} draws, min ESS {da.ess().min():.0f}, {t_da:.1f} s",
             ),

@@ -17,8 +17,10 @@ from typing import Any
 import numba
 import numpy as np
 
+from ..diagnostics.results import Record, ResultFile
 from ..errors import InvalidDataError
 from ..models.linreg import LinearRegression
+from ..privacy import PrivacyReport
 
 
 def naive_posterior(model: Any, observed: Any) -> Any:
@@ -115,21 +117,46 @@ def _da_mcmc_kernel(sdp, x, y, beta, n_keep, burn_in, thin, scale, x_mean, sigma
 
 
 @dataclass
-class DAMCMCResult:
-    """Draws of ``β`` from data-augmentation MCMC, with the record-update acceptance rate."""
+class DAMCMCResult(ResultFile):
+    """Draws of ``β`` from data-augmentation MCMC, with the record-update acceptance rate.
+
+    Follows the result contract (:class:`~dpinfer.diagnostics.results.PosteriorResult`):
+    ``mean()``, ``sample(n, seed)``, ``param_names``, ``privacy`` (the report of the release it
+    analyses) and ``save`` / ``load`` in the ``dpinfer.result`` format.
+    """
 
     samples: np.ndarray
     record_acceptance: float
     param_names: tuple[str, ...]
     settings: dict[str, Any]
+    privacy: PrivacyReport | None = None
 
-    @property
     def mean(self) -> np.ndarray:
+        """Posterior mean estimate (average of the draws)."""
         return self.samples.mean(axis=0)
 
-    @property
     def sd(self) -> np.ndarray:
+        """Posterior standard deviation estimate."""
         return self.samples.std(axis=0, ddof=1)
+
+    def sample(self, n: int, seed: Any = None) -> np.ndarray:
+        """``n`` draws resampled uniformly (with replacement) from the chain's draws."""
+        idx = np.random.default_rng(seed).integers(0, self.samples.shape[0], int(n))
+        return self.samples[idx]
+
+    def _to_record(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        fields = {"record_acceptance": float(self.record_acceptance), "settings": self.settings}
+        return fields, {"samples": np.asarray(self.samples, dtype=np.float64)}
+
+    @classmethod
+    def _from_record(cls, record: Record, **kwargs: Any) -> DAMCMCResult:
+        return cls(
+            samples=record.arrays["samples"],
+            record_acceptance=float(record.fields["record_acceptance"]),
+            param_names=record.param_names,
+            settings=dict(record.fields["settings"]),
+            privacy=record.privacy,
+        )
 
     def interval(self, level: float = 0.95) -> np.ndarray:
         return np.quantile(self.samples, [0.5 - level / 2, 0.5 + level / 2], axis=0).T
@@ -206,4 +233,4 @@ def da_mcmc_linreg(
         kernel_seed,
     )
     settings = {"n_samples": int(n_samples), "burn_in": int(burn_in), "thin": int(thin), "seed": seed}
-    return DAMCMCResult(samples, float(acc), model.param_names, settings)
+    return DAMCMCResult(samples, float(acc), tuple(model.param_names), settings, model.privacy_report())

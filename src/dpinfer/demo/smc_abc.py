@@ -72,7 +72,7 @@ def section_smc_abc(ctx: DemoContext) -> None:
             f"{smc.n_simulations} simulations, final tolerance {smc.tolerance:.3g}, {t_smc:.1f} s"
             + ("" if smc.complete else " (simulation budget reached)"),
         ),
-        ("DA-MCMC", da.mean, da.interval(), f"record acceptance {da.record_acceptance:.2f}, {t_da:.1f} s"),
+        ("DA-MCMC", da.mean(), da.interval(), f"record acceptance {da.record_acceptance:.2f}, {t_da:.1f} s"),
         ("naive plug-in", naive.mean, naive.interval(), "ignores the noise" if naive.valid else naive.reason),
         ("confidential", conf.mean, conf.interval(), "not available to the analyst"),
     ]
