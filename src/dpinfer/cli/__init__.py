@@ -31,6 +31,7 @@ COMMAND_MODULES: list[tuple[str, str]] = [
     ("dpinfer.cli.dpvi", "dpinfer.vi"),  # dpvi
     ("dpinfer.cli.smc", "dpinfer.abc"),  # smc-abc, exact-posterior
     ("dpinfer.cli.neural", "dpinfer.neural"),  # sppe, sple
+    ("dpinfer.cli.release", "dpinfer.models"),  # release
 ]
 
 

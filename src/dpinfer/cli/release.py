@@ -1,0 +1,160 @@
+"""``dpinfer release``: the data owner's step of private-data inference.
+
+Reads the confidential records from a CSV file, computes the statistic the model declares
+(clamped to the model's declared bounds by the model itself), releases it through the model's
+mechanism — charged to the ledger *before* the noise is drawn — and writes the release file that
+the analyst's commands read (``dpinfer smc-abc / exact-posterior / sppe / sple --observed FILE``)::
+
+    dpinfer release --model gaussian-mean --data x.csv --columns x --epsilon 1 \\
+        --model-args '{"clamp": [-2, 2]}' --ledger budget.db --dataset xs --out release.json
+
+The number of records n is public (replace-one neighbours) and taken from the file. The release
+file is JSON: ``{"observed": [...], "epsilon": ε, "model": NAME, "model_args": {...},
+"privacy": report}``; it holds nothing confidential.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import InvalidDataError
+from ..models.registry import build_model
+from .common import Refusal, add_ledger_options, open_release_ledger, release_notices
+
+#: model -> (the columns its statistic reads, in order, and how they become the statistic's inputs)
+RELEASABLE = {
+    "gaussian-mean": ("x", "one numeric column: the values whose clamped mean is released"),
+    "linreg": ("x1,x2,y", "three numeric columns: two covariates and the response"),
+    "naive-bayes": ("class,f1,f2", "three 0/1 columns: the class label and two binary features"),
+}
+
+
+def read_columns(path: str | Path, columns: list[str]) -> np.ndarray:
+    """The named numeric columns of a CSV file with a header row, shape (rows, len(columns)).
+
+    Blank lines and empty cells are refused (never dropped): dropping a record would change n and
+    with it the sensitivity the noise is calibrated to.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"data file {p} not found.")
+    with p.open(newline="") as fh:
+        rows = list(csv.reader(fh))
+    if not rows:
+        raise InvalidDataError(f"{p} is empty; expected a header row and records.")
+    header = [h.strip() for h in rows[0]]
+    missing = [c for c in columns if c not in header]
+    if missing:
+        raise InvalidDataError(f"column(s) {missing} not in {p} (columns: {header}); pass --columns.")
+    idx = [header.index(c) for c in columns]
+    out = np.empty((len(rows) - 1, len(columns)))
+    for i, row in enumerate(rows[1:]):
+        line = i + 2
+        if not row or all(not cell.strip() for cell in row):
+            raise InvalidDataError(
+                f"{p} line {line} is blank; remove it or fill the record (a dropped record would "
+                "change n and the noise scale). Nothing was charged or released."
+            )
+        if len(row) != len(header):
+            raise InvalidDataError(f"{p} line {line} has {len(row)} fields, expected {len(header)}.")
+        for j, c in enumerate(idx):
+            cell = row[c].strip()
+            if not cell:
+                raise InvalidDataError(
+                    f"{p} line {line}, column {header[c]!r}: missing value. Impute or remove the record "
+                    "before the release; nothing was charged or released."
+                )
+            try:
+                out[i, j] = float(cell)
+            except ValueError:
+                raise InvalidDataError(
+                    f"{p} line {line}, column {header[c]!r}: {cell!r} is not a number; encode it "
+                    "numerically. Nothing was charged or released."
+                ) from None
+    if out.shape[0] == 0:
+        raise InvalidDataError(f"{p} has a header but no records.")
+    return out
+
+
+def statistic(name: str, model: Any, table: np.ndarray) -> np.ndarray:
+    """The confidential statistic of model ``name`` computed from the columns of ``table``."""
+    if name == "gaussian-mean":
+        return model.statistic(table[:, 0])
+    if name == "linreg":
+        return model.statistic(table[:, :2], table[:, 2])
+    if name == "naive-bayes":
+        return model.statistic(table[:, 0].astype(int), table[:, 1:].astype(int))
+    raise InvalidDataError(
+        f"model {name!r} cannot be released from a CSV (releasable: {sorted(RELEASABLE)})."
+    )
+
+
+def _release(args: argparse.Namespace) -> int:
+    try:
+        model_args = json.loads(args.model_args) if args.model_args else {}
+    except ValueError:
+        raise Refusal(f"--model-args is not a JSON object: {args.model_args!r}.") from None
+    if not isinstance(model_args, dict):
+        raise Refusal(f"--model-args must be a JSON object, got {args.model_args!r}.")
+    ledger, dataset = open_release_ledger(args, args.data)  # refusals first: nothing read before
+    columns = [c.strip() for c in (args.columns or RELEASABLE[args.model][0]).split(",")]
+    table = read_columns(args.data, columns)
+    model_args = {**model_args, "n": int(table.shape[0])}  # n is public under replace-one
+    try:
+        model = build_model(args.model, args.epsilon, **model_args)
+    except TypeError as exc:
+        raise Refusal(f"--model-args does not fit model {args.model!r}: {exc}") from None
+    s = statistic(args.model, model, table)  # clamps to the model's declared bounds
+    with release_notices(ledger is not None):
+        rel = model.mechanism.release(
+            s, ledger=ledger, dataset=dataset, label=f"release {args.model} eps={args.epsilon:g}"
+        )
+    privacy = rel.privacy.to_dict()
+    doc = {
+        "observed": np.asarray(rel.value, dtype=np.float64).tolist(),
+        "epsilon": float(args.epsilon),
+        "model": args.model,
+        "model_args": model_args,
+        "privacy": privacy,
+    }
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(doc, indent=2))
+    print(f"released the {args.model} statistic of {table.shape[0]} records at epsilon={args.epsilon:g}")
+    if ledger is not None:
+        print(f"  charged to {dataset!r} in {ledger.path}: spent {ledger.spent(dataset):.4g}")
+    print(f"wrote {out} (read it with --model {args.model} --observed {out})")
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    """Add ``dpinfer release`` to the CLI."""
+    choices = "; ".join(f"{m}: --columns {c} ({d})" for m, (c, d) in RELEASABLE.items())
+    p = subparsers.add_parser(
+        "release",
+        help="data owner: release a model's statistic from a CSV through its mechanism",
+        description=(
+            "Compute the statistic a private-data model declares from confidential records, release "
+            "it through the model's mechanism (charged to the ledger first) and write the release "
+            f"file the analyst's commands read. Models and default columns: {choices}."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument("--model", required=True, choices=sorted(RELEASABLE), help="the private-data model")
+    p.add_argument("--data", required=True, help="CSV file of the confidential records (header row)")
+    p.add_argument("--columns", default=None, help="comma-separated columns (default: the model's, above)")
+    p.add_argument("--epsilon", type=float, required=True, help="privacy level of the release (pure DP)")
+    p.add_argument(
+        "--model-args", default="",
+        help='JSON object of model keyword arguments, e.g. \'{"clamp": [-2, 2]}\' (n comes from the file)',
+    )
+    add_ledger_options(p)
+    p.add_argument("--dataset", default=None, help="data set name in the ledger (with --ledger)")
+    p.add_argument("--out", required=True, help="the release file to write (JSON)")
+    p.set_defaults(func=_release)

@@ -1,0 +1,92 @@
+"""``dpinfer release``: the data owner's CLI step, end to end with the analyst's commands."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from dpinfer.cli import main
+from dpinfer.privacy import Ledger
+
+
+def _csv(path, values, header="x"):
+    path.write_text(header + "\n" + "\n".join(values) + "\n")
+    return path
+
+
+@pytest.fixture()
+def data(tmp_path):
+    x = np.random.default_rng(0).normal(0.4, 1.0, 60)
+    return _csv(tmp_path / "x.csv", [f"{v:.4f}" for v in x])
+
+
+def _release(data, out, *extra):
+    return main([
+        "release", "--model", "gaussian-mean", "--data", str(data), "--epsilon", "1",
+        "--model-args", '{"clamp": [-2, 2]}', "--out", str(out), *extra,
+    ])
+
+
+def test_release_then_analyse_from_the_command_line_alone(tmp_path, data, capsys):
+    ledger = tmp_path / "b.db"
+    assert main(["budget", "init", "--ledger", str(ledger), "--dataset", "xs", "--epsilon", "2",
+                 "--data", str(data)]) == 0
+    out = tmp_path / "rel.json"
+    assert _release(data, out, "--ledger", str(ledger), "--dataset", "xs") == 0
+    doc = json.loads(out.read_text())
+    assert doc["model"] == "gaussian-mean" and doc["model_args"]["n"] == 60
+    assert doc["privacy"]["accounted"] is True and len(doc["observed"]) == 1
+    assert [h["status"] for h in Ledger(ledger).history("xs")] == ["released"]
+    res = tmp_path / "post.npz"
+    assert main(["exact-posterior", "--model", "gaussian-mean", "--observed", str(out), "--theta", "2000",
+                 "--inner", "5", "--out", str(res)]) == 0
+    from dpinfer.diagnostics import load_result
+
+    post = load_result(res)
+    assert abs(float(post.mean()[0]) - doc["observed"][0]) < 1.0
+
+
+@pytest.mark.parametrize(
+    "rows,match",
+    [
+        (["0.1", "", "0.3"], "line 3 is blank"),
+        (["0.1", " ", "0.3"], "line 3 is blank"),
+        (["0.1", "abc", "0.3"], "not a number"),
+    ],
+)
+def test_bad_files_are_refused_with_file_line_and_reason(tmp_path, rows, match, capsys):
+    bad = _csv(tmp_path / "bad.csv", rows)
+    ledger = tmp_path / "b.db"
+    Ledger.create(ledger).register("xs", 2.0)
+    assert _release(bad, tmp_path / "r.json", "--ledger", str(ledger), "--dataset", "xs") == 1
+    err = capsys.readouterr().err
+    assert match in err and "bad.csv" in err and "Traceback" not in err
+    assert Ledger(ledger).history("xs") == [] and not (tmp_path / "r.json").exists()
+
+
+def test_missing_value_and_unknown_column(tmp_path, capsys):
+    bad = tmp_path / "m.csv"
+    bad.write_text("x,y\n0.1,1\n,2\n")
+    assert _release(bad, tmp_path / "r.json", "--no-ledger") == 1
+    assert "missing value" in capsys.readouterr().err
+    assert _release(bad, tmp_path / "r.json", "--no-ledger", "--columns", "zz") == 1
+    assert "not in" in capsys.readouterr().err
+
+
+def test_release_needs_a_ledger_decision_and_says_when_unaccounted(tmp_path, data, capsys):
+    out = tmp_path / "r.json"
+    assert _release(data, out) == 2 and not out.exists()
+    assert _release(data, out, "--no-ledger") == 0
+    assert json.loads(out.read_text())["privacy"]["accounted"] is False
+    assert "NOT ACCOUNTED" in capsys.readouterr().err
+
+
+def test_a_different_file_than_the_registered_one_is_refused(tmp_path, data):
+    ledger = tmp_path / "b.db"
+    assert main(["budget", "init", "--ledger", str(ledger), "--dataset", "xs", "--epsilon", "2",
+                 "--data", str(data)]) == 0
+    other = _csv(tmp_path / "other.csv", ["0.5"] * 60)
+    assert _release(other, tmp_path / "r.json", "--ledger", str(ledger), "--dataset", "xs") == 2
+    assert Ledger(ledger).history("xs") == []
