@@ -1,5 +1,6 @@
 """Differentially private variational inference (DPVI; Jälkö, Dikmen & Honkela, UAI 2017)."""
 
+from .constraints import CholeskyFactor, Interval, Positive, Real, Simplex, constrained_sample
 from .engine import DPVI
 from .families import FullRankGaussian, MeanFieldGaussian, make_family
 from .models import GaussianLinearRegression, LogisticRegression, Model, PoissonRegression, make_model
@@ -11,21 +12,27 @@ from .result import DPVIResult
 __all__ = [
     "DPVI",
     "Adam",
+    "CholeskyFactor",
     "DPOptimizer",
     "DPVIResult",
     "FullRankGaussian",
     "GaussianLinearRegression",
+    "Interval",
     "LogisticRegression",
     "MeanFieldGaussian",
     "Model",
     "OptimizerOptions",
     "PoissonRegression",
+    "Positive",
     "PrivacyOptions",
     "PrivacyPlan",
+    "Real",
     "SGD",
+    "Simplex",
     "TrainingOptions",
     "WindowedAdaGrad",
     "clip_per_example",
+    "constrained_sample",
     "make_family",
     "make_model",
     "plan_privacy",

@@ -16,6 +16,10 @@ depend on the data):
     ℓ_i = log p(y_i | x_i, θ) is clipped; the privatised sum is multiplied by ``scale`` and the
     exact prior and entropy gradients are added outside the clipping.
 
+For a constrained model (:mod:`dpinfer.vi.constraints`) θ above is the unconstrained ζ, the
+likelihood is composed with the bijection T (its per-example gradients go through the chain rule),
+and log|det J_T(ζ)| joins log p: data-free, so never inside the clipping.
+
 Per-example θ-gradients come from the model (closed form or ``vmap(grad)``) and are mapped to the
 variational parameters by the family's closed-form ``pullback``: all vectorised over examples.
 """
@@ -33,12 +37,17 @@ PER_EXAMPLE_MODES = ("elbo", "likelihood")
 
 
 def data_free_grad(model: Model, family: GaussianFamily, params: Tensor, eps: Tensor) -> Tensor:
-    """∇_params of (1/S) Σ_s log p(θ_s) + H[q]: the part of the ELBO gradient without data."""
+    """∇_params of (1/S) Σ_s [log p(θ_s) + log|det J(θ_s)|] + H[q]: the part without data.
+
+    The Jacobian term appears only for a constrained model (an unconstrained one is untouched).
+    """
     S = eps.shape[0]
     out = family.entropy_grad(params)
     for s in range(S):
         theta = family.sample(params, eps[s])
         g_theta = model.log_prior_grad(theta)
+        if model.constrained:
+            g_theta = g_theta + model.log_det_jacobian_grad(theta)
         out = out + family.pullback(params, eps[s], g_theta.unsqueeze(0))[0] / S
     return out
 
@@ -101,4 +110,6 @@ def elbo_estimate(
         for s in range(S):
             theta = family.sample(params, eps[s])
             total += float(scale * model.log_likelihood(theta, X, y).sum() + model.log_prior(theta))
+            if model.constrained:
+                total += float(model.log_det_jacobian(theta))
         return total / S + float(family.entropy(params))

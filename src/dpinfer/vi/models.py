@@ -8,6 +8,10 @@ built-in subclasses add data checks, closed-form per-example gradients and predi
 * :class:`PoissonRegression`, a second non-conjugate GLM showing the interface is general,
 * :class:`GaussianLinearRegression`, conjugate, with an exact posterior (used to test the engine).
 
+Constrained parameters (ADVI's bijections, :mod:`dpinfer.vi.constraints`): ``Model(ll, lp,
+params={"mu": Real(), "sigma": Positive()})`` fits q on the unconstrained ζ; ``ll`` and ``lp``
+receive the constrained θ as a dict of named tensors, and the data-free log|det J| joins the prior.
+
 Per-example gradients with respect to θ default to ``torch.func.vmap(torch.func.grad(...))``
 over the examples; the built-in models override them with closed forms (same values, faster).
 """
@@ -24,6 +28,7 @@ from torch.func import grad, vmap
 
 from ..errors import InvalidDataError
 from ..privacy.validation import check_finite_array, check_positive
+from .constraints import ParamLayout, ParamSpec, link_predict, pad_covariates
 
 Tensor = torch.Tensor
 
@@ -55,9 +60,20 @@ class Model:
     log_prior
         ``log_prior(theta) -> Tensor ()``: log p(θ).
     dim
-        Dimension of θ.
+        Dimension of θ (with ``params``: derived, the number of unconstrained coordinates).
     name
         A short name used in reports.
+    params
+        Named constrained parameter blocks, ``{"beta": Real(3), "sigma": Positive()}`` or a list
+        of (name, constraint) pairs (:mod:`dpinfer.vi.constraints`). ``log_likelihood`` and
+        ``log_prior`` then receive θ as a dict name → constrained tensor, and the variational
+        family lives on the unconstrained ζ (``dim`` = Σ unconstrained sizes).
+    n_features
+        With ``params``: how many columns of X ``log_likelihood`` uses (it gets ``X[:, :n_features]``);
+        None (default): no covariates, X is a dummy (any numeric (n, k) array, e.g. ones).
+    link
+        ``link(theta, X) -> Tensor (B,)``: E[y | x, θ] (θ as ``log_likelihood`` gets it), for
+        :meth:`predict_mean` / :meth:`predict_proba` of a custom model (Monte Carlo over q).
 
     Notes
     -----
@@ -69,6 +85,8 @@ class Model:
     """
 
     name: str = "custom"
+    layout: ParamLayout | None = None  # the constrained blocks (None: θ is the flat real vector)
+    link: Callable[..., Tensor] | None = None
 
     def __init__(
         self,
@@ -76,7 +94,23 @@ class Model:
         log_prior: Callable[[Tensor], Tensor] | None = None,
         dim: int | None = None,
         name: str = "custom",
+        *,
+        params: ParamSpec | None = None,
+        n_features: int | None = None,
+        link: Callable[..., Tensor] | None = None,
     ) -> None:
+        if params is not None:
+            self.layout = ParamLayout(params)
+            if dim is not None and int(dim) != self.layout.dim:
+                raise InvalidDataError(
+                    f"dim={dim} disagrees with params ({self.layout.dim} unconstrained coordinates); "
+                    "leave dim out when params are given."
+                )
+            dim = self.layout.dim
+            self.n_features = 0 if n_features is None else int(n_features)
+        elif n_features is not None:
+            raise InvalidDataError("n_features is for models with params=...; X has dim columns otherwise.")
+        self.link = link
         if log_likelihood is not None:
             self._ll = log_likelihood
         if log_prior is not None:
@@ -89,15 +123,38 @@ class Model:
             if log_likelihood is None or log_prior is None:
                 raise InvalidDataError("Model(...) needs both log_likelihood and log_prior callables.")
             self.name = name
+            # predictions of a custom model go through its link (a clear error without one)
+            self.predict_mean = self.predict_proba = self._link_predict
 
     # -- the two functions defining the model -----------------------------------------------
+    @property
+    def constrained(self) -> bool:
+        """Whether θ = T(ζ) goes through constraint bijections (``params=`` given)."""
+        return self.layout is not None
+
+    def _theta(self, theta: Tensor) -> Any:
+        return theta if self.layout is None else self.layout.unpack(theta)
+
+    def _X(self, X: Tensor) -> Tensor:
+        return X if self.layout is None else X[..., : self.n_features]
+
     def log_likelihood(self, theta: Tensor, X: Tensor, y: Tensor) -> Tensor:
-        """Per-example log-likelihood, shape (B,)."""
-        return self._ll(theta, X, y)
+        """Per-example log-likelihood, shape (B,) (of ζ, through T, for a constrained model)."""
+        return self._ll(self._theta(theta), self._X(X), y)
 
     def log_prior(self, theta: Tensor) -> Tensor:
-        """Log-prior density of θ (a scalar tensor)."""
-        return self._lp(theta)
+        """Log-prior density of θ (a scalar tensor); for a constrained model log p(T(ζ)) only."""
+        return self._lp(self._theta(theta))
+
+    def log_det_jacobian(self, zeta: Tensor) -> Tensor:
+        """log|det J_T(ζ)| (0 for an unconstrained model): data-free, added with the prior."""
+        if self.layout is None:
+            return torch.zeros((), dtype=zeta.dtype)
+        return self.layout.log_abs_det_jacobian(zeta)
+
+    def log_det_jacobian_grad(self, zeta: Tensor) -> Tensor:
+        """∇_ζ log|det J_T(ζ)| (autograd)."""
+        return grad(self.log_det_jacobian)(zeta)
 
     # -- derived quantities -----------------------------------------------------------------
     def log_prior_grad(self, theta: Tensor) -> Tensor:
@@ -123,13 +180,21 @@ class Model:
         if y.shape[0] != X.shape[0]:
             raise InvalidDataError(f"X has {X.shape[0]} rows but y has {y.shape[0]} entries.")
         self.check_targets(y)
+        if self.layout is not None:
+            X = pad_covariates(X, self.n_features, self.dim)
         return X, y
+
+    def _link_predict(self, mean: np.ndarray, cov: np.ndarray, X: Any, *_: Any, **kw: Any) -> np.ndarray:
+        """E_q[link(θ, x)] by Monte Carlo (a custom model's ``predict_mean`` and ``predict_proba``)."""
+        return link_predict(self, mean, cov, X, n_samples=kw.get("n_samples", 1000), seed=kw.get("seed", 0))
 
     def check_targets(self, y: np.ndarray) -> None:
         """Model-specific checks of the targets (none for a custom model)."""
 
     def config(self) -> dict[str, Any]:
         """Constructor arguments of a built-in model (to rebuild it after ``load``)."""
+        if self.layout is not None:
+            return {"dim": self.dim, "params": self.layout.config(), "n_features": self.n_features}
         return {"dim": self.dim}
 
     def __repr__(self) -> str:
