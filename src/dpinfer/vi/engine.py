@@ -29,6 +29,19 @@ record still moves the sum by at most 2C; under add-remove it would not, hence a
 ``per_example="likelihood"`` (scale 1/q is public; prior and entropy outside the clipping). For
 the same reason n (and the expected batch size qn) is left out of the result under add-remove.
 
+Defaults (the posterior of the user's model, not a clipping artefact): ``per_example="likelihood"``
+clips each record's likelihood gradient *before* the 1/q scaling, with the prior and entropy
+gradients exact outside the clipping, and ``clip="auto"`` adapts C privately to the 0.98 quantile of
+the per-example norms (Andrew et al. 2021; :mod:`dpinfer.vi.optim`), so most rows are unclipped and
+the fixed point is the ELBO optimum up to the noise. ``per_example="elbo"`` with ``clip=5`` is the
+DPVI paper's reproduction: its rows carry the 1/q factor, nearly all are clipped, and on a
+standardised logistic regression (n = 2000) the means land about 20 posterior sd from the exact
+posterior at any ε. The adaptive clip needs the public expected batch size qn (replace-one,
+Poisson batches); elsewhere give a numeric clip. Its private count also estimates the clipped
+fraction (``report.details["clipped_fraction"]``; with a numeric clip on request,
+``clip_count=True``); a :class:`UserWarning` says when more than half the rows were clipped. A
+non-private fit (``private=False``) clips nothing unless a numeric clip is given.
+
 Noise multiplier convention: σ here is relative to C (noise std σC), as in DP-SGD. The authors'
 code adds N(0, (2σ_paper C)²), so σ = 2σ_paper; both are in the report.
 
@@ -82,7 +95,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from ..errors import InvalidDataError, PrivacyWarning
+from ..errors import InvalidDataError, InvalidPrivacyParameterError, PrivacyWarning
 from ..privacy import Ledger, PrivacyRNG, as_privacy_rng
 from ..privacy.accountants import Accountant
 from ..privacy.deprecation import moved_names
@@ -90,7 +103,7 @@ from .families import FAMILIES, make_family
 from .loop import _seed_ints, prepare_loop, run_loop  # noqa: F401 - _seed_ints: the white-box audit
 from .models import Model
 from .options import GROUPS, UNSET, OptimizerOptions, PrivacyOptions, TrainingOptions, resolve_options
-from .planning import check_ledger, fit_report, plan_fit, warn_with_replacement
+from .planning import check_ledger, epsilon_spent, fit_report, plan_fit, warn_with_replacement
 from .result import DPVIResult
 from .sampling import draw_batch  # the minibatch sampler run_loop is given (a patch point for audits)
 from .validation import FitSpec, validate_fit
@@ -140,6 +153,24 @@ class DPVI:
             raise InvalidDataError(f"family must be one of {sorted(FAMILIES)}, got {family!r}.")
         self.model = model
         self.family = make_family(family, model.dim)
+        self._plan: PrivacyPlan | None = None
+        self._steps_done = 0
+
+    def privacy_spent(self, delta: float | None = None) -> float:
+        """ε spent so far by the running (or last) private fit at ``delta`` (default: its δ):
+        the plan's accountant evaluated for the steps completed (callable from ``callback``;
+        Opacus's ``get_epsilon``). 0.0 before the first step.
+
+        Raises
+        ------
+        InvalidPrivacyParameterError
+            No private fit has been planned on this object.
+        """
+        if self._plan is None:
+            raise InvalidPrivacyParameterError("no private fit has been planned on this DPVI object.")
+        return epsilon_spent(self._plan, self._steps_done, delta)
+
+    get_epsilon = privacy_spent
 
     def fit(
         self,
@@ -151,7 +182,9 @@ class DPVI:
         privacy: PrivacyOptions | None = None,
         optimizer: OptimizerOptions | str = UNSET,
         training: TrainingOptions | None = None,
-        clip: float | None = UNSET,
+        clip: float | str | None = UNSET,
+        clip_count: bool | None = UNSET,
+        clip_quantile: float = UNSET,
         sampling_rate: float = UNSET,
         steps: int = UNSET,
         noise_multiplier: float | None = UNSET,
@@ -162,6 +195,7 @@ class DPVI:
         delta_prime: float | None = UNSET,
         lr: float = UNSET,
         per_example: str = UNSET,
+        average: bool = UNSET,
         mc_samples: int = UNSET,
         init_scale: float = UNSET,
         private: bool = True,
@@ -191,7 +225,10 @@ class DPVI:
         epsilon, delta, noise_multiplier, clip
             The privacy target; σ is calibrated to (ε, δ) with ``accountant``. Give
             ``noise_multiplier`` instead of ``epsilon`` to fix σ and have the ε it gives reported.
-            ``clip``: per-example L2 clip norm C (default 5), None only for ``private=False``.
+            ``clip``: ``"auto"`` (default: adaptive, private; replace-one and Poisson batches
+            only) or the per-example L2 clip norm C; None only for ``private=False``.
+            ``clip_count``: release the private clipped-fraction count with a numeric clip too;
+            ``clip_quantile``: the norm quantile γ the adaptive clip targets (0.98).
         accountant, neighbouring, sampling, paper_accounting, delta_prime
             ``"pld"`` (default for Poisson), ``"rdp"`` or ``"advanced"`` (default and required for
             with-replacement batches); ``"replace-one"`` (default) or ``"add-remove"``;
@@ -199,8 +236,10 @@ class DPVI:
             δ')`` convention and its δ' (module docstring).
         optimizer, lr
             ``"adagrad"`` (windowed, window 10; the paper's, lr 0.1 for DP), ``"adam"`` or ``"sgd"``.
-        sampling_rate, steps, mc_samples, init_scale, per_example, dtype, track_elbo, elbo_every
-            Training (defaults: q = 0.05, T = 1000, 1 draw, u = 0, ``"elbo"``, ``"float64"``,
+        sampling_rate, steps, mc_samples, init_scale, per_example, average, dtype, track_elbo, elbo_every
+            Training (defaults: q = 0.05, T = 1000, 1 draw, u = 0, ``"likelihood"`` (``"elbo"``
+            reproduces the DPVI paper), tail averaging of the iterates (``average=False``: the last
+            iterate, the paper's), ``"float64"``,
             ELBO trace only for non-private fits; see :mod:`dpinfer.vi.gradients` for the split).
         private
             ``False`` runs the same algorithm without clipping (unless ``clip`` is given) or noise
@@ -216,7 +255,8 @@ class DPVI:
         progress
             Show a progress bar (on a TTY).
         callback
-            ``callback(step, params)`` after every step (e.g. to record a trajectory).
+            ``callback(step, params)`` after every step (e.g. to record a trajectory); it may
+            call :meth:`privacy_spent` for the ε of the steps done so far.
         privacy_plan
             A :class:`~dpinfer.vi.planning.PrivacyPlan` from :func:`~dpinfer.vi.planning.plan_privacy`
             to reuse (repeated fits with the same q, T and relation skip the calibration and
@@ -234,15 +274,22 @@ class DPVI:
         )
         # 2. plan privacy: calibrate or account, then the ledger checks (before touching the noise)
         plan = plan_fit(spec, privacy_plan)
+        self._plan, self._steps_done = plan, 0
         if plan is not None:
             privacy_rng = as_privacy_rng(privacy_rng)
         warn_with_replacement(plan, spec.sampling)
         check_ledger(plan, spec.sampling, ledger, dataset)
         secret = privacy_rng if plan is not None else None
         state = prepare_loop(self.model, self.family, spec, secret, seed)
+
         # 3. charge, before the first noisy gradient; 4. the loop
+        def on_step(t: int, params: np.ndarray) -> None:
+            self._steps_done = t + 1
+            if callback is not None:
+                callback(t, params)
+
         with _charge(plan, secret, ledger, dataset, label):
-            params, trace = run_loop(
+            params, trace, clipping = run_loop(
                 self.model,
                 self.family,
                 spec,
@@ -251,10 +298,11 @@ class DPVI:
                 secret,
                 draw=draw_batch,
                 progress=progress,
-                callback=callback,
+                callback=on_step,
             )
+        _warn_clipped(clipping)
         # 5. the result
-        return self._result(spec, plan, secret, ledger is not None, state, params, trace)
+        return self._result(spec, plan, secret, ledger is not None, state, params, trace, clipping)
 
     def _result(
         self,
@@ -265,11 +313,12 @@ class DPVI:
         state: Any,
         params: torch.Tensor,
         trace: list[tuple[float, float]],
+        clipping: dict[str, Any] | None = None,
     ) -> DPVIResult:
         report = None
         if plan is not None:
             insecure = bool(privacy_rng.deterministic)  # type: ignore[union-attr]
-            report = fit_report(plan, spec, insecure_rng=insecure, accounted=accounted)
+            report = fit_report(plan, spec, insecure_rng=insecure, accounted=accounted, clipping=clipping)
         o, t = spec.optimizer_options, spec.training
         config = {
             # the seed reproduces only the public randomness (Monte Carlo draws, initialisation)
@@ -280,8 +329,9 @@ class DPVI:
             "steps": spec.steps,
             "sampling_rate": spec.q,
             "sampling": spec.sampling,
-            "clip": spec.clip,
+            "clip": "auto" if spec.adaptive else spec.clip,
             "per_example": spec.per_example,
+            "average": bool(spec.training.average),
             "mc_samples": spec.mc_samples,
             "n_train": spec.n if (plan is None or plan.event.neighbouring == "replace-one") else None,
             "private": spec.private,
@@ -297,6 +347,19 @@ class DPVI:
             config=config,
             confidential_trace=bool(spec.private and state.track_elbo),
             model=self.model,
+        )
+
+
+def _warn_clipped(clipping: dict[str, Any] | None) -> None:
+    """Warn when the private estimate says more than half the rows were clipped."""
+    frac = None if clipping is None else clipping["clipped_fraction"]
+    if frac is not None and frac > 0.5:
+        warnings.warn(
+            f"about {100 * frac:.0f}% of the per-example gradients were clipped (private estimate, "
+            "last half of the steps): the fit may target a clipping artefact rather than the "
+            "posterior. Raise the clip (or use clip='auto') or standardise the features.",
+            UserWarning,
+            stacklevel=3,
         )
 
 

@@ -7,10 +7,13 @@ For t = 1..T::
     g̃_t   = Σ_{i ∈ B_t} clip(∇ ELBO_i, C) + N(0, (σC)² I)         (the release of step t)
     u, L  ← ascent step of the optimizer on s·g̃_t (+ the data-free terms)
 
-with ``s = 1/q`` (Poisson) or ``n/B`` (fixed batches). Randomness: the minibatches and the noise of
-a private fit come from the :class:`~dpinfer.privacy.PrivacyRNG` (never from the seed); the seed's
-three children drive, respectively, the minibatches of a *non-private* baseline, the Monte Carlo
-draws ε and (``init_scale > 0``) the initial means — see :mod:`dpinfer.vi.engine`.
+with ``s = 1/q`` (Poisson) or ``n/B`` (fixed batches). With ``clip="auto"`` (or ``clip_count``)
+each step also releases the private count of unclipped rows, and C_t adapts to it
+(:mod:`dpinfer.vi.optim`); the per-step private estimates are returned for the report.
+Randomness: the minibatches and the noise of a private fit come from the
+:class:`~dpinfer.privacy.PrivacyRNG` (never from the seed); the seed's three children drive,
+respectively, the minibatches of a *non-private* baseline, the Monte Carlo draws ε and
+(``init_scale > 0``) the initial means — see :mod:`dpinfer.vi.engine`.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from ..privacy import PrivacyRNG
 from .families import GaussianFamily
 from .gradients import combine, elbo_estimate, per_example_terms
 from .models import Model
-from .optim import DPOptimizer
+from .optim import DPOptimizer, count_noise_std
 from .sampling import draw_batch
 from .validation import FitSpec
 
@@ -117,8 +120,9 @@ def run_loop(
     draw: Callable[..., torch.Tensor] = draw_batch,
     progress: bool = False,
     callback: Callable[[int, np.ndarray], None] | None = None,
-) -> tuple[torch.Tensor, list[tuple[float, float]]]:
-    """Run the T steps (module docstring); returns the final parameters and the ELBO trace.
+) -> tuple[torch.Tensor, list[tuple[float, float]], dict[str, Any] | None]:
+    """Run the T steps (module docstring); returns the final parameters, the ELBO trace and the
+    private clip record (``None`` without the private count; see :func:`clip_record`).
 
     ``draw(n, q, source, sampling)`` draws each minibatch (default
     :func:`dpinfer.vi.sampling.draw_batch`).
@@ -128,10 +132,21 @@ def run_loop(
     InvalidDataError
         The parameters diverged (the fit stays charged).
     """
-    dp = DPOptimizer(spec.optimizer, spec.clip, noise_multiplier, privacy_rng)
+    counting = spec.clip_count and privacy_rng is not None and noise_multiplier > 0
+    dp = DPOptimizer(
+        spec.optimizer,
+        spec.clip,
+        noise_multiplier,
+        privacy_rng,
+        count_noise=count_noise_std(spec.q * spec.n, noise_multiplier) if counting else None,
+        expected_batch=spec.q * spec.n,
+        adaptive=counting and spec.adaptive,
+        target_quantile=spec.privacy.clip_quantile,
+    )
     params, scale, mode = state.params, state.scale, spec.per_example
     S, D = spec.mc_samples, model.dim
     trace: list[tuple[float, float]] = []
+    tail, total = spec.steps // 2, None  # Polyak–Ruppert average of the last half (post-processing)
     iterator: Any = range(spec.steps)
     if progress:
         from tqdm.auto import tqdm
@@ -146,14 +161,36 @@ def run_loop(
         if state.track_elbo and t % state.every == 0:
             trace.append((t, elbo_estimate(model, family, params, Xb, yb, eps, scale)))
         params = dp.step(params, gradient)
+        if spec.training.average and t >= tail:
+            total = params.clone() if total is None else total + params
         if callback is not None:
             callback(t, params.detach().numpy().copy())
+    if total is not None:
+        params = total / (spec.steps - tail)
     if not bool(torch.all(torch.isfinite(params))):
         raise InvalidDataError(
             "the variational parameters diverged (non-finite values); lower lr or clip. The "
             "privacy budget of this fit stays charged."
         )
-    return params, trace
+    return params, trace, clip_record(dp) if counting else None
 
 
-__all__ = ["LoopState", "draw_batch", "prepare_loop", "run_loop"]
+def clip_record(dp: DPOptimizer) -> dict[str, Any]:
+    """The private clipping record of a fit: only post-processing of the released counts.
+
+    ``clipped_fraction`` is 1 − b̃ averaged over the last half of the steps (the adaptive clip
+    settles within tens of steps); the traces hold every step's estimate and clip norm.
+    """
+    clipped = 1.0 - np.asarray(dp.unclipped_trace, dtype=np.float64)
+    half = clipped[len(clipped) // 2 :]
+    return {
+        "clipped_fraction": float(np.clip(half.mean(), 0.0, 1.0)) if half.size else None,
+        "clipped_fraction_trace": clipped.tolist(),
+        "clip_trace": list(dp.clip_trace),
+        "clip_final": float(dp.clip_norm),  # type: ignore[arg-type]
+        "gradient_noise_multiplier": dp.gradient_multiplier,
+        "count_noise_std": dp.count_noise,
+    }
+
+
+__all__ = ["LoopState", "clip_record", "draw_batch", "prepare_loop", "run_loop"]

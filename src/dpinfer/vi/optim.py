@@ -30,6 +30,19 @@ Non-finite per-example rows (a record whose gradient overflows, e.g. x = 1e3 in 
 regression) are replaced by zero rows *inside* the clipped contribution: one record must not be
 able to decide whether a fit completes (release-or-error would itself be a function of that
 record). A zero row is within the clip ball, so the sensitivity analysis is unchanged.
+
+Private clip count and adaptive clipping (Andrew, Thakkar, McMahan & Ramaswamy 2021,
+"Differentially private learning with adaptive clipping", Algorithm 1). With ``count_noise`` σ_b
+set, each step also releases the centred count ``Σ_{i∈B} (1[‖g_i‖ ≤ C_t] − ½) + N(0, σ_b²)`` and
+turns it into the unclipped fraction b̃_t = count/(qn) + ½ (qn: the public expected batch size, so
+n must be public: replace-one only). With ``adaptive=True`` the clip follows the geometric update
+C_{t+1} = C_t · exp(−η_C (b̃_t − γ)) (η_C = 0.2; γ the target unclipped quantile). The gradient
+noise is then σ_Δ·C_t with σ_Δ = (σ⁻² − (2σ_b)⁻²)^(−1/2) (:func:`gradient_noise_multiplier`):
+each record's joint contribution (clip(g_i)/(σ_Δ C_t), (b_i − ½)/σ_b)·σ lies in the unit ball
+(its squared norm is at most σ²(σ_Δ⁻² + (2σ_b)⁻²) = 1) and the noise is σ·I, so the pair is one
+Poisson-subsampled Gaussian sum query with multiplier σ: the same event as without the count,
+under add-remove and replace-one alike (the ball is centred at the origin, which is why the count
+is centred). C_t depends only on earlier releases (post-processing).
 """
 
 from __future__ import annotations
@@ -57,6 +70,43 @@ def finite_rows(grads: Tensor) -> tuple[Tensor, int]:
     return torch.where(ok, grads, torch.zeros((), dtype=grads.dtype)), n_bad
 
 
+def count_noise_std(expected_batch: float, noise_multiplier: float) -> float:
+    """σ_b of the private count, in count units: max(qn/20, σ).
+
+    Andrew et al. (2021) use σ_b = m/20 for m expected participants (noise std 0.05 on the
+    unclipped fraction). With small batches and large σ that is below σ/2, where σ_Δ does not
+    exist, so σ_b is at least σ: the gradient noise then grows by at most (1 − 1/4)^(−1/2) ≈ 1.155
+    (about 15%), and the fraction's per-step noise std is max(0.05, σ/qn), averaged out by the
+    geometric update. Both inputs are public (qn under replace-one).
+    """
+    return max(float(expected_batch) / 20.0, float(noise_multiplier))
+
+
+def gradient_noise_multiplier(noise_multiplier: float, count_noise: float) -> float:
+    """σ_Δ = (σ⁻² − (2σ_b)⁻²)^(−1/2): the gradient multiplier that leaves room for the count noise
+    σ_b within one Gaussian mechanism of multiplier σ (Andrew et al. 2021, Theorem 1).
+
+    Raises
+    ------
+    InvalidPrivacyParameterError
+        σ_b <= σ/2 (σ_Δ undefined: the count alone would use the whole budget).
+    """
+    z, zb = float(noise_multiplier), float(count_noise)
+    if not (zb > z / 2.0):
+        raise InvalidPrivacyParameterError(
+            f"the private clip count needs count noise sigma_b = {zb:g} > sigma/2 = {z / 2:g}; "
+            "raise the sampling rate (sigma_b grows with the expected batch size), lower the "
+            "privacy target, or give a numeric clip with clip_count=False."
+        )
+    return (z**-2 - (2.0 * zb) ** -2) ** -0.5
+
+
+def row_norms(grads: Tensor) -> Tensor:
+    """The L2 norm of every row (overflow-safe: scaled by the row's largest entry first)."""
+    peak = torch.clamp(grads.abs().amax(dim=-1, keepdim=True), min=1e-300)
+    return torch.linalg.vector_norm(grads / peak, dim=-1, keepdim=True) * peak
+
+
 def clip_per_example(grads: Tensor, clip: float | None) -> Tensor:
     """Scale every row of ``grads`` to L2 norm at most ``clip`` (``None``: no clipping).
 
@@ -68,9 +118,7 @@ def clip_per_example(grads: Tensor, clip: float | None) -> Tensor:
     grads, _ = finite_rows(grads)
     if clip is None or math.isinf(clip):
         return grads
-    peak = torch.clamp(grads.abs().amax(dim=-1, keepdim=True), min=1e-300)
-    scaled = grads / peak  # entries in [-1, 1]: the norm below cannot overflow
-    norms = torch.linalg.vector_norm(scaled, dim=-1, keepdim=True) * peak
+    norms = row_norms(grads)  # entries scaled to [-1, 1] first: the norm cannot overflow
     return grads * torch.clamp(clip / torch.clamp(norms, min=1e-300), max=1.0)
 
 
@@ -148,6 +196,11 @@ class DPOptimizer:
         σ: the noise std is σ·C. 0 disables the noise (non-private runs only).
     privacy_rng
         Source of the noise: a :class:`~dpinfer.privacy.PrivacyRNG` (OS CSPRNG).
+    count_noise, expected_batch
+        σ_b (count units) and the public expected batch size qn: release the private unclipped
+        count every step (module docstring); the gradient noise becomes σ_Δ·C.
+    adaptive, target_quantile, clip_lr
+        Adapt C geometrically towards the γ = ``target_quantile`` quantile of the norms.
     """
 
     def __init__(
@@ -156,6 +209,12 @@ class DPOptimizer:
         clip: float | None,
         noise_multiplier: float,
         privacy_rng: PrivacyRNG | None,
+        *,
+        count_noise: float | None = None,
+        expected_batch: float | None = None,
+        adaptive: bool = False,
+        target_quantile: float = 0.98,
+        clip_lr: float = 0.2,
     ) -> None:
         if noise_multiplier < 0 or not math.isfinite(noise_multiplier):
             raise InvalidPrivacyParameterError(f"noise_multiplier must be >= 0, got {noise_multiplier!r}.")
@@ -165,11 +224,34 @@ class DPOptimizer:
         self.clip_norm = clip
         self.noise_multiplier = float(noise_multiplier)
         self.privacy_rng = privacy_rng
+        self.count_noise = None if count_noise is None else float(count_noise)
+        if self.count_noise is not None and (
+            clip is None or expected_batch is None or not isinstance(privacy_rng, PrivacyRNG)
+        ):
+            raise InvalidPrivacyParameterError("the private count needs a clip, qn and a PrivacyRNG.")
+        self.expected_batch = expected_batch
+        self.adaptive = bool(adaptive)
+        self.target_quantile, self.clip_lr = float(target_quantile), float(clip_lr)
+        self.gradient_multiplier = (
+            self.noise_multiplier
+            if self.count_noise is None
+            else gradient_noise_multiplier(self.noise_multiplier, self.count_noise)
+        )
+        #: the private per-step estimates of the unclipped fraction (post-processing of releases)
+        self.unclipped_trace: list[float] = []
+        self.clip_trace: list[float] = []
 
     @property
     def noise_std(self) -> float:
-        """σ·C, the standard deviation of each noise coordinate."""
-        return 0.0 if self.noise_multiplier == 0 else self.noise_multiplier * float(self.clip_norm)
+        """σ_Δ·C (σ·C without the count), the standard deviation of each noise coordinate."""
+        return 0.0 if self.noise_multiplier == 0 else self.gradient_multiplier * float(self.clip_norm)
+
+    def private_count(self, per_example: Tensor) -> float:
+        """The released unclipped fraction b̃ = (Σ(1[‖g_i‖ ≤ C] − ½) + N(0, σ_b²))/(qn) + ½."""
+        rows, _ = finite_rows(per_example)
+        inside = (row_norms(rows).reshape(-1) <= float(self.clip_norm)).to(torch.float64)  # type: ignore[arg-type]
+        centred = float((inside - 0.5).sum()) + float(self.privacy_rng.normal(self.count_noise))  # type: ignore[union-attr]
+        return centred / float(self.expected_batch) + 0.5  # type: ignore[arg-type]
 
     def clip(self, per_example: Tensor) -> Tensor:
         """Clip each row to norm C."""
@@ -188,8 +270,17 @@ class DPOptimizer:
         return summed + self.noise_std * z.to(summed.dtype)
 
     def privatize(self, per_example: Tensor) -> Tensor:
-        """``noise(accumulate(clip(per_example)))``: the released gradient sum."""
-        return self.noise(self.accumulate(self.clip(per_example)))
+        """``noise(accumulate(clip(per_example)))``: the released gradient sum (with the private
+        count and the clip update when counting; module docstring)."""
+        out = self.noise(self.accumulate(self.clip(per_example)))
+        if self.count_noise is not None:
+            frac = self.private_count(per_example)
+            self.unclipped_trace.append(frac)
+            self.clip_trace.append(float(self.clip_norm))  # type: ignore[arg-type]
+            if self.adaptive:
+                step = math.exp(-self.clip_lr * (frac - self.target_quantile))
+                self.clip_norm = float(self.clip_norm) * step  # type: ignore[arg-type]
+        return out
 
     def step(self, params: Tensor, gradient: Tensor) -> Tensor:
         """Apply the base optimizer to an (already privatised) gradient."""

@@ -31,6 +31,7 @@ from ..privacy import (
 )
 from ..privacy.accountants import Accountant
 from ..privacy.validation import check_delta, check_epsilon, check_positive, check_relation
+from .optim import count_noise_std, gradient_noise_multiplier
 from .validation import SAMPLING_SCHEMES, FitSpec
 
 
@@ -151,6 +152,33 @@ def plan_privacy(
 
 
 def plan_fit(spec: FitSpec, privacy_plan: PrivacyPlan | None) -> PrivacyPlan | None:
+    """:func:`_plan_fit`, then (with the private clip count) the check that σ_b > σ/2, so that the
+    gradient multiplier σ_Δ exists (:func:`dpinfer.vi.optim.gradient_noise_multiplier`); all
+    before anything is charged."""
+    plan = _plan_fit(spec, privacy_plan)
+    if plan is not None and spec.clip_count:
+        z = plan.noise_multiplier
+        gradient_noise_multiplier(z, count_noise_std(spec.q * spec.n, z))
+    return plan
+
+
+def epsilon_spent(plan: PrivacyPlan, steps: int, delta: float | None = None) -> float:
+    """The ε of the first ``steps`` iterations of ``plan`` at ``delta`` (default: the plan's δ),
+    with the plan's accountant and convention (0 before the first step): the budget during
+    training, as Opacus's ``get_epsilon``."""
+    steps = int(steps)
+    if steps <= 0:
+        return 0.0
+    delta = plan.delta if delta is None else check_delta(delta)
+    ev = plan.event
+    relation, factor, d_acc = (
+        ("add-remove", 2.0, delta / 2.0) if plan.convention == "paper" else (ev.neighbouring, 1.0, delta)
+    )
+    partial = type(ev)(ev.sampling_rate, plan.noise_multiplier, steps, neighbouring=relation)
+    return float(factor * plan.accountant.epsilon(partial, d_acc))
+
+
+def _plan_fit(spec: FitSpec, privacy_plan: PrivacyPlan | None) -> PrivacyPlan | None:
     """The plan of a validated fit: None for a non-private fit, ``privacy_plan`` if it matches the
     fit, otherwise :func:`plan_privacy` of the fit's options (calibration happens here, before any
     data is touched).
@@ -229,13 +257,26 @@ def check_ledger(plan: PrivacyPlan | None, sampling: str, ledger: Ledger | None,
             )
 
 
-def fit_report(plan: PrivacyPlan, spec: FitSpec, *, insecure_rng: bool, accounted: bool) -> PrivacyReport:
-    """The :class:`~dpinfer.privacy.PrivacyReport` of a private fit (n only under replace-one)."""
-    z, clip, q, sampling = plan.noise_multiplier, spec.clip, spec.q, spec.sampling
+def fit_report(
+    plan: PrivacyPlan,
+    spec: FitSpec,
+    *,
+    insecure_rng: bool,
+    accounted: bool,
+    clipping: dict[str, Any] | None = None,
+) -> PrivacyReport:
+    """The :class:`~dpinfer.privacy.PrivacyReport` of a private fit (n only under replace-one).
+
+    ``clipping`` is the private clip record of the loop (:func:`dpinfer.vi.loop.clip_record`):
+    with it the details hold the private clipped-fraction estimate, its per-step trace, the clip
+    trace and the gradient multiplier σ_Δ (the event is still the one of σ).
+    """
+    z, q, sampling = plan.noise_multiplier, spec.q, spec.sampling
+    clip: Any = "auto" if spec.adaptive else spec.clip
     replace_one = plan.event.neighbouring == "replace-one"
     details: dict[str, Any] = {
         "noise_multiplier": z,
-        "noise_std": z * float(clip),  # type: ignore[arg-type]
+        "noise_std": None if spec.adaptive else z * float(spec.clip),  # type: ignore[arg-type]
         "paper_sigma": z / 2.0,
         "sampling_rate": q,
         "steps": spec.steps,
@@ -251,14 +292,22 @@ def fit_report(plan: PrivacyPlan, spec: FitSpec, *, insecure_rng: bool, accounte
         "floating_point": "noise = (sum of 4 inverse-CDF normals)/2 added in float64 "
         "(Holohan & Braghin 2021, as Opacus secure mode); transcript not on a grid",
     }
+    if clipping is not None:
+        details.update(clipping)
+        details["clip_quantile"] = spec.privacy.clip_quantile if spec.adaptive else None
+        if not spec.adaptive:
+            details["noise_std"] = clipping["gradient_noise_multiplier"] * float(spec.clip)  # type: ignore[arg-type]
+    sens: Any = clip if not spec.adaptive else "adaptive C_t (private count, Andrew et al. 2021)"
     return PrivacyReport(
         epsilon=float(plan.epsilon),
         delta=float(plan.delta),
         accountant=plan.accountant.name,
         neighbouring=plan.event.neighbouring,
         sensitivity={
-            "per_example_clip": clip,
-            "l2_sensitivity_of_sum": clip * (2.0 if replace_one else 1.0),  # type: ignore[operator]
+            "per_example_clip": sens,
+            "l2_sensitivity_of_sum": (
+                "2 C_t" if spec.adaptive else clip * (2.0 if replace_one else 1.0)  # type: ignore[operator]
+            ),
         },
         events=(plan.event,),
         mechanism="dpvi",
@@ -271,6 +320,7 @@ def fit_report(plan: PrivacyPlan, spec: FitSpec, *, insecure_rng: bool, accounte
 __all__ = [
     "PrivacyPlan",
     "check_ledger",
+    "epsilon_spent",
     "fit_report",
     "plan_fit",
     "plan_privacy",

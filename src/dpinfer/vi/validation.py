@@ -35,8 +35,10 @@ class FitSpec:
     X, y
         The checked training data.
     n, q, steps, clip, batch, mc_samples
-        Number of records, sampling rate, T, clip norm C (None: no clipping), the fixed batch size
-        ``int(qn)`` and the Monte Carlo draws per step.
+        Number of records, sampling rate, T, clip norm C (None: no clipping; the starting C_0 of
+        an adaptive clip), the fixed batch size ``int(qn)`` and the Monte Carlo draws per step.
+    adaptive, clip_count
+        Adaptive clipping (``clip="auto"``) and the private unclipped count (:mod:`dpinfer.vi.optim`).
     optimizer
         The (fresh) ascent rule.
     private
@@ -56,6 +58,8 @@ class FitSpec:
     privacy: PrivacyOptions
     optimizer_options: OptimizerOptions
     training: TrainingOptions
+    adaptive: bool = False
+    clip_count: bool = False
 
     @property
     def sampling(self) -> str:
@@ -92,9 +96,7 @@ def validate_fit(
     if X.shape[1] != model.dim:
         raise InvalidDataError(f"X has {X.shape[1]} feature column(s) but the model has dim={model.dim}.")
     n = X.shape[0]
-    clip = privacy.clip
-    if private or clip is not None:
-        clip = check_positive(clip, "clip")
+    clip, adaptive, count = _check_clip(privacy, private, model.dim)
     try:
         q = float(training.sampling_rate)
     except (TypeError, ValueError):
@@ -152,7 +154,44 @@ def validate_fit(
         privacy=privacy,
         optimizer_options=optimizer,
         training=training,
+        adaptive=adaptive,
+        clip_count=count,
     )
+
+
+def _check_clip(privacy: PrivacyOptions, private: bool, dim: int) -> tuple[float | None, bool, bool]:
+    """(C or C_0, adaptive, private count) of the clip options.
+
+    ``clip="auto"`` starts at C_0 = 0.1·sqrt(dim) (unit-free for standardised features, whose
+    per-example likelihood gradients have norms of order sqrt(dim)); the geometric update moves C
+    by up to e^{0.2 γ} per step, so it adapts within a few tens of steps.
+    """
+    clip, count = privacy.clip, privacy.clip_count
+    adaptive = isinstance(clip, str)
+    if adaptive and clip != "auto":
+        raise InvalidPrivacyParameterError(f"clip must be 'auto', a positive number or None, got {clip!r}.")
+    if not private:
+        if count:
+            raise InvalidPrivacyParameterError("clip_count is a private count: private fits only.")
+        return (None if adaptive or clip is None else check_positive(clip, "clip")), False, False
+    if adaptive:
+        if count is False:
+            raise InvalidPrivacyParameterError("clip='auto' needs the private count (clip_count).")
+        clip, count = 0.1 * math.sqrt(dim), True
+    else:
+        clip = check_positive(clip, "clip")
+    if count:
+        if privacy.neighbouring != "replace-one" or privacy.sampling != "poisson":
+            raise InvalidPrivacyParameterError(
+                "adaptive clipping (clip='auto') and clip_count normalise the private count by the "
+                "expected batch size qn, which is public only under replace-one with Poisson "
+                "batches; under add-remove (n secret) or with with-replacement batches give a "
+                "numeric clip (e.g. clip=1.0 for standardised features) and clip_count=False."
+            )
+        gamma = privacy.clip_quantile
+        if not 0.0 < float(gamma) < 1.0:
+            raise InvalidPrivacyParameterError(f"clip_quantile must lie in (0, 1), got {gamma!r}.")
+    return float(clip), adaptive, bool(count)
 
 
 __all__ = ["SAMPLING_SCHEMES", "FitSpec", "validate_fit"]
