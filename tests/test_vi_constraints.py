@@ -220,6 +220,18 @@ def test_constrained_per_example_grads_are_the_chain_rule_and_per_record():
     assert float(free[0] - free_b[0]) == pytest.approx(1.0)  # d/du of log|J| = ζ is 1
 
 
+def test_an_empty_poisson_batch_gives_no_rows():
+    for model in (_sigma_model(), Model(lambda t, X, y: -0.5 * (y - X @ t) ** 2, lambda t: -(t**2).sum(), 2)):
+        z = torch.zeros(model.dim, dtype=torch.float64)
+        g = model.per_example_grad(
+            z, torch.zeros(0, model.dim, dtype=torch.float64), torch.zeros(0, dtype=torch.float64)
+        )
+        assert g.shape == (0, model.dim)
+    y = np.random.default_rng(0).normal(0.0, 2.0, 30)  # q = 0.05: many of the 60 batches are empty
+    fit = DPVI(_sigma_model()).fit(np.ones((30, 1)), y, private=False, sampling_rate=0.05, steps=60, seed=0)
+    assert np.isfinite(fit.params).all()
+
+
 def test_unconstrained_models_fit_as_before():
     rng = np.random.default_rng(3)
     X = rng.normal(size=(200, 2))

@@ -8,9 +8,8 @@ built-in subclasses add data checks, closed-form per-example gradients and predi
 * :class:`PoissonRegression`, a second non-conjugate GLM showing the interface is general,
 * :class:`GaussianLinearRegression`, conjugate, with an exact posterior (used to test the engine).
 
-Constrained parameters (ADVI's bijections, :mod:`dpinfer.vi.constraints`): ``Model(ll, lp,
-params={"mu": Real(), "sigma": Positive()})`` fits q on the unconstrained ζ; ``ll`` and ``lp``
-receive the constrained θ as a dict of named tensors, and the data-free log|det J| joins the prior.
+Constrained parameters (:mod:`dpinfer.vi.constraints`): ``Model(ll, lp, params={"sigma": Positive()})``
+fits q on the unconstrained ζ; ``ll``, ``lp`` get θ as a dict; the data-free log|det J| joins the prior.
 
 Per-example gradients with respect to θ default to ``torch.func.vmap(torch.func.grad(...))``
 over the examples; the built-in models override them with closed forms (same values, faster).
@@ -163,6 +162,9 @@ class Model:
 
     def per_example_grad(self, theta: Tensor, X: Tensor, y: Tensor) -> Tensor:
         """∇_θ log p(y_i | x_i, θ) for every example, shape (B, dim) (vmap of grad)."""
+
+        if X.shape[0] == 0:  # an empty Poisson batch: vmap cannot map over zero examples
+            return torch.zeros(0, theta.shape[-1], dtype=theta.dtype)
 
         def single(t: Tensor, x: Tensor, yy: Tensor) -> Tensor:
             return self.log_likelihood(t, x.unsqueeze(0), yy.unsqueeze(0)).sum()
