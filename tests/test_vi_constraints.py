@@ -293,6 +293,10 @@ def test_negative_binomial_regression_recovers_the_dispersion_and_predicts_throu
     )
     draws = constrained_sample(model, fit._family, fit.params, 4000, seed=1)
     assert draws["beta"].shape == (4000, 2) and draws["phi"].shape == (4000,)
+    # the result object gives the same draws and takes X of the model's n_features columns
+    via_result = fit.constrained_sample(4000, seed=1)
+    np.testing.assert_array_equal(via_result["phi"], draws["phi"])
+    assert fit._check_X(X[:3]).shape == (3, 2)
     np.testing.assert_allclose(draws["beta"].mean(0), [0.5, 0.8], atol=0.15)
     assert 1.3 < draws["phi"].mean() < 3.0
     pred = model.predict_mean(fit.mean(), fit.covariance, X[:5])

@@ -21,6 +21,7 @@ import numpy as np
 from ..diagnostics.results import Record, ResultFile, warn_legacy, write_record
 from ..errors import InvalidDataError
 from ..privacy import PrivacyReport
+from .constraints import constrained_sample
 from .families import make_family
 from .models import BUILTIN_MODELS, Model, make_model
 
@@ -108,9 +109,16 @@ class DPVIResult(ResultFile):
     # -- predictions ---------------------------------------------------------------------------
     def _check_X(self, X: Any) -> np.ndarray:
         X = np.asarray(X, dtype=np.float64)
-        if X.ndim != 2 or X.shape[1] != self.dim:
-            raise InvalidDataError(f"X must have shape (n, {self.dim}), got {X.shape}.")
+        width = self.model.n_features if getattr(self.model, "constrained", False) else self.dim
+        if X.ndim != 2 or X.shape[1] != width:
+            raise InvalidDataError(f"X must have shape (n, {width}), got {X.shape}.")
         return X
+
+    def constrained_sample(self, n: int = 1000, seed: Any = None) -> dict[str, np.ndarray]:
+        """Draws of the constrained parameters by name (a model declared with ``params=``)."""
+        if self.model is None:
+            raise InvalidDataError("constrained_sample needs the model: load the fit with model=...")
+        return constrained_sample(self.model, self._family, self.params, n, seed)
 
     def predict_proba(
         self, X: Any, method: str = "probit", n_samples: int = 1000, seed: int = 0
