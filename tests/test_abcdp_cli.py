@@ -150,3 +150,54 @@ def test_simulations_are_memory_mapped_when_uncompressed(covid_files):
     _, data_c, _ = load_simulations(tmp / "c.npz")
     assert not isinstance(data_c, np.memmap)
     np.testing.assert_array_equal(data_c, np.asarray(data))
+
+
+# ---- the observed CSV: wrong columns, blank lines and missing values say what to do -------------
+def test_two_column_csv_suggests_columns(covid_files, capsys):
+    tmp, sims, data = covid_files
+    argv = ["abcdp", "--observed", str(data), "--simulations", str(sims), "-c", "2", "--epsilon", "10",
+            "--epsilon-abc", "0.5", "--no-ledger", "--out", str(tmp / "r.json")]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "--columns cases" in err and "data.csv" in err and "Simulate" not in err
+    assert main([*argv, "--columns", "cases"]) == 0
+
+
+@pytest.mark.parametrize(
+    "body,match",
+    [("day,cases\n0,1\n\n2,10\n", "line 3 is blank"),
+     ("day,cases\n0,1\n1,\n2,10\n", "line 3, column 'cases': missing value"),
+     ("day,cases\n0,1\n1,NA\n", "line 3, column 'cases': missing value"),
+     ("day,cases\n0,1\n1,x\n", "line 3, column 'cases': 'x' is not a number"),
+     ("day,cases\n0,1\n1,2,3\n", "line 3 has 3 values")],
+)
+def test_observed_csv_errors_name_file_line_and_problem(covid_files, capsys, body, match):
+    from dpinfer.cli.abcdp import load_observed
+    from dpinfer.errors import InvalidDataError
+
+    tmp, _, _ = covid_files
+    bad = tmp / "bad.csv"
+    bad.write_text(body)
+    with pytest.raises(InvalidDataError, match=match) as exc:
+        load_observed(bad, "cases")
+    assert "bad.csv" in str(exc.value)
+
+
+def test_trailing_newlines_are_not_records(tmp_path):
+    from dpinfer.cli.abcdp import load_observed
+
+    f = tmp_path / "ok.csv"
+    f.write_text("x\n1\n2\n\n")
+    assert load_observed(f).shape == (2, 1)
+
+
+def test_data_path_names_the_shipped_file(capsys):
+    assert main(["data", "list"]) == 0
+    assert "covid19_netherlands_cumulative_abcdp.csv" in capsys.readouterr().out.split()
+    assert main(["data", "path", "covid19_netherlands_cumulative_abcdp.csv"]) == 0
+    from pathlib import Path
+
+    path = Path(capsys.readouterr().out.strip())
+    assert path.is_file() and path.read_text().startswith("day_index,cumulative_confirmed_cases")
+    assert main(["data", "path", "nope.csv"]) == 1
+    assert "data list" in capsys.readouterr().err

@@ -62,7 +62,8 @@ def test_cli_progress_per_round_and_bad_input(tmp_path, capsys):
     obs = tmp_path / "obs.json"
     obs.write_text(json.dumps([0.4]))
     assert main(["sppe", "--model", "gaussian-mean", "--epsilon", "1", "--observed", str(obs), *FAST]) == 0
-    assert "round 0: 100 simulations" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "round 1 of 1: 100 simulations so far, elapsed" in err and "ETA 0 s" in err
     rc = main(
         [
             "sppe",
@@ -100,3 +101,11 @@ def test_demo_section_quick(tmp_path):
     assert "R0 median (95% CI)" in quantities
     assert (tmp_path / "sppe_sir_eps10.png").exists()
     assert np.isfinite(float(ctx.report.rows[-1].value))
+
+
+def test_sppe_help_shows_defaults_once(capsys):
+    with pytest.raises(SystemExit):
+        main(["sppe", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "(default: 10)" in out and "(default: 1000)" in out and "(default 10)" not in out
+    assert "round, simulations, elapsed, ETA" in out

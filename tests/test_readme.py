@@ -1,14 +1,112 @@
-"""The README's Python quickstart runs as written."""
+"""Every fenced code block of README.md runs as written, twice.
 
+* ```python blocks are executed in a temporary directory, twice in the same directory (a second
+  run must work too: no "already registered" on a re-run);
+* ```bash / ```sh / ```console blocks run with ``bash -e`` and the virtual environment's
+  ``dpinfer`` and ``python`` first on PATH, twice, each time in a fresh temporary directory (a
+  ledger deliberately refuses a second ``budget init`` of the same data, so a shell block is
+  re-run as a new user would run it);
+* lines ``make ...`` are the set-up commands (they create the environment the test runs in) and are
+  skipped; ```text blocks (the layout) are not code;
+* a block preceded by ``<!-- slow -->`` runs only under ``pytest -m slow``.
+"""
+
+from __future__ import annotations
+
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
+
 README = Path(__file__).resolve().parents[1] / "README.md"
+RUNNABLE = {"python", "bash", "sh", "console"}
+FENCE = re.compile(r"(<!--\s*slow\s*-->\s*\n)?```(\w*)\n(.*?)^```", flags=re.S | re.M)
 
 
-def test_readme_python_blocks_run(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
-    assert blocks, "the README must contain a Python quickstart"
-    for block in blocks:
-        exec(compile(block, str(README), "exec"), {"__name__": "readme"})
+def readme_blocks(text: str) -> list[tuple[str, str, bool, int]]:
+    """``(language, code, slow, line)`` of every fenced block of ``text``."""
+    out = []
+    for m in FENCE.finditer(text):
+        line = text.count("\n", 0, m.start(2)) + 1
+        out.append((m.group(2), m.group(3), bool(m.group(1)), line))
+    return out
+
+
+def shell_script(code: str) -> str:
+    """The block without its ``make`` set-up lines and ``$ `` prompts."""
+    lines = []
+    for ln in code.splitlines():
+        stripped = ln.strip()
+        if stripped.startswith("$ "):
+            ln = stripped[2:]
+        if re.match(r"make(\s|$)", ln.strip()):
+            continue
+        lines.append(ln)
+    return "\n".join(lines) + "\n"
+
+
+BLOCKS = readme_blocks(README.read_text())
+
+
+def _params(slow: bool) -> list:
+    return [
+        pytest.param(lang, code, id=f"{lang}-line{line}")
+        for lang, code, is_slow, line in BLOCKS
+        if lang in RUNNABLE and is_slow == slow
+    ]
+
+
+def _run_shell(code: str, cwd: Path) -> None:
+    env = dict(os.environ)
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    env.pop("COLUMNS", None)
+    proc = subprocess.run(
+        ["bash", "-e", "-o", "pipefail", "-c", shell_script(code)],
+        cwd=cwd, env=env, capture_output=True, text=True, timeout=900,
+    )
+    assert proc.returncode == 0, f"README block failed in {cwd}:\n{code}\n--- stderr:\n{proc.stderr[-3000:]}"
+
+
+def _run(lang: str, code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if lang == "python":
+        monkeypatch.chdir(tmp_path)
+        for _ in range(2):  # the same directory: a re-run must work
+            exec(compile(code, str(README), "exec"), {"__name__": "readme"})
+        return
+    for i in range(2):
+        cwd = tmp_path / f"run{i}"
+        cwd.mkdir()
+        _run_shell(code, cwd)
+
+
+def test_readme_has_blocks_of_both_kinds():
+    langs = {lang for lang, *_ in BLOCKS}
+    assert "python" in langs and langs & {"bash", "sh", "console"}
+    # every block is either runnable or explicitly marked as not code
+    assert all(lang in RUNNABLE | {"text"} for lang in langs), langs
+
+
+@pytest.mark.parametrize(("lang", "code"), _params(slow=False))
+def test_readme_block_runs_twice(lang, code, tmp_path, monkeypatch):
+    _run(lang, code, tmp_path, monkeypatch)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("lang", "code"), _params(slow=True))
+def test_readme_slow_block_runs_twice(lang, code, tmp_path, monkeypatch):
+    _run(lang, code, tmp_path, monkeypatch)
+
+
+def test_extraction_rules():
+    text = "a\n<!-- slow -->\n```bash\nmake run\ndpinfer --version\n```\n```text\nlayout\n```\n"
+    blocks = readme_blocks(text)
+    assert [(b[0], b[2]) for b in blocks] == [("bash", True), ("text", False)]
+    assert shell_script(blocks[0][1]) == "dpinfer --version\n"
+
+
+def test_a_failing_block_fails(tmp_path):
+    with pytest.raises(AssertionError):
+        _run_shell("dpinfer budget show --ledger missing.db\n", tmp_path)

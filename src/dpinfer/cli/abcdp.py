@@ -21,7 +21,7 @@ import numpy as np
 
 from ..distances import RFFMMD, ExactMMD
 from ..errors import InvalidDataError, InvalidPrivacyParameterError
-from .common import add_ledger_options, mark_unaccounted, open_release_ledger, release_notices
+from .common import add_command, add_ledger_options, mark_unaccounted, open_release_ledger, release_notices
 
 
 def _memmap_npz_member(path: Path, name: str) -> np.ndarray | None:
@@ -100,21 +100,47 @@ def load_observed(path: str | Path, columns: str | None = None) -> np.ndarray:
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"observed data file {p} not found.")
-    lines = [ln for ln in p.read_text().splitlines() if ln.strip()]
+    lines = p.read_text().splitlines()
+    while lines and not lines[-1].strip():  # trailing newlines at the end of the file are no records
+        lines.pop()
     if not lines:
         raise InvalidDataError(f"{p} is empty.")
     first = [c.strip() for c in lines[0].split(",")]
     try:
         [float(c) for c in first]
-        header, rows = None, lines
+        header, start = None, 0
     except ValueError:
-        header, rows = first, lines[1:]
-    try:
-        arr = np.array([[float(c) for c in ln.split(",")] for ln in rows], dtype=np.float64)
-    except ValueError as exc:
-        raise InvalidDataError(f"{p}: non-numeric value ({exc}).") from None
-    if arr.ndim != 2 or arr.shape[0] == 0:
-        raise InvalidDataError(f"{p}: expected a table of numbers with one row per record.")
+        header, start = first, 1
+    width = len(first)
+    rows = []
+    for number, line in enumerate(lines[start:], start=start + 1):
+        if not line.strip():
+            raise InvalidDataError(
+                f"{p}: line {number} is blank; every line after the header must be one record (a blank "
+                "line is not dropped: it would change N and the noise scale). Remove it or fill it in."
+            )
+        cells = [c.strip() for c in line.split(",")]
+        if len(cells) != width:
+            raise InvalidDataError(f"{p}: line {number} has {len(cells)} values, expected {width}.")
+        row = []
+        for k, cell in enumerate(cells):
+            name = f"column {header[k]!r}" if header else f"column {k}"
+            if cell == "" or cell.lower() in ("na", "nan", "null", "none"):
+                raise InvalidDataError(
+                    f"{p}: line {number}, {name}: missing value ({cell!r}); ABCDP needs a complete "
+                    "record on every line: remove the record or impute it before the release."
+                )
+            try:
+                row.append(float(cell))
+            except ValueError:
+                raise InvalidDataError(
+                    f"{p}: line {number}, {name}: {cell!r} is not a number (encode categorical "
+                    "columns as numbers)."
+                ) from None
+        rows.append(row)
+    if not rows:
+        raise InvalidDataError(f"{p}: no records after the header.")
+    arr = np.array(rows, dtype=np.float64)
     if columns:
         idx = []
         for col in columns.split(","):
@@ -127,6 +153,17 @@ def load_observed(path: str | Path, columns: str | None = None) -> np.ndarray:
                 raise InvalidDataError(f"{p}: no column {col!r} (header: {header}).")
         arr = arr[:, idx]
     return arr
+
+
+def _header(path: str | Path) -> list[str] | None:
+    """The CSV's header (None if its first line is numbers)."""
+    with open(path) as fh:
+        first = [c.strip() for c in fh.readline().split(",")]
+    try:
+        [float(c) for c in first]
+        return None
+    except ValueError:
+        return first
 
 
 def _distance(args: argparse.Namespace, meta: dict[str, Any]) -> Any:
@@ -161,6 +198,18 @@ def _abcdp(args: argparse.Namespace) -> int:
     ledger, dataset = open_release_ledger(args, args.observed)
     theta, sims, meta = load_simulations(args.simulations)
     observed = load_observed(args.observed, args.columns)
+    if sims.ndim == 3 and observed.shape[1] != sims.shape[2]:
+        header = _header(args.observed)
+        hint = (
+            f"; pick {sims.shape[2]} of its columns with --columns (e.g. --columns {header[-1]})"
+            if header and not args.columns and len(header) > sims.shape[2] else ""
+        )
+        raise InvalidDataError(
+            f"{args.observed} has {observed.shape[1]} column(s) per record"
+            + (f" ({', '.join(header)})" if header else "")
+            + f" but the simulations in {args.simulations} have {sims.shape[2]} ({meta.get('model', '?')})"
+            + hint + "."
+        )
     distance = _distance(args, meta)
     with release_notices(accounted=ledger is not None):
         res = abcdp(
@@ -190,9 +239,14 @@ def _abcdp(args: argparse.Namespace) -> int:
 
 def register(subparsers: Any) -> None:
     """Add ``abcdp`` to the ``dpinfer`` command line."""
-    ab = subparsers.add_parser("abcdp", help="data owner: private rejection ABC (ABCDP, sparse vector)")
-    ab.add_argument("--observed", required=True, help="CSV of the confidential observed data")
-    ab.add_argument("--columns", default=None, help="columns of the CSV to use (names or indices)")
+    ab = add_command(subparsers, "abcdp", help="data owner: private rejection ABC (ABCDP, sparse vector)")
+    ab.add_argument("--observed", required=True,
+        help="CSV of the confidential observed data: one record per line, numbers only, optional header; "
+                    "blank lines and empty cells are refused")
+    ab.add_argument(
+        "--columns", default=None,
+        help="comma-separated columns of the CSV to use, by header name or 0-based index (None: all)",
+    )
     ab.add_argument("--simulations", required=True, help=".npz from `dpinfer simulate`")
     ab.add_argument("-c", type=int, required=True, help="number of posterior samples (stop after c)")
     ab.add_argument("--epsilon", type=float, required=True, help="epsilon_total (pure DP)")
@@ -200,15 +254,25 @@ def register(subparsers: Any) -> None:
     ab.add_argument("--resample", action="store_true", help="redraw the threshold after each acceptance")
     add_ledger_options(ab)
     ab.add_argument("--dataset", default=None, help="data set name in the ledger (with --ledger)")
-    ab.add_argument("--out", required=True, help="release JSON")
-    ab.add_argument("--distance", default="auto", choices=("auto", "rff", "exact", "clipped"))
     ab.add_argument(
-        "--bandwidth", type=float, default=None, help="kernel bandwidth (default: from the sims file)"
+        "--out", required=True, help="release JSON (the result file NAME.npz is written beside it)"
+    )
+    ab.add_argument(
+        "--distance", default="auto", choices=("auto", "rff", "exact", "clipped"),
+        help="MMD distance: rff (random Fourier features, O(N) per draw), exact MMD, clipped (tuberculosis); "
+        "auto: clipped for the tuberculosis data sets, else rff",
+    )
+    ab.add_argument(
+        "--bandwidth", type=float, default=None,
+        help="Gaussian kernel bandwidth (None: the median heuristic stored in the simulations file)",
+
     )
     ab.add_argument("--n-features", type=int, default=100, help="random features D (rff)")
-    ab.add_argument("--feature-seed", type=int, default=0)
+    ab.add_argument("--feature-seed", type=int, default=0, help="seed of the random features (public)")
     ab.add_argument("--float32", action="store_true", help="float32 embeddings (rff)")
     ab.add_argument("--clip", type=float, default=200.0, help="clip bound C (clipped distance)")
-    ab.add_argument("--batch-size", type=int, default=256)
-    ab.add_argument("--no-progress", action="store_true")
+    ab.add_argument(
+        "--batch-size", type=int, default=256, help="simulations compared per batch (memory, not results)"
+    )
+    ab.add_argument("--no-progress", action="store_true", help="no progress bar (shown on a terminal)")
     ab.set_defaults(func=_abcdp)

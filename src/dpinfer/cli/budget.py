@@ -15,6 +15,7 @@ from typing import Any
 from ..privacy import Ledger
 from ..privacy.event_conversion import describe, event_from_dict
 from ..privacy.fingerprint import file_fingerprint
+from .common import Refusal, add_command
 
 
 def _init(args: argparse.Namespace) -> int:
@@ -25,6 +26,12 @@ def _init(args: argparse.Namespace) -> int:
     check_epsilon(args.epsilon, "budget epsilon")
     check_delta(args.delta, "budget delta")
     get_accountant(args.accountant)
+    if args.accountant in ("pld", "rdp") and args.delta == 0:
+        raise Refusal(
+            f"--accountant {args.accountant} with --delta 0 cannot account Laplace or Gaussian releases "
+            "(their epsilon at delta = 0 is infinite); pass --delta > 0 (e.g. 1e-6, well below 1/n), or "
+            "--accountant pure for pure-DP releases only. Nothing was registered."
+        )
     check_relation(args.neighbouring)
     fingerprint = None
     if args.data:
@@ -100,19 +107,43 @@ def _history(args: argparse.Namespace) -> int:
     return 0
 
 
+ACCOUNTANT_HELP = (
+    "pld | rdp | pure | advanced: how charges are composed; budgets cannot be changed later, "
+    "so pick one that accounts every "
+    "release you will make: pld (default) accounts all of them (Laplace, ABCDP's sparse vector, "
+    "Gaussian, DPVI's DP-SGD) at --delta > 0; rdp the same, more loosely; pure only pure-DP releases "
+    "(Laplace, ABCDP; not DPVI) at --delta 0; advanced: advanced composition of pure releases"
+)
+
+
 def register(subparsers: Any) -> None:
     """Add ``budget`` (with the actions ``init``, ``show``, ``history``) to the command line."""
-    budget = subparsers.add_parser("budget", help="privacy-budget ledger: init, show, history")
+    budget = add_command(subparsers, "budget", help="privacy-budget ledger: init, show, history")
     bsub = budget.add_subparsers(dest="budget_command", metavar="ACTION", required=True)
-    init = bsub.add_parser(
-        "init", help="register a data set with its total budget (creates the ledger if missing)"
+    init = add_command(
+        bsub, "init", help="register a data set with its total budget (creates the ledger if missing)"
     )
     init.add_argument("--ledger", required=True, help="ledger file (SQLite); created if missing")
-    init.add_argument("--dataset", required=True)
-    init.add_argument("--epsilon", type=float, required=True)
-    init.add_argument("--delta", type=float, default=0.0)
-    init.add_argument("--accountant", default="pure", help="pure | advanced | rdp | pld")
-    init.add_argument("--neighbouring", default="replace-one", choices=("replace-one", "add-remove"))
+    init.add_argument(
+        "--dataset", required=True,
+        help="name of the data set's budget; releases name it with --dataset (registered once only)",
+    )
+    init.add_argument(
+        "--epsilon", type=float, required=True,
+        help="total epsilon of the budget: all releases from these data together may spend at most this",
+    )
+    init.add_argument(
+        "--delta", type=float, default=1e-6,
+        help="total delta of the budget; spent epsilon is measured at this delta (use 0 with --accountant "
+        "pure); a DPVI run's --delta must not exceed it",
+    )
+    init.add_argument(
+        "--accountant", default="pld", help=ACCOUNTANT_HELP
+    )
+    init.add_argument(
+        "--neighbouring", default="replace-one", choices=("replace-one", "add-remove"),
+        help="neighbouring relation: data sets differing in one record replaced, or one added/removed",
+    )
     init.add_argument(
         "--data",
         help="the data file: its SHA-256 (over the exact bytes) is registered, so the same file "
@@ -123,8 +154,11 @@ def register(subparsers: Any) -> None:
         ("show", False, "budget, spent and remaining per data set", _show),
         ("history", True, "every charge of a data set", _history),
     ):
-        p = bsub.add_parser(action, help=help_text)
+        p = add_command(bsub, action, help=help_text)
         p.add_argument("--ledger", required=True, help="an existing ledger file")
-        p.add_argument("--dataset", required=dataset_required)
-        p.add_argument("--json", action="store_true")
+        p.add_argument(
+            "--dataset", required=dataset_required,
+            help="the data set" + ("" if dataset_required else " (default: all)"),
+        )
+        p.add_argument("--json", action="store_true", help="print JSON instead of a table")
         p.set_defaults(func=func)

@@ -20,8 +20,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..errors import DPInferError, PrivacyWarning
-from ..models.registry import MODELS, load_release
+from ..errors import DPInferError, PrivacyWarning, UnsupportedEventError
+from ..models.registry import MODEL_HELP, MODELS, load_release, model_args
 from ..privacy import Ledger
 from ..privacy.fingerprint import file_fingerprint
 from ..privacy.ledger import LedgerFileError, LedgerNotFoundError
@@ -41,10 +41,50 @@ def error(message: object) -> None:
     print(f"dpinfer: error: {one_line(message)}", file=sys.stderr)
 
 
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """``--help`` shows every option's default; descriptions and epilogs keep their line breaks."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.required:
+            return action.help
+        return super()._get_help_string(action)
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return "".join(indent + line for line in text.splitlines(keepends=True))
+
+
+def add_command(subparsers: Any, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+    """``subparsers.add_parser`` with :class:`HelpFormatter` (defaults shown in --help)."""
+    kwargs.setdefault("formatter_class", HelpFormatter)
+    if "help" in kwargs:
+        kwargs.setdefault("description", kwargs["help"])
+    return subparsers.add_parser(name, **kwargs)
+
+
+def unsupported_event_advice(exc: Exception, args: argparse.Namespace) -> str:
+    """What to do when a budget's accountant cannot account a release (budgets cannot change)."""
+    ledger = getattr(args, "ledger", None)
+    dataset = getattr(args, "dataset", None)
+    if not ledger:
+        return one_line(exc)
+    return (
+        f"{one_line(exc)} Nothing was charged or released. The budget of {dataset or 'this data set'!r} "
+        f"in {ledger} cannot be changed: register these data under a NEW data-set name with an accountant "
+        "that accounts every release, e.g. `dpinfer budget init --ledger LEDGER --dataset NEW_NAME "
+        "--epsilon E --delta 1e-6 --accountant pld`, and pass --dataset NEW_NAME. If the old budget was "
+        "registered with --data FILE, that file's fingerprint is refused under a second name in the same "
+        "ledger: use a new ledger file (--ledger NEW.db), and count the spend already recorded in the old "
+        "one against these data yourself."
+    )
+
+
 def run_command(func: Callable[[argparse.Namespace], int | None], args: argparse.Namespace) -> int:
     """Run a command; a refusal exits with status 2, a usage or data error with status 1."""
     try:
         return int(func(args) or 0)
+    except UnsupportedEventError as exc:
+        error(unsupported_event_advice(exc, args))
+        return 2
     except (Refusal, LedgerNotFoundError, LedgerFileError) as exc:
         error(exc)
         return 2
@@ -93,16 +133,33 @@ def add_ledger_options(parser: argparse.ArgumentParser) -> None:
 
 def add_release_options(parser: argparse.ArgumentParser) -> None:
     """``--model``, ``--observed``, ``--epsilon``, ``--model-args``: an already released statistic."""
-    parser.add_argument("--model", required=True, choices=MODELS)
-    parser.add_argument("--observed", required=True, help="JSON file of the observed release, or 'builtin'")
-    parser.add_argument("--epsilon", type=float, help="privacy level of the observed release")
-    parser.add_argument("--model-args", default="", help="JSON object of model keyword arguments")
+    models = "; ".join(f"{m}: {MODEL_HELP[m]}" for m in MODELS)
+    keys = "; ".join(f"{m}: {', '.join(model_args(m))}" for m in MODELS)
+    parser.add_argument("--model", required=True, choices=MODELS, help=f"the model of the release ({models})")
+    parser.add_argument(
+        "--observed",
+        required=True,
+        help='the observed release: a JSON file holding a list of numbers (e.g. [0.0, 0.003, 0.68]) or an '
+        'object {"observed": [...], "epsilon": E, "model_args": {...}} (what `dpinfer release` writes), or '
+        "'builtin' for the synthetic release shipped with dpinfer at --epsilon (linreg, naive-bayes, sir)",
+    )
+    parser.add_argument(
+        "--epsilon", type=float, help="privacy level of the observed release (overrides the file's)"
+    )
+    parser.add_argument(
+        "--model-args",
+        default="{}",
+        help="JSON object of model keyword arguments, e.g. '{\"population\": 10000}'; "
+        f"keys per model: {keys}",
+    )
 
 
 def add_backend_options(parser: argparse.ArgumentParser, default: str, workers: str, seed: str) -> None:
     """``--backend`` (default ``default``), ``--workers`` (as ``n_workers``) and ``--seed``, with
     the help texts given: the keyword arguments of the backends' callers."""
-    parser.add_argument("--backend", default=default, help="serial | processes | dask | tcp://scheduler:8786")
+    parser.add_argument(
+        "--backend", default=default, help="where simulations run: serial | processes | dask | tcp://scheduler:8786"
+    )
     parser.add_argument("--workers", type=int, dest="n_workers", metavar="WORKERS", help=workers)
     parser.add_argument("--seed", type=int, default=0, help=seed)
 
@@ -117,8 +174,14 @@ def add_output_options(parser: argparse.ArgumentParser, progress: str | None = N
 def release_from_args(args: argparse.Namespace) -> tuple[Any, Any, float]:
     """``(model, observed, epsilon)`` for the options of :func:`add_release_options`; the
     command line's ``--epsilon`` and ``--model-args`` override those of the JSON file."""
-    model_args = json.loads(args.model_args) if args.model_args else {}
-    return load_release(args.model, args.observed, args.epsilon, model_args)
+    try:
+        kwargs = json.loads(args.model_args) if args.model_args else {}
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"--model-args is not JSON ({exc.msg}): {args.model_args!r}; "
+                         "give an object such as '{\"population\": 10000}'.") from None
+    if not isinstance(kwargs, dict):
+        raise ValueError(f"--model-args must be a JSON object of keyword arguments, got {args.model_args!r}.")
+    return load_release(args.model, args.observed, args.epsilon, kwargs)
 
 
 # --- releases from confidential data --------------------------------------------------------

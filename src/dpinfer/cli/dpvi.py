@@ -31,6 +31,7 @@ import numpy as np
 from ..errors import InvalidDataError
 from .common import (
     Refusal,
+    add_command,
     add_ledger_options,
     mark_unaccounted,
     open_release_ledger,
@@ -58,7 +59,16 @@ def read_csv(
             header = [h.strip() for h in next(reader)]
         except StopIteration:
             raise InvalidDataError(f"{p} is empty; expected a header row and records.") from None
-        rows = [r for r in reader if r]
+        rows, lines = [], []
+        for r in reader:
+            if not r or not "".join(r).strip():
+                raise InvalidDataError(
+                    f"{p} line {reader.line_num} is blank; every line after the header must be one record "
+                    "(a blank line is not dropped: it would change N and the noise). Nothing was charged "
+                    "or released."
+                )
+            rows.append(r)
+            lines.append(reader.line_num)
     if target not in header:
         raise InvalidDataError(f"target column {target!r} not in {p} (columns: {header}).")
     names = features or [h for h in header if h != target]
@@ -69,15 +79,20 @@ def read_csv(
         raise InvalidDataError(f"{p} has a header but no records.")
     cols = [header.index(c) for c in [*names, target]]
     out = np.empty((len(rows), len(cols)))
-    for i, r in enumerate(rows):
+    for i, (r, line) in enumerate(zip(rows, lines, strict=True)):
         if len(r) != len(header):
-            raise InvalidDataError(f"{p} line {i + 2} has {len(r)} fields, expected {len(header)}.")
+            raise InvalidDataError(f"{p} line {line} has {len(r)} fields, expected {len(header)}.")
         for j, c in enumerate(cols):
+            if r[c].strip() == "" or r[c].strip().lower() in ("na", "nan", "null", "none"):
+                raise InvalidDataError(
+                    f"{p} line {line}, column {header[c]!r}: missing value ({r[c]!r}); DPVI needs complete "
+                    "records: remove the record or impute it first. Nothing was charged or released."
+                )
             try:
                 out[i, j] = float(r[c])
             except ValueError:
                 raise InvalidDataError(
-                    f"{p} line {i + 2}, column {header[c]!r}: {r[c]!r} is not a number. Encode "
+                    f"{p} line {line}, column {header[c]!r}: {r[c]!r} is not a number. Encode "
                     "categorical columns numerically first; nothing was charged or released."
                 ) from None
     return out[:, :-1], out[:, -1], names
@@ -157,39 +172,43 @@ def _run(args: argparse.Namespace) -> int:
 
 def register(subparsers: Any) -> None:
     """Add ``dpinfer dpvi`` to the CLI."""
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "dpvi",
         help="differentially private variational inference (logistic / Poisson regression)",
         description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--data", required=True, help="CSV file with a header row, or 'abalone' (shipped)")
-    p.add_argument("--target", help="target column of the CSV")
+    p.add_argument("--target", help="target column of the CSV (required for a CSV)")
     p.add_argument("--features", help="comma-separated feature columns (default: all but the target)")
-    p.add_argument("--model", default="logistic", choices=("logistic", "poisson"))
-    p.add_argument("--family", default="meanfield", choices=("meanfield", "fullrank"))
+    p.add_argument("--model", default="logistic", choices=("logistic", "poisson"), help="GLM likelihood")
+    p.add_argument("--family", default="meanfield", choices=("meanfield", "fullrank"),
+                   help="variational family: diagonal or full-rank Gaussian")
     p.add_argument("--epsilon", type=float, help="target epsilon (the noise is calibrated to it)")
-    p.add_argument("--delta", type=float, default=1e-5)
+    p.add_argument("--delta", type=float, default=1e-5, help="target delta; at most the budget's delta")
     p.add_argument("--noise-multiplier", type=float, help="fix sigma instead of --epsilon")
-    p.add_argument("--clip", type=float, default=5.0, help="per-example L2 clip norm C (default 5)")
-    p.add_argument("--sampling-rate", type=float, default=0.05, help="q (default 0.05)")
-    p.add_argument("--steps", type=int, default=1000, help="T (default 1000)")
-    p.add_argument("--lr", type=float, default=0.1)
-    p.add_argument("--optimizer", default="adagrad", choices=("adagrad", "adam", "sgd"))
-    p.add_argument("--accountant", default=None, help="pld (default) | rdp | advanced")
-    p.add_argument("--neighbouring", default="replace-one", choices=("replace-one", "add-remove"))
-    p.add_argument("--sampling", default="poisson", choices=("poisson", "with-replacement"))
+    p.add_argument("--clip", type=float, default=5.0, help="per-example L2 clip norm C")
+    p.add_argument("--sampling-rate", type=float, default=0.05, help="Poisson sampling rate q")
+    p.add_argument("--steps", type=int, default=1000, help="gradient steps T")
+    p.add_argument("--lr", type=float, default=0.1, help="learning rate")
+    p.add_argument("--optimizer", default="adagrad", choices=("adagrad", "adam", "sgd"), help="optimizer")
+    p.add_argument("--accountant", default=None, help="pld | rdp | advanced (None: pld)")
+    p.add_argument("--neighbouring", default="replace-one", choices=("replace-one", "add-remove"),
+                   help="neighbouring relation")
+    p.add_argument("--sampling", default="poisson", choices=("poisson", "with-replacement"),
+                   help="minibatch sampling")
     p.add_argument("--paper-accounting", action="store_true", help="report 2*act(2 sigma, delta/2) (paper)")
     p.add_argument("--delta-prime", type=float, help="delta' of the advanced composition")
-    p.add_argument("--per-example", default="elbo", choices=("elbo", "likelihood"))
-    p.add_argument("--mc-samples", type=int, default=1)
+    p.add_argument("--per-example", default="elbo", choices=("elbo", "likelihood"),
+                   help="what is clipped per example")
+    p.add_argument("--mc-samples", type=int, default=1, help="Monte Carlo draws per step")
     p.add_argument("--label-rule", default="code", choices=("code", "paper"), help="Abalone label rule")
     p.add_argument("--non-private", action="store_true", help="non-private baseline (no clip, no noise)")
     p.add_argument("--clip-non-private", action="store_true", help="clip in the non-private baseline")
     p.add_argument("--seed", type=int, default=None, help="simulation seed (never the privacy noise)")
     add_ledger_options(p)
     p.add_argument("--dataset", help="data-set name in the ledger (default: the file stem)")
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar (shown on a terminal)")
     p.add_argument("--json", action="store_true", help="also print a JSON line")
     p.add_argument("--out", required=True, help="output JSON file")
     p.set_defaults(func=_run)

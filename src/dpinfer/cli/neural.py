@@ -16,11 +16,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from typing import Any
 
 import numpy as np
 
-from .common import add_backend_options, add_output_options, add_release_options, release_from_args
+from .common import (
+    add_backend_options,
+    add_command,
+    add_output_options,
+    add_release_options,
+    release_from_args,
+)
 
 
 def _estimator(args: argparse.Namespace, model: Any) -> Any:
@@ -28,10 +35,16 @@ def _estimator(args: argparse.Namespace, model: Any) -> Any:
     from ..neural.sple import SPLE
     from ..neural.sppe import SPPE
 
+    start = time.monotonic()
+
     def report(info: Any, _post: Any) -> None:
         if not args.json:
+            done = info.round + 1
+            elapsed = time.monotonic() - start
+            eta = elapsed / done * (args.rounds - done)
             print(
-                f"round {info.round}: {info.n_simulations_total} simulations, {info.epochs} epochs, "
+                f"round {done} of {args.rounds}: {info.n_simulations_total} simulations so far, elapsed "
+                f"{elapsed:.1f} s, ETA {eta:.0f} s; {info.epochs} epochs, "
                 f"validation loss {info.best_validation_loss:.4g}, simulation {info.simulation_time:.1f} s, "
                 f"training {info.training_time:.1f} s",
                 file=sys.stderr,
@@ -115,40 +128,41 @@ def _run(args: argparse.Namespace) -> int:
 
 def _add_common(p: argparse.ArgumentParser) -> None:
     add_release_options(p)
-    p.add_argument("--rounds", type=int, default=10, help="rounds (default 10)")
-    p.add_argument("--simulations", type=int, default=1000, help="new simulations per round (default 1000)")
+    p.add_argument("--rounds", type=int, default=10, help="rounds")
+    p.add_argument("--simulations", type=int, default=1000, help="new simulations per round")
     p.add_argument(
-        "--rqmc-points", type=int, default=8, help="privatised copies per simulation, 2^m (default 8)"
+        "--rqmc-points", type=int, default=8, help="privatised copies per simulation, 2^m"
     )
     p.add_argument("--monte-carlo", action="store_true", help="i.i.d. noise instead of scrambled Sobol nets")
-    p.add_argument("--flow", default="nsf", choices=("nsf", "maf"), help="density estimator (default nsf)")
-    p.add_argument("--transforms", type=int, default=8, help="flow transforms (default 8)")
-    p.add_argument("--hidden", type=int, default=50, help="hidden units (default 50)")
-    p.add_argument("--bins", type=int, default=10, help="spline bins (default 10)")
-    p.add_argument("--tail-bound", type=float, default=5.0, help="spline tail bound (default 5)")
-    p.add_argument("--max-epochs", type=int, default=1000, help="epoch cap per round (default 1000)")
-    p.add_argument("--patience", type=int, default=20, help="early-stopping patience (default 20)")
+    p.add_argument("--flow", default="nsf", choices=("nsf", "maf"), help="density estimator")
+    p.add_argument("--transforms", type=int, default=8, help="flow transforms")
+    p.add_argument("--hidden", type=int, default=50, help="hidden units")
+    p.add_argument("--bins", type=int, default=10, help="spline bins")
+    p.add_argument("--tail-bound", type=float, default=5.0, help="spline tail bound")
+    p.add_argument("--max-epochs", type=int, default=1000, help="epoch cap per round")
+    p.add_argument("--patience", type=int, default=20, help="early-stopping patience")
     add_backend_options(
         p, "serial", "worker processes for the simulations", "simulation/training seed (never privacy noise)"
     )
     p.add_argument("--draws", type=int, default=4000, help="posterior draws for the summary")
-    p.add_argument("--out", help="save the posterior (.pt)")
-    add_output_options(p, progress="no progress bar")
+    p.add_argument("--out", help="save the posterior (.pt; None: not saved)")
+    add_output_options(p, progress="no progress bar (shown on a terminal: round, simulations, elapsed, ETA)")
 
 
 def register(subparsers: Any) -> None:
     """Add ``sppe`` and ``sple`` to the ``dpinfer`` command line."""
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "sppe", help="SPPE neural posterior from privatised statistics (Xiong et al. 2025)"
     )
     _add_common(p)
-    p.add_argument("--atoms", type=int, default=10, help="APT atoms (default 10)")
+    p.add_argument("--atoms", type=int, default=10, help="APT atoms")
     p.set_defaults(func=_run, command="sppe")
-    q = subparsers.add_parser("sple", help="SPLE neural likelihood + MCMC from privatised statistics")
+    q = add_command(subparsers, "sple", help="SPLE neural likelihood + MCMC from privatised statistics")
     _add_common(q)
-    q.add_argument("--mcmc", default="slice", choices=("slice", "adaptive-metropolis"))
-    q.add_argument("--chains", type=int, default=20, help="MCMC chains (default 20)")
-    q.add_argument("--warmup", type=int, default=100, help="MCMC warm-up steps per chain (default 100)")
+    q.add_argument("--mcmc", default="slice", choices=("slice", "adaptive-metropolis"), help="MCMC sampler")
+    q.add_argument("--chains", type=int, default=20, help="MCMC chains")
+    q.add_argument("--warmup", type=int, default=100, help="MCMC warm-up steps per chain")
     q.set_defaults(func=_run, command="sple")
 
 

@@ -19,7 +19,7 @@ import numpy as np
 from ..distances import median_heuristic
 from ..errors import InvalidDataError
 from ..models.registry import ABCDP_MODELS, make_abcdp_model
-from .common import progress_bar
+from .common import add_command, progress_bar
 
 
 def _simulate(args: argparse.Namespace) -> int:
@@ -80,15 +80,45 @@ def _simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _data(args: argparse.Namespace) -> int:
+    """``dpinfer data list`` / ``dpinfer data path NAME``: the data files shipped with dpinfer."""
+    from .. import datasets
+
+    folder = datasets.data_path(".")
+    names = sorted(f.name for f in folder.iterdir() if f.is_file() and not f.name.startswith("."))
+    if args.data_command == "list":
+        print("\n".join(names))
+        return 0
+    if args.name not in names:
+        raise FileNotFoundError(f"no shipped data file {args.name!r}; `dpinfer data list` lists them.")
+    print(datasets.data_path(args.name).resolve())
+    return 0
+
+
 def register(subparsers: Any) -> None:
-    """Add ``simulate`` to the ``dpinfer`` command line."""
-    sim = subparsers.add_parser("simulate", help="modeler: draw θ from the prior and simulate (public)")
-    sim.add_argument("model", choices=ABCDP_MODELS)
+    """Add ``simulate`` and ``data`` (the shipped data files) to the ``dpinfer`` command line."""
+    sim = add_command(subparsers, "simulate", help="modeler: draw θ from the prior and simulate (public)")
+    sim.add_argument(
+        "model", choices=ABCDP_MODELS,
+        help="mixture-uniform: mixture of uniforms; covid: polynomial growth of "
+        "cumulative cases (the Netherlands series); tuberculosis: strain clusters (San Francisco)",
+    )
     sim.add_argument("--draws", type=int, required=True, help="T, the number of (θ, Y) pairs")
-    sim.add_argument("--seed", type=int, default=0, help="simulation seed")
-    sim.add_argument("--out", required=True, help="output .npz file")
-    sim.add_argument("--n-points", type=int, default=None, help="points per data set (mixture-uniform)")
-    sim.add_argument("--n-datasets", type=int, default=None, help="data sets per simulation (tuberculosis)")
-    sim.add_argument("--batch-size", type=int, default=256)
+    sim.add_argument("--seed", type=int, default=0, help="simulation seed (public, never privacy noise)")
+    sim.add_argument("--out", required=True, help="output .npz file (uncompressed, streamed)")
+    sim.add_argument(
+        "--n-points", type=int, default=None, help="points per data set, mixture-uniform (None: 5000)"
+    )
+    sim.add_argument(
+        "--n-datasets", type=int, default=None, help="data sets per simulation, tuberculosis (None: 100)"
+    )
+    sim.add_argument("--batch-size", type=int, default=256, help="draws simulated per batch (memory only)")
     sim.add_argument("--float32", action="store_true", help="store the simulated data as float32")
     sim.set_defaults(func=_simulate)
+
+    data = add_command(subparsers, "data", help="the data files shipped with dpinfer: list, path NAME")
+    dsub = data.add_subparsers(dest="data_command", metavar="ACTION", required=True)
+    add_command(dsub, "list", help="list the shipped data files").set_defaults(func=_data)
+    path = add_command(dsub, "path", help="print the full path of a shipped data file (to copy or read it)")
+    path.add_argument("name", help="file name, as `dpinfer data list` prints it")
+    path.set_defaults(func=_data)

@@ -26,6 +26,7 @@ import numpy as np
 
 from .common import (
     add_backend_options,
+    add_command,
     add_output_options,
     add_release_options,
     pick,
@@ -98,12 +99,50 @@ def _summary(args: argparse.Namespace, res: Any, epsilon: float) -> dict[str, An
     }
 
 
-def _report_population(d: Any) -> None:
-    print(
-        f"population {d.t}: tolerance {d.tolerance:.4g}, {d.n_simulations} simulations, "
-        f"acceptance {d.acceptance_rate:.3g}, ESS {d.ess:.0f}, {d.wall_time:.1f} s",
-        file=sys.stderr,
-    )
+def max_populations(args: argparse.Namespace) -> int | None:
+    """K, the most populations the schedule of ``--schedule`` can run (None if unknown)."""
+    if args.schedule == "paper":
+        from ..abc.schedule import GeometricSchedule
+
+        s = GeometricSchedule()
+        tolerance, k = s.start, 1
+        while tolerance > s.stop and k < s.max_populations:
+            tolerance, k = tolerance * s.factor, k + 1
+        return k
+    if args.schedule == "adaptive":
+        return args.max_populations
+    return len(args.schedule.split(","))
+
+
+class PopulationReporter:
+    """One line per finished population: k of K, simulations so far, elapsed, and a lower bound on
+    the time left (later populations, at smaller tolerances, cost more than the last one)."""
+
+    def __init__(self, total: int | None, file: Any = None) -> None:
+        import time
+
+        self.total = total
+        self.file = file
+        self.start = time.monotonic()
+        self.simulations = 0
+
+    def __call__(self, d: Any) -> None:
+        import time
+
+        self.simulations += int(d.n_simulations_run)
+        elapsed = time.monotonic() - self.start
+        of = f" of {self.total}" if self.total else ""
+        left = ""
+        if self.total:
+            todo = max(self.total - (d.t + 1), 0)
+            left = f", ETA >= {todo * d.wall_time:.0f} s" if todo else ", last population"
+        print(
+            f"population {d.t + 1}{of}: tolerance {d.tolerance:.4g}, {d.n_simulations} simulations "
+            f"({self.simulations} so far), acceptance {d.acceptance_rate:.3g}, ESS {d.ess:.0f}, "
+            f"{d.wall_time:.1f} s, elapsed {elapsed:.1f} s{left}",
+            file=self.file or sys.stderr,
+            flush=True,
+        )
 
 
 def _smc_abc(args: argparse.Namespace) -> int:
@@ -124,7 +163,7 @@ def _smc_abc(args: argparse.Namespace) -> int:
             n_particles=args.particles,
             schedule=_schedule(args),
             progress=not args.no_progress and sys.stderr.isatty(),
-            callback=None if args.json else _report_population,
+            callback=None if args.json else PopulationReporter(max_populations(args)),
             **pick(args, *_SMC_OPTIONS),
         )
     except SMCInterrupted as exc:
@@ -168,12 +207,16 @@ def _exact_posterior(args: argparse.Namespace) -> int:
 
 def register(subparsers: Any) -> None:
     """Add ``smc-abc`` and ``exact-posterior`` to the ``dpinfer`` command line."""
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "smc-abc", help="SMC-ABC posterior from privatised statistics (Xiong et al. 2025)"
     )
     add_release_options(p)
-    p.add_argument("--particles", type=int, default=2000, help="particles per population (default 2000)")
-    p.add_argument("--schedule", default="paper", help="paper | adaptive | comma-separated tolerances")
+    p.add_argument("--particles", type=int, default=2000, help="particles per population")
+    p.add_argument(
+        "--schedule", default="paper",
+        help="paper (the authors' tolerances) | adaptive (--quantile) | comma-separated tolerances",
+    )
     p.add_argument("--quantile", type=float, default=0.5, help="adaptive schedule: distance quantile")
     p.add_argument(
         "--min-tolerance", type=float, default=0.0, help="adaptive schedule: stop at this tolerance"
@@ -181,13 +224,18 @@ def register(subparsers: Any) -> None:
     p.add_argument("--max-populations", type=int, default=10, help="adaptive schedule: population cap")
     add_backend_options(p, "processes", _WORKERS, _SEED)
     p.add_argument("--batch-size", type=int, default=1000, help="proposals per batch")
-    p.add_argument("--max-simulations", type=int, help="stop (incomplete) beyond this many simulations")
-    p.add_argument("--out", help="save the result (.npz)")
-    p.add_argument("--checkpoint", help="save the result after every population")
-    add_output_options(p, progress="no progress bars")
+    p.add_argument(
+        "--max-simulations", type=int, help="stop (incomplete) beyond this many simulations (None: no cap)"
+    )
+    p.add_argument("--out", help="save the result (.npz; None: not saved)")
+    p.add_argument("--checkpoint", help="save the result after every population (None: no checkpoint)")
+    add_output_options(
+        p, progress="no progress bar (shown on a terminal: population, simulations, elapsed, ETA)"
+    )
     p.set_defaults(func=_smc_abc)
 
-    e = subparsers.add_parser(
+    e = add_command(
+        subparsers,
         "exact-posterior",
         help="exact private-data posterior by importance sampling with the mechanism's density",
     )
@@ -199,7 +247,7 @@ def register(subparsers: Any) -> None:
     e.add_argument("--pilot-theta", type=int, default=10_000, help="parameter draws per pilot stage")
     e.add_argument("--pilot-inner", type=int, default=20, help="simulations per draw in the pilot")
     add_backend_options(e, "serial", _WORKERS, _SEED)
-    e.add_argument("--out", help="save the weighted draws (.npz)")
+    e.add_argument("--out", help="save the weighted draws (.npz; None: not saved)")
     add_output_options(e)
     e.set_defaults(func=_exact_posterior)
 

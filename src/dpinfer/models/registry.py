@@ -25,6 +25,48 @@ from ..errors import InvalidDataError
 ABCDP_MODELS = ("mixture-uniform", "covid", "tuberculosis")
 MODELS = ("gaussian-mean", "linreg", "naive-bayes", "sir", "sir-real")
 
+# one line per --model name, for the command line's --help
+MODEL_HELP = {
+    "gaussian-mean": "clamped mean of n values + Laplace noise",
+    "linreg": "linear regression sufficient statistics + Laplace noise (Ju et al. 2022)",
+    "naive-bayes": "naive Bayes category counts + Laplace noise",
+    "sir": "SIR epidemic, binomial release of infection proportions (K = 10^6 by default)",
+    "sir-real": "SIR with the real-outbreak set-up (K = 10^5, N = 100, prior N((-2, -3), I))",
+}
+
+
+def _model_class(name: str) -> Any:
+    from . import SIR, GaussianMean, LinearRegression, NaiveBayes
+
+    return {"gaussian-mean": GaussianMean, "linreg": LinearRegression, "naive-bayes": NaiveBayes,
+            "sir": SIR, "sir-real": SIR}[name]
+
+
+def model_args(name: str) -> dict[str, Any]:
+    """The ``--model-args`` keys model ``name`` accepts, with their defaults (ε is ``--epsilon``)."""
+    import inspect
+
+    params = inspect.signature(_model_class(name)).parameters
+    defaults = {k: p.default for k, p in params.items() if k != "epsilon"}
+    if name == "sir-real":
+        defaults.update(population=100_000, n_trials=100, prior="real-outbreak")
+    return defaults
+
+
+def check_model_args(name: str, kwargs: Mapping[str, Any]) -> None:
+    """Refuse (``ValueError``, one line) keys that model ``name`` does not accept."""
+    if name not in MODELS:
+        raise ValueError(f"unknown model {name!r}; choose one of {', '.join(MODELS)}.")
+    accepted = model_args(name)
+    unknown = [k for k in kwargs if k not in accepted]
+    if "epsilon" in kwargs:
+        raise ValueError("--model-args: give the release's epsilon with --epsilon, not in --model-args.")
+    if unknown:
+        raise ValueError(
+            f"--model-args: model {name!r} has no argument {', '.join(map(repr, unknown))}; accepted keys: "
+            f"{', '.join(accepted)}."
+        )
+
 
 def make_abcdp_model(name: str, n_points: int | None = None, n_datasets: int | None = None) -> Any:
     """The ABCDP model called ``name``.
@@ -64,6 +106,7 @@ def build_model(name: str, epsilon: float, **kwargs: Any) -> Any:
     """
     from . import SIR, GaussianMean, LinearRegression, NaiveBayes
 
+    check_model_args(name, kwargs)
     if name == "gaussian-mean":
         return GaussianMean(epsilon=epsilon, **kwargs)
     if name == "linreg":
@@ -129,7 +172,15 @@ def read_observed(
     path = Path(observed)
     if not path.exists():
         raise FileNotFoundError(f"observed-statistics file {path} does not exist.")
-    doc = json.loads(path.read_text())
+    try:
+        doc = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        where = f" (line {exc.lineno}, column {exc.colno})" if isinstance(exc, json.JSONDecodeError) else ""
+        raise ValueError(
+            f"observed-statistics file {path} is not JSON{where}: {getattr(exc, 'msg', exc)}. Expected "
+            'a JSON list of numbers, e.g. [0.1, 0.5], or an object {"observed": [...], "epsilon": 10, '
+            '"model_args": {...}} (a release written by `dpinfer release`).'
+        ) from None
     if isinstance(doc, dict):
         if "observed" not in doc:
             raise ValueError(f"{path}: a JSON object needs an 'observed' list.")
@@ -157,9 +208,12 @@ def load_release(
 __all__ = [
     "ABCDP_MODELS",
     "MODELS",
+    "MODEL_HELP",
     "build_model",
+    "check_model_args",
     "builtin_observed",
     "load_release",
     "make_abcdp_model",
+    "model_args",
     "read_observed",
 ]
