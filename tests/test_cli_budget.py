@@ -177,3 +177,14 @@ def test_dpvi_csv_errors_name_file_and_line(tmp_path, capsys, body, match):
                  "--steps", "5", "--no-progress", "--out", str(tmp_path / "f.json")]) == 1
     err = capsys.readouterr().err
     assert match in err and "bad.csv" in err
+
+
+def test_dpvi_without_delta_uses_the_budgets_delta(tmp_path, capsys):
+    ledger = tmp_path / "b.db"
+    data = _records(tmp_path / "r.csv")
+    assert main(["budget", "init", "--ledger", str(ledger), "--dataset", "r", "--epsilon", "1"]) == 0
+    assert main(["dpvi", "--data", str(data), "--target", "label", "--epsilon", "1", "--steps", "20",
+                 "--sampling-rate", "0.2", "--no-progress", "--out", str(tmp_path / "f.json"),
+                 "--ledger", str(ledger), "--dataset", "r"]) == 0
+    assert "(1, 1e-06)-DP" in capsys.readouterr().out
+    assert Ledger(ledger).spent("r") == pytest.approx(1.0, abs=1e-3)

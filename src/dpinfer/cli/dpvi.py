@@ -137,6 +137,9 @@ def _run(args: argparse.Namespace) -> int:
     if private and args.epsilon is None and args.noise_multiplier is None:
         raise InvalidDataError("give --epsilon (or --noise-multiplier), or --non-private for a baseline.")
     model = make_model(args.model, X.shape[1] if X.ndim == 2 else 1)
+    if args.delta is None:  # the budget's delta when charged to a ledger (so defaults fit), else 1e-5
+        args.delta = ledger.budget(dataset).delta if ledger is not None else 1e-5
+        args.delta = args.delta if args.delta > 0 else 1e-5
     with release_notices(accounted=ledger is not None or not private):
         fit = DPVI(model, args.family).fit(
             X,
@@ -185,7 +188,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("--family", default="meanfield", choices=("meanfield", "fullrank"),
                    help="variational family: diagonal or full-rank Gaussian")
     p.add_argument("--epsilon", type=float, help="target epsilon (the noise is calibrated to it)")
-    p.add_argument("--delta", type=float, default=1e-5, help="target delta; at most the budget's delta")
+    p.add_argument(
+        "--delta", type=float, default=None,
+        help="target delta, at most the budget's delta (None: the budget's delta with --ledger, else 1e-5)",
+    )
     p.add_argument("--noise-multiplier", type=float, help="fix sigma instead of --epsilon")
     p.add_argument("--clip", type=float, default=5.0, help="per-example L2 clip norm C")
     p.add_argument("--sampling-rate", type=float, default=0.05, help="Poisson sampling rate q")
