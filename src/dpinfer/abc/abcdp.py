@@ -11,18 +11,16 @@ indicators τ̃_t (equivalently the accepted θ_t) computed from the noisy compa
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
 import math
-import warnings
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..diagnostics.flip import svt_noise_scale
 from ..distances.base import Distance
-from ..errors import InvalidDataError, InvalidPrivacyParameterError, PrivacyWarning
+from ..errors import InvalidDataError, InvalidPrivacyParameterError
 from ..privacy.events import REPLACE_ONE, SparseVectorEvent
+from ..privacy.ledger import charge_or_warn
 from ..privacy.report import PrivacyReport
 from ..privacy.rng import PrivacyRNG, as_privacy_rng
 from ..privacy.validation import check_epsilon
@@ -164,17 +162,8 @@ def abcdp(
     event = SparseVectorEvent(c, eps_total, resample=bool(resample), neighbouring=REPLACE_ONE)
 
     # ---- the private step -------------------------------------------------------------------
-    if ledger is None:
-        warnings.warn(
-            f"ABCDP release {label!r} made WITHOUT a ledger: it is not accounted against any budget "
-            "(its report says accounted: false). Pass ledger=... and dataset=... to charge it.",
-            PrivacyWarning,
-            stacklevel=2,
-        )
-    charge = (
-        ledger.charge(dataset, event, label=label, insecure=gen.deterministic)
-        if ledger is not None
-        else contextlib.nullcontext()
+    charge = charge_or_warn(
+        ledger, dataset, event, label=label, insecure=gen.deterministic, what="ABCDP release"
     )
     accepted: list[np.ndarray] = []
     accepted_index: list[np.ndarray] = []
@@ -206,6 +195,7 @@ def abcdp(
         delta=0.0,
         accountant="pure",
         sensitivity=delta_rho,
+        accounted=ledger is not None,
         mechanism="abcdp-svt",
         insecure_rng=gen.deterministic,
         details={
@@ -222,7 +212,6 @@ def abcdp(
             "uniforms, only compared, never released",
         },
     )
-    report = dataclasses.replace(report, accounted=ledger is not None)
     return ABCDPResult(
         accepted=acc,
         accepted_index=idx,

@@ -10,8 +10,6 @@ source of truth.
 
 from __future__ import annotations
 
-import dataclasses
-import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,9 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import InvalidDataError, InvalidPrivacyParameterError, PrivacyWarning
+from ..errors import InvalidDataError, InvalidPrivacyParameterError
 from ..privacy import PrivacyReport, PrivacyRNG, as_privacy_rng
 from ..privacy.events import PrivacyEvent
+from ..privacy.ledger import charge_or_warn
 from .randomness import as_generator, open_uniforms
 
 if TYPE_CHECKING:
@@ -117,7 +116,7 @@ class Mechanism(ABC):
 
     def privacy_report(self, insecure_rng: bool = False, accounted: bool = True) -> PrivacyReport:
         """The privacy report of one release by this mechanism."""
-        report = PrivacyReport.from_event(
+        return PrivacyReport.from_event(
             self.event(),
             delta=0.0,
             accountant=self.accountant,
@@ -125,8 +124,8 @@ class Mechanism(ABC):
             mechanism=self.name,
             insecure_rng=insecure_rng,
             details=self.details(),
+            accounted=accounted,
         )
-        return dataclasses.replace(report, accounted=bool(accounted))
 
     def details(self) -> dict[str, Any]:
         """Mechanism parameters for the privacy report."""
@@ -154,20 +153,11 @@ class Mechanism(ABC):
         gen = as_privacy_rng(privacy_rng)
         event = self.event()
         draw = self._prepare_release(arr)  # every check that can fail happens before the charge
-        if ledger is not None and dataset is None:
-            raise InvalidPrivacyParameterError("a ledger charge needs the dataset name.")
-        if ledger is None:
-            warnings.warn(
-                f"{self.name}: release {label or self.name!r} made WITHOUT a ledger: it is not "
-                "accounted against any budget (its report says accounted: false). Pass ledger=... "
-                "and dataset=... to charge it.",
-                PrivacyWarning,
-                stacklevel=2,
-            )
+        with charge_or_warn(
+            ledger, dataset, event, label=label or self.name, insecure=gen.deterministic,
+            what=f"{self.name}: release",
+        ):
             value = draw(gen)
-        else:
-            with ledger.charge(dataset, event, label=label or self.name, insecure=gen.deterministic):
-                value = draw(gen)
         return PrivateRelease(
             np.asarray(value, dtype=np.float64),
             self.privacy_report(gen.deterministic, accounted=ledger is not None),
@@ -267,12 +257,10 @@ class LaplaceMechanism(Mechanism):
         }
 
     def _prepare_release(self, s: np.ndarray) -> Callable[[PrivacyRNG], np.ndarray]:
-        from ..privacy.discrete import sample_discrete_laplace
-        from ..privacy.mechanisms import _grid_integers
+        from ..privacy.mechanisms import grid_integers, laplace_on_grid
 
-        k = _grid_integers(s, self.grid.gamma)  # refuses values too large for the grid
-        t = self.grid.scale_units
-        return lambda gen: (k + sample_discrete_laplace(t, k.size, gen)).astype(np.float64) * self.grid.gamma
+        k = grid_integers(s, self.grid.gamma)  # refuses values too large for the grid
+        return lambda gen: laplace_on_grid(k, self.grid, gen)
 
     def validate_statistic_range(self, s: np.ndarray) -> None:
         if self.bounds is None:

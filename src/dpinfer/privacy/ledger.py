@@ -37,8 +37,9 @@ import math
 import os
 import sqlite3
 import time
+import warnings
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,7 @@ from ..errors import (
     BudgetExceededError,
     InvalidPrivacyParameterError,
     NeighbouringRelationError,
+    PrivacyWarning,
     UnknownDatasetError,
 )
 from .accountants import get_accountant
@@ -345,3 +347,32 @@ class Ledger:
 
     def __repr__(self) -> str:
         return f"Ledger({str(self.path)!r})"
+
+
+def charge_or_warn(
+    ledger: Ledger | None,
+    dataset: str | None,
+    event: PrivacyEvent,
+    *,
+    label: str,
+    insecure: bool,
+    what: str = "release",
+    stacklevel: int = 3,
+) -> AbstractContextManager[Any]:
+    """The context a release runs in: :meth:`Ledger.charge` before the body, or, without a ledger,
+    a :class:`~dpinfer.errors.PrivacyWarning` that the release ``what label`` is unaccounted (its
+    report must then say ``accounted: false``) and no charge.
+
+    ``stacklevel`` is passed to :func:`warnings.warn` (3: the caller of the releasing function).
+    """
+    if ledger is None:
+        warnings.warn(
+            f"{what} {label!r} made WITHOUT a ledger: it is not accounted against any budget (its "
+            "report says accounted: false). Pass ledger=... and dataset=... to charge it.",
+            PrivacyWarning,
+            stacklevel=stacklevel,
+        )
+        return nullcontext()
+    if not dataset:
+        raise InvalidPrivacyParameterError("a ledger charge needs the dataset name.")
+    return ledger.charge(dataset, event, label=label, insecure=insecure)

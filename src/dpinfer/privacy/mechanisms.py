@@ -45,16 +45,16 @@ only then draws the noise. The return value is ``(noisy_value, event)``.
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidDataError, InvalidPrivacyParameterError, PrivacyWarning
-from .events import REPLACE_ONE, DiscreteGaussianEvent, DiscreteLaplaceEvent, PrivacyEvent
+from ..errors import InvalidDataError, InvalidPrivacyParameterError
+from .events import REPLACE_ONE, DiscreteGaussianEvent, DiscreteLaplaceEvent
 from .gaussian import analytic_gaussian_sigma, classical_gaussian_sigma
+from .ledger import Ledger, charge_or_warn
 from .rng import PrivacyRNG, as_privacy_rng
 from .validation import (
     check_delta,
@@ -63,9 +63,6 @@ from .validation import (
     check_relation,
     check_sensitivity,
 )
-
-if TYPE_CHECKING:
-    from .ledger import Ledger
 
 #: Grid bits below the Laplace scale and below the Gaussian σ.
 LAPLACE_GRID_BITS = 12
@@ -220,7 +217,7 @@ def gaussian_grid(
     return GaussianGrid(gamma, units, int(sigma2), d, event_of(sigma2))
 
 
-def _grid_integers(arr: np.ndarray, gamma: float) -> np.ndarray:
+def grid_integers(arr: np.ndarray, gamma: float) -> np.ndarray:
     """round(x/γ) (half up), exactly, as int64; refuses values too large for the grid."""
     v = arr / gamma  # exact: γ is a power of two and the result is a normal double
     if arr.size and float(np.max(np.abs(v))) >= MAX_GRID_UNITS:
@@ -243,55 +240,18 @@ def _check_value(value: Any) -> np.ndarray:
     return arr
 
 
-def warn_unaccounted(label: str, stacklevel: int = 3) -> None:
-    """Emit the :class:`PrivacyWarning` of a release made without a ledger."""
-    warnings.warn(
-        f"release {label!r} made WITHOUT a ledger: it is not accounted against any budget (its "
-        "report says accounted: false). Pass ledger=... and dataset=... to charge it.",
-        PrivacyWarning,
-        stacklevel=stacklevel,
-    )
+def laplace_on_grid(integers: np.ndarray, plan: LaplaceGrid, gen: PrivacyRNG) -> np.ndarray:
+    """``γ·(k + Z)`` with ``Z`` exact discrete Laplace noise of the plan's scale (exact doubles:
+    ``|k + Z| < 2⁵³``). Draws secret noise: call it only inside the release's charge."""
+    from .discrete import sample_discrete_laplace
 
-
-def release_on_grid(
-    integers: np.ndarray,
-    gamma: float,
-    draw_noise: Any,
-    event: PrivacyEvent,
-    ledger: Ledger | None,
-    dataset: str | None,
-    label: str,
-    insecure: bool,
-) -> np.ndarray:
-    """Charge (or warn), then draw the integer noise and return ``γ·(k + Z)`` (exact doubles)."""
-    if ledger is None:
-        noisy = integers + draw_noise()
-    else:
-        if dataset is None:
-            raise InvalidPrivacyParameterError("a ledger charge needs the dataset name.")
-        with ledger.charge(dataset, event, label=label, insecure=insecure):
-            noisy = integers + draw_noise()
-    return noisy.astype(np.float64) * gamma  # |k + Z| < 2^53: exact
+    noise = sample_discrete_laplace(plan.scale_units, integers.size, gen)
+    return (integers + noise).astype(np.float64) * plan.gamma
 
 
 def _shaped(arr: np.ndarray, out: np.ndarray) -> Any:
     out = out.reshape(arr.shape)
     return float(out) if out.ndim == 0 else out
-
-
-def discrete_laplace_release(
-    arr: np.ndarray, plan: LaplaceGrid, gen: PrivacyRNG, event: PrivacyEvent, ledger: Ledger | None,
-    dataset: str | None, label: str,
-) -> np.ndarray:
-    """The grid release of :func:`laplace` for an already validated array (used by mechanisms)."""
-    from .discrete import sample_discrete_laplace
-
-    k = _grid_integers(arr.reshape(-1), plan.gamma)
-    out = release_on_grid(
-        k, plan.gamma, lambda: sample_discrete_laplace(plan.scale_units, k.size, gen),
-        event, ledger, dataset, label, gen.deterministic,
-    )
-    return out.reshape(arr.shape)
 
 
 def laplace(
@@ -335,9 +295,9 @@ def laplace(
     plan = laplace_grid(sensitivity, epsilon, arr.size)
     gen = as_privacy_rng(rng)
     event = DiscreteLaplaceEvent(plan.epsilon, plan.sensitivity_units, check_relation(neighbouring))
-    if ledger is None:
-        warn_unaccounted(label)
-    out = discrete_laplace_release(arr, plan, gen, event, ledger, dataset, label)
+    k = grid_integers(arr.reshape(-1), plan.gamma)  # refuses values too large for the grid
+    with charge_or_warn(ledger, dataset, event, label=label, insecure=gen.deterministic):
+        out = laplace_on_grid(k, plan, gen)
     return _shaped(arr, out), event
 
 
@@ -382,11 +342,7 @@ def gaussian(
     arr = _check_value(value)
     plan = gaussian_grid(l2_sensitivity, epsilon, delta, arr.size, calibration, check_relation(neighbouring))
     gen = as_privacy_rng(rng)
-    k = _grid_integers(arr.reshape(-1), plan.gamma)
-    if ledger is None:
-        warn_unaccounted(label)
-    out = release_on_grid(
-        k, plan.gamma, lambda: sample_discrete_gaussian(plan.sigma2_units, k.size, gen),
-        plan.event, ledger, dataset, label, gen.deterministic,
-    )
-    return _shaped(arr, out), plan.event
+    k = grid_integers(arr.reshape(-1), plan.gamma)
+    with charge_or_warn(ledger, dataset, plan.event, label=label, insecure=gen.deterministic):
+        noise = sample_discrete_gaussian(plan.sigma2_units, k.size, gen)
+    return _shaped(arr, (k + noise).astype(np.float64) * plan.gamma), plan.event  # |k + Z| < 2^53

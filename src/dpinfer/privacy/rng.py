@@ -175,13 +175,6 @@ class PrivacyRNG:
         child.deterministic = True
         return child
 
-    def torch_generator(self) -> Any:
-        """Refused: a torch generator would be a seeded PRNG whose state leaks through outputs."""
-        raise TypeError(
-            "PrivacyRNG does not hand out seeded generators; draw the noise with PrivacyRNG.normal "
-            "(OS CSPRNG) and convert it (torch.from_numpy)."
-        )
-
     def __reduce__(self) -> Any:
         if self.deterministic:
             raise TypeError("an insecure deterministic PrivacyRNG cannot be pickled.")

@@ -95,10 +95,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from ..errors import InvalidDataError, InvalidPrivacyParameterError, PrivacyWarning
+from ..errors import InvalidDataError, InvalidPrivacyParameterError
 from ..privacy import Ledger, PrivacyRNG, as_privacy_rng
 from ..privacy.accountants import Accountant
 from ..privacy.deprecation import moved_names
+from ..privacy.ledger import charge_or_warn
 from .families import FAMILIES, make_family
 from .loop import _seed_ints, prepare_loop, run_loop  # noqa: F401 - _seed_ints: the white-box audit
 from .models import Model
@@ -371,18 +372,12 @@ def _charge(
     label: str,
 ) -> contextlib.AbstractContextManager[Any]:
     """The ledger charge of a private fit (warns when a private fit has no ledger)."""
-    if plan is not None and ledger is None:
-        warnings.warn(
-            f"DPVI fit {label!r} released WITHOUT a ledger: it is not accounted against any "
-            "budget (its report says accounted: false). Pass ledger=... and dataset=... to "
-            "charge it.",
-            PrivacyWarning,
-            stacklevel=3,
-        )
-    if ledger is None:
+    if plan is None:  # a non-private fit releases nothing and is never charged
         return contextlib.nullcontext()
     insecure = bool(privacy_rng.deterministic)  # type: ignore[union-attr]
-    return ledger.charge(dataset, plan.event, label=label, insecure=insecure)  # type: ignore[arg-type,union-attr]
+    return charge_or_warn(
+        ledger, dataset, plan.event, label=label, insecure=insecure, what="DPVI fit", stacklevel=4
+    )
 
 
 __all__ = ["DPVI"]

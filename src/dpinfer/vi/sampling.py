@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from ..privacy import PrivacyRNG
+from ..privacy.discrete_vector import _uniform_below_vec
 
 
 def draw_batch(
@@ -51,7 +52,7 @@ def draw_batch(
             mask = source.bernoulli(sampling_rate, n)
             return torch.from_numpy(np.flatnonzero(mask).astype(np.int64))
         size = int(sampling_rate * n)
-        return torch.as_tensor([source.randbelow(n) for _ in range(size)], dtype=torch.int64)
+        return torch.from_numpy(_uniform_below_vec(n, size, source).astype(np.int64))
     if not isinstance(source, torch.Generator):
         raise TypeError(f"draw_batch needs a PrivacyRNG or a torch.Generator, got {type(source).__name__}.")
     if sampling == "poisson":

@@ -61,8 +61,8 @@ class PLDAccountant(Accountant):
             return None
         return "no PLD analysis for this event type."
 
-    def _leaf_pld(self, event: PrivacyEvent, count: int) -> pld_lib.PrivacyLossDistribution:
-        vdi = self.value_discretization_interval
+    def _leaf_pld(self, event: PrivacyEvent, count: int, vdi: float) -> pld_lib.PrivacyLossDistribution:
+        """The PLD of ``count`` compositions of ``event`` on the loss grid ``vdi``."""
         if isinstance(event, GaussianEvent):
             # k-fold composition of a Gaussian is a Gaussian with std σ/sqrt(k).
             return pld_lib.from_gaussian_mechanism(
@@ -146,14 +146,9 @@ class PLDAccountant(Accountant):
 
     def _pld_of(self, leaves: list[PrivacyEvent]) -> pld_lib.PrivacyLossDistribution:
         vdi = self._resolution(leaves)
-        saved = self.value_discretization_interval
-        self.value_discretization_interval = vdi
-        try:
-            total = pld_lib.identity(value_discretization_interval=vdi)
-            for leaf, count in Counter(leaves).items():
-                total = total.compose(self._leaf_pld(leaf, count))
-        finally:
-            self.value_discretization_interval = saved
+        total = pld_lib.identity(value_discretization_interval=vdi)
+        for leaf, count in Counter(leaves).items():
+            total = total.compose(self._leaf_pld(leaf, count, vdi))
         return total
 
     def _epsilon(self, event: PrivacyEvent, delta: float) -> float:
