@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import signal
+import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -11,11 +13,72 @@ from typing import Any
 
 from .base import Backend, WorkerLostError
 
+_STOPPING = False
+_IN_TASK = False
+
+
+class _WorkerStopped(Exception):
+    """Raised inside a worker's running task when the parent stops the pool."""
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    """SIGTERM from the parent: stop the running task (if any) and take no new one.
+
+    The worker then leaves through its normal exit path, which runs multiprocessing's finalizers
+    (unlinking the named semaphores numba and the queues created), so nothing leaks. The
+    exception is raised only inside a task, never while the worker is in the middle of a queue
+    operation, where an asynchronous exception could leave a half-written message behind.
+    """
+    global _STOPPING
+    _STOPPING = True
+    if _IN_TASK:
+        raise _WorkerStopped("stopped by the parent process")
+
+
+def _call(fn: Callable[[Any], Any], payload: Any) -> Any:
+    """Run one task in a worker unless the pool is stopping."""
+    global _IN_TASK
+    if _STOPPING:
+        raise _WorkerStopped("stopped by the parent process")
+    _IN_TASK = True
+    try:
+        return fn(payload)
+    finally:
+        _IN_TASK = False
+
+
+def _unraisable(hook: Any) -> Callable[[Any], None]:
+    """Drop the stop signal where a callback swallowed it (numba's compiler runs ctypes
+    callbacks, which report exceptions as "Exception ignored ..."); report anything else."""
+
+    def handler(unraisable: Any) -> None:
+        if not isinstance(unraisable.exc_value, _WorkerStopped):
+            hook(unraisable)
+
+    return handler
+
 
 def _init_worker(threads: int) -> None:
-    """Limit each worker's thread pools so that workers do not oversubscribe the cores."""
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS"):
+    """Limit each worker's thread pools so that workers do not oversubscribe the cores.
+
+    Workers ignore SIGINT: a Ctrl-C in a terminal reaches the whole process group, and a worker
+    that turned it into a ``KeyboardInterrupt`` would send it back as a task's result and go on
+    with the queued tasks. The parent alone handles the interrupt and terminates the workers.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    sys.unraisablehook = _unraisable(sys.unraisablehook)
+    # numba's threading layer takes a named multiprocessing lock when the process's start method
+    # contains "fork"; a worker killed while stuck in a kernel would leak it (resource_tracker's
+    # "leaked semaphore" warning). Workers start no processes of their own, so "spawn" is safe.
+    mp.set_start_method("spawn", force=True)
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ[var] = str(threads)
+    if "numba" not in sys.modules:
+        # read once at import; changing it after numba's threads started makes every later
+        # compilation fail ("Cannot set NUMBA_NUM_THREADS to a different value"), so a
+        # preloaded numba is limited by set_num_threads below instead
+        os.environ["NUMBA_NUM_THREADS"] = str(threads)
     try:
         import numba
 
@@ -85,6 +148,29 @@ class ProcessBackend(Backend):
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
 
+    def _kill_pool(self, grace: float = 2.0) -> None:
+        """Stop the pool now: cancel queued tasks, stop the workers, join everything.
+
+        Used when :meth:`map` is interrupted (Ctrl-C, an error in a task): waiting for running
+        tasks could take minutes, and a pool left to the interpreter's exit leaks its semaphores.
+        Workers get SIGTERM, which stops their running task and lets them exit cleanly; one that
+        has not exited after ``grace`` seconds (stuck in compiled code) is killed.
+        """
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        procs = list((getattr(pool, "_processes", None) or {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        for proc in procs:
+            if proc.is_alive():
+                proc.terminate()
+        for proc in procs:
+            proc.join(timeout=grace)
+            if proc.is_alive():
+                proc.kill()
+                proc.join(timeout=5)
+        pool.shutdown(wait=True)
+
     def map(self, fn: Callable[[Any], Any], payloads: Sequence[Any]) -> list[Any]:
         payloads = list(payloads)
         results: list[Any] = [None] * len(payloads)
@@ -95,7 +181,7 @@ class ProcessBackend(Backend):
                 pool = self._get_pool()
                 try:
                     futures: dict[Future[Any], int] = {
-                        pool.submit(fn, payloads[i]): i for i in sorted(pending)
+                        pool.submit(_call, fn, payloads[i]): i for i in sorted(pending)
                     }
                 except BrokenProcessPool:
                     futures = {}
@@ -130,7 +216,7 @@ class ProcessBackend(Backend):
                         )
         except BaseException:
             if pending:
-                self._discard_pool()
+                self._kill_pool()
             raise
         return results
 
