@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from dpinfer.cli import main
 from dpinfer.privacy import Ledger
@@ -126,3 +127,64 @@ def test_cli_bad_input_is_a_clear_error_and_nothing_is_charged(tmp_path, capsys)
     assert "not in" in capsys.readouterr().err
     assert Ledger(ledger).history("bad") == []
     assert not (tmp_path / "o.json").exists()
+
+
+def _logistic_csv(path, n=2000, seed=3):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, 3))
+    p = 1 / (1 + np.exp(-(X @ np.array([1.5, -2.0, 0.5]))))
+    y = (rng.random(n) < p).astype(int)
+    with open(path, "w") as fh:
+        fh.write("a,b,c,label\n")
+        for row, lab in zip(X, y, strict=True):
+            fh.write(",".join(f"{v:.6f}" for v in row) + f",{lab}\n")
+
+
+@pytest.mark.slow
+def test_cli_defaults_fit_the_posterior_not_a_clipping_artefact(tmp_path):
+    """Issue #13: the CLI's defaults are the library's (likelihood clipping, clip auto, tail
+    average). At ε = 1000 the default fit lies within 1 posterior sd of the non-private fit; the
+    paper's split (--per-example elbo --clip 5), the old CLI default, is the known-broken variant
+    (about 20 sd away) that the same check must reject."""
+    data = tmp_path / "d.csv"
+    _logistic_csv(data)
+
+    def fit(*extra):
+        out = tmp_path / f"fit{len(extra)}.json"
+        argv = ["dpvi", "--data", str(data), "--target", "label", "--seed", "2", "--no-progress",
+                "--out", str(out), *extra]
+        assert main(argv) == 0
+        return DPVIResult.load(out)
+
+    ref = fit("--non-private")
+    default = fit("--epsilon", "1000", "--no-ledger")
+    paper = fit("--epsilon", "1000", "--no-ledger", "--per-example", "elbo", "--clip", "5", "--last-iterate")
+    z_default = np.abs(default.mean() - ref.mean()) / ref.std
+    z_paper = np.abs(paper.mean() - ref.mean()) / ref.std
+    assert z_default.max() < 1.0, z_default
+    assert z_paper.max() > 5.0, z_paper
+    assert default.privacy.details["per_example"] == "likelihood"
+
+
+def test_cli_defaults_are_the_librarys(tmp_path):
+    """The CLI's defaults: likelihood clipping, the private adaptive clip, tail averaging; the
+    paper's split on request; a bad --clip is refused and nothing is released."""
+    data = tmp_path / "d.csv"
+    _logistic_csv(data, n=300)
+    base = ["dpvi", "--data", str(data), "--target", "label", "--seed", "2", "--no-progress", "--steps", "20",
+            "--epsilon", "1", "--no-ledger"]
+    assert main([*base, "--out", str(tmp_path / "a.json")]) == 0
+    fit = DPVIResult.load(tmp_path / "a.json")
+    assert fit.privacy.details["per_example"] == "likelihood"
+    assert fit.privacy.details["clip"] == "auto" or "clip_trace" in str(fit.privacy.details) or (
+        "adaptive" in str(fit.privacy.details)
+    )
+    assert fit.config["average"] is True
+    assert main([*base, "--per-example", "elbo", "--clip", "5", "--last-iterate", "--out",
+                 str(tmp_path / "b.json")]) == 0
+    paper = DPVIResult.load(tmp_path / "b.json")
+    assert paper.privacy.details["per_example"] == "elbo" and paper.privacy.details["clip"] == 5.0
+    assert paper.config["average"] is False
+    for bad in ("0", "-1", "inf", "big"):
+        assert main([*base, "--clip", bad, "--out", str(tmp_path / "c.json")]) == 1
+    assert not (tmp_path / "c.npz").exists()

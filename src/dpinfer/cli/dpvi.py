@@ -5,7 +5,12 @@ Example::
     dpinfer budget init --ledger budget.db --dataset records --epsilon 2 --delta 1e-5 \\
         --accountant pld --data records.csv
     dpinfer dpvi --data records.csv --target y --model logistic --epsilon 1 --delta 1e-5 \\
-        --clip 5 --sampling-rate 0.05 --steps 1000 --ledger budget.db --out fit.json
+        --ledger budget.db --out fit.json
+
+The defaults are the library's: the per-example likelihood gradients are clipped before any
+scaling, at a clip norm estimated privately (``--clip auto``, the 0.98 quantile of the norms, its
+cost inside the same event), and the iterates of the last half are averaged. The DPVI paper's
+fit is ``--per-example elbo --clip 5 --last-iterate``.
 
 A private fit needs ``--ledger PATH`` (charged to ``--dataset``, default: the file stem, before
 any noise is drawn) or an explicit ``--no-ledger`` (released unaccounted). If the data set was
@@ -127,6 +132,23 @@ def _data(args: argparse.Namespace) -> tuple[np.ndarray, np.ndarray, list[str] |
     return X, y, names, None
 
 
+def _clip(args: argparse.Namespace, private: bool) -> float | str | None:
+    """``--clip``: "auto" or a positive number; a non-private fit clips only on request."""
+    if not (private or args.clip_non_private):
+        return None
+    if args.clip == "auto":
+        if not private:
+            raise InvalidDataError("--clip-non-private needs a numeric --clip (auto is a private estimate).")
+        return "auto"
+    try:
+        value = float(args.clip)
+    except ValueError:
+        raise InvalidDataError(f"--clip takes 'auto' or a positive number, got {args.clip!r}.") from None
+    if not value > 0 or value == float("inf"):
+        raise InvalidDataError(f"--clip must be 'auto' or a positive finite number, got {args.clip!r}.")
+    return value
+
+
 def _run(args: argparse.Namespace) -> int:
     from ..vi.engine import DPVI
     from ..vi.models import make_model
@@ -146,12 +168,13 @@ def _run(args: argparse.Namespace) -> int:
             y,
             args.epsilon if private else None,
             args.delta if private else None,
-            clip=args.clip if (private or args.clip_non_private) else None,
+            clip=_clip(args, private),
             noise_multiplier=args.noise_multiplier if private else None,
             private=private,
             ledger=ledger,
             dataset=dataset,
             progress=not args.no_progress,
+            average=not args.last_iterate,
             **pick(args, *_FIT_OPTIONS),
         )
     mark_unaccounted(fit, ledger)
@@ -193,7 +216,11 @@ def register(subparsers: Any) -> None:
         help="target delta, at most the budget's delta (None: the budget's delta with --ledger, else 1e-5)",
     )
     p.add_argument("--noise-multiplier", type=float, help="fix sigma instead of --epsilon")
-    p.add_argument("--clip", type=float, default=5.0, help="per-example L2 clip norm C")
+    p.add_argument(
+        "--clip", default="auto",
+        help="per-example L2 clip norm C, or 'auto': estimated privately (0.98 quantile of the norms; "
+        "replace-one, Poisson batches); the paper's is 5 with --per-example elbo",
+    )
     p.add_argument("--sampling-rate", type=float, default=0.05, help="Poisson sampling rate q")
     p.add_argument("--steps", type=int, default=1000, help="gradient steps T")
     p.add_argument("--lr", type=float, default=0.1, help="learning rate")
@@ -205,8 +232,11 @@ def register(subparsers: Any) -> None:
                    help="minibatch sampling")
     p.add_argument("--paper-accounting", action="store_true", help="report 2*act(2 sigma, delta/2) (paper)")
     p.add_argument("--delta-prime", type=float, help="delta' of the advanced composition")
-    p.add_argument("--per-example", default="elbo", choices=("elbo", "likelihood"),
-                   help="what is clipped per example")
+    p.add_argument("--per-example", default="likelihood", choices=("elbo", "likelihood"),
+                   help="what is clipped per example: the likelihood gradient before any scaling, "
+                   "or the scaled ELBO term (the DPVI paper's reproduction)")
+    p.add_argument("--last-iterate", action="store_true",
+                   help="return the last iterate (the paper's) instead of the tail average")
     p.add_argument("--mc-samples", type=int, default=1, help="Monte Carlo draws per step")
     p.add_argument("--label-rule", default="code", choices=("code", "paper"), help="Abalone label rule")
     p.add_argument("--non-private", action="store_true", help="non-private baseline (no clip, no noise)")
