@@ -16,6 +16,15 @@ from .naive_bayes import NaiveBayes as NaiveBayes
 from .posteriors import DrawsPosterior as DrawsPosterior
 from .posteriors import GaussianPosterior as GaussianPosterior
 from .posteriors import GridPosterior as GridPosterior
+from .prior_adapters import IndependentPrior as IndependentPrior
+from .prior_adapters import ScipyPrior as ScipyPrior
+from .prior_adapters import TorchPrior as TorchPrior
+from .prior_adapters import as_prior as as_prior
+from .prior_families import BetaPrior as BetaPrior
+from .prior_families import DirichletPrior as DirichletPrior
+from .prior_families import GammaPrior as GammaPrior
+from .prior_families import LogNormalPrior as LogNormalPrior
+from .prior_families import UniformPrior as UniformPrior
 from .priors import GaussianPrior as GaussianPrior
 from .priors import Prior as Prior
 from .sir import SIR as SIR
