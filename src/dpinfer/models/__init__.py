@@ -4,9 +4,16 @@ Shared pieces: :mod:`.priors`, :mod:`.mechanisms`, :mod:`.contract` (the model c
 :mod:`.posteriors` and :mod:`.randomness` (seeds and uniforms).
 """
 
+from .clamped import ClampedRelease as ClampedRelease
+from .clamped import clamped_release as clamped_release
+from .composed_mechanism import ComposedMechanism as ComposedMechanism
 from .contract import PrivateDataModel as PrivateDataModel
+from .count_mechanisms import DiscreteLaplaceMechanism as DiscreteLaplaceMechanism
+from .count_mechanisms import GeometricMechanism as GeometricMechanism
+from .count_mechanisms import RandomizedResponseMechanism as RandomizedResponseMechanism
 from .covid import CovidPolynomial as CovidPolynomial
 from .gaussian_mean import GaussianMean as GaussianMean
+from .gaussian_mechanism import GaussianMechanism as GaussianMechanism
 from .linreg import LinearRegression as LinearRegression
 from .mechanisms import LaplaceMechanism as LaplaceMechanism
 from .mechanisms import Mechanism as Mechanism
