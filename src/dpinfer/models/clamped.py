@@ -61,8 +61,11 @@ class ClampedRelease(Mechanism):
     ``inner`` (a Laplace, Gaussian, geometric or, for ``sum_and_count``, composed mechanism).
     """
 
-    def __init__(self, statistic: str, lower: float, upper: float, n: int | None, inner: Mechanism) -> None:
+    def __init__(
+        self, statistic: str, lower: float, upper: float, n: int | None, inner: Mechanism, epsilon: float
+    ) -> None:
         self.kind, self.lower, self.upper, self.n, self.inner = statistic, lower, upper, n, inner
+        self.epsilon = epsilon  # of the whole release
         shared = ("stat_dim", "out_dim", "noise_dim", "neighbouring", "has_density", "accountant", "delta")
         for attr in shared:
             setattr(self, attr, getattr(inner, attr))
@@ -232,7 +235,7 @@ def clamped_release(
             _noise(mechanism, 1.0 if mechanism != "geometric" else 1, eps * share, delta * share, relation,
                    ([0.0], [np.inf])),
         ])
-    return ClampedRelease(statistic, lo, hi, n, inner)
+    return ClampedRelease(statistic, lo, hi, n, inner, eps)
 
 
 __all__ = ["ClampedRelease", "STATISTICS", "clamped_release"]
