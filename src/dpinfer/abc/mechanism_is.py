@@ -51,6 +51,7 @@ from scipy.special import logsumexp
 
 from ..errors import InvalidDataError
 from ..execution import Backend, batch_seeds, get_backend
+from ..models.contract import confidential_summaries
 from ..privacy.deprecation import moved_names
 from .importance_result import ImportanceResult as _Result
 from .importance_result import log_mean_exp
@@ -124,7 +125,7 @@ def _log_likelihood_batch(task: _LikelihoodTask) -> np.ndarray:
     """``log L̂(θ)`` of equation (1) for every row of ``task.theta``."""
     rng = np.random.default_rng(task.seed)
     m, L = task.theta.shape[0], task.n_inner
-    s = task.model.simulate_confidential(np.repeat(task.theta, L, axis=0), rng)
+    s = confidential_summaries(task.model, np.repeat(task.theta, L, axis=0), rng)
     log_eta = np.asarray(task.model.mechanism.log_density(task.observed[None, :], s), dtype=np.float64)
     return log_mean_exp(log_eta.reshape(m, L), axis=1)
 

@@ -135,7 +135,15 @@ def add_release_options(parser: argparse.ArgumentParser) -> None:
     """``--model``, ``--observed``, ``--epsilon``, ``--model-args``: an already released statistic."""
     models = "; ".join(f"{m}: {MODEL_HELP[m]}" for m in MODELS)
     keys = "; ".join(f"{m}: {', '.join(model_args(m))}" for m in MODELS)
-    parser.add_argument("--model", required=True, choices=MODELS, help=f"the model of the release ({models})")
+    parser.add_argument(
+        "--model",
+        required=True,
+        type=_model_name,
+        metavar="MODEL",
+        help=f"the model of the release: one of ({models}); or your own model as package.module:factory, a "
+        "function returning a dpinfer PrivateDataModel, called with --model-args (and epsilon= if it takes "
+        "it; the current directory is importable)",
+    )
     parser.add_argument(
         "--observed",
         required=True,
@@ -151,6 +159,16 @@ def add_release_options(parser: argparse.ArgumentParser) -> None:
         default="{}",
         help="JSON object of model keyword arguments, e.g. '{\"population\": 10000}'; "
         f"keys per model: {keys}",
+    )
+
+
+def _model_name(value: str) -> str:
+    """A ``--model`` value: a built-in name or ``package.module:factory`` (imported later)."""
+    if value in MODELS or ":" in value:
+        return value
+    raise argparse.ArgumentTypeError(
+        f"unknown model {value!r}: choose one of {', '.join(MODELS)}, or name your own model's factory as "
+        "package.module:factory"
     )
 
 

@@ -17,6 +17,18 @@ ledger and draws ``u`` from a :class:`~dpinfer.privacy.PrivacyRNG`) and is used 
 (:meth:`PrivateDataModel.simulate`, which draws ``u`` from the simulation seed), so the noise
 scale has one source of truth.
 
+Two ways to write a model
+-------------------------
+From plain functions, as :class:`dpinfer.vi.Model` does::
+
+    model = PrivateDataModel(prior=GammaPrior(2.0, 1.0), simulator=f, mechanism=mech)
+
+with ``f(theta, rng)`` returning the confidential summaries, one row per row of ``theta``
+(``rng`` is a numpy Generator derived from the simulation seed; the shapes are checked, with a
+message naming the expected and the returned shape), or by subclassing and implementing
+:meth:`PrivateDataModel.simulate_confidential` (what the shipped models do; a subclass sets
+``prior``, ``mechanism`` and ``param_names`` itself).
+
 Shapes
 ------
 All methods are batched over leading axes: ``theta`` is ``(..., theta_dim)``, ``s`` is
@@ -27,7 +39,7 @@ copies of each of ``n`` confidential summaries.
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -35,21 +47,117 @@ import numpy as np
 from ..errors import InvalidDataError
 from ..privacy import PrivacyReport
 from .mechanisms import Mechanism
+from .prior_adapters import as_prior
 from .priors import Prior
 from .randomness import as_generator, open_uniforms
 
 
-class PrivateDataModel(ABC):
+def check_confidential(s: Any, n_theta: int, stat_dim: int, what: str = "the simulator") -> np.ndarray:
+    """``s`` as a float array of shape ``(n_theta, stat_dim)``, or a clear error.
+
+    A 1-d array of length ``n_theta`` is accepted when ``stat_dim == 1`` (one summary per θ).
+    Raises :class:`~dpinfer.errors.InvalidDataError` naming the expected and returned shapes, or
+    the rows holding NaN/inf.
+    """
+    try:
+        arr = np.asarray(s, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InvalidDataError(
+            f"{what} must return a numeric array of shape ({n_theta}, {stat_dim}), got "
+            f"{type(s).__name__} ({exc})."
+        ) from None
+    if stat_dim == 1 and arr.shape == (n_theta,):
+        arr = arr[:, None]
+    if arr.shape != (n_theta, stat_dim):
+        raise InvalidDataError(
+            f"{what} returned shape {arr.shape} for theta of {n_theta} rows; expected ({n_theta}, "
+            f"{stat_dim}): one row of confidential summaries per row of theta, and as many columns as "
+            f"the mechanism's stat_dim ({stat_dim})."
+        )
+    bad = ~np.all(np.isfinite(arr), axis=1)
+    if bad.any():
+        rows = np.nonzero(bad)[0]
+        raise InvalidDataError(
+            f"{what} returned NaN or inf in {rows.size} of {n_theta} rows (first: row {int(rows[0])}); "
+            "the confidential summaries must be finite for every theta the prior can draw."
+        )
+    return arr
+
+
+def confidential_summaries(model: Any, theta: np.ndarray, seed: Any = None) -> np.ndarray:
+    """``model.simulate_confidential(theta, seed)`` with its shape checked (:func:`check_confidential`).
+
+    What inference methods call, so that a subclass's shape mistake gives a clear message too.
+    """
+    s = model.simulate_confidential(theta, seed)
+    name = f"{type(model).__name__}.simulate_confidential"
+    return check_confidential(s, int(np.shape(theta)[0]), int(model.mechanism.stat_dim), name)
+
+
+class PrivateDataModel:
     """Prior + batched seeded confidential simulator + release mechanism.
 
-    Subclasses implement :meth:`simulate_confidential`; the rest is shared. ``param_names`` name
-    the coordinates of ``θ``.
+    Parameters
+    ----------
+    prior
+        A :class:`~dpinfer.models.priors.Prior` (``GaussianPrior``, ``UniformPrior``,
+        ``GammaPrior``, ...), a list of priors (independent blocks), a frozen ``scipy.stats``
+        distribution or a ``torch.distributions.Distribution`` (:func:`~.prior_adapters.as_prior`).
+    simulator
+        ``simulator(theta, rng) -> s``: ``theta`` of shape ``(n, dim)``, ``rng`` a numpy
+        Generator (from the simulation seed; use it for every random draw so that results are
+        reproducible), ``s`` the confidential summaries of shape ``(n, mechanism.stat_dim)``
+        (``(n,)`` is accepted when ``stat_dim`` is 1).
+    mechanism
+        The release :class:`~dpinfer.models.mechanisms.Mechanism` (e.g. from
+        :func:`~dpinfer.models.clamped.clamped_release`).
+    param_names
+        Names of the coordinates of θ; default ``theta_0, theta_1, ...``.
+    name
+        A short name for reports.
+
+    Subclasses instead implement :meth:`simulate_confidential` and set ``prior``, ``mechanism``
+    and ``param_names`` in their own ``__init__`` (they need not call this one).
     """
 
     name: str = "model"
     prior: Prior
     mechanism: Mechanism
     param_names: tuple[str, ...]
+    simulator: Callable[[np.ndarray, np.random.Generator], Any] | None = None
+
+    def __init__(
+        self,
+        prior: Any,
+        simulator: Callable[[np.ndarray, np.random.Generator], Any],
+        mechanism: Mechanism,
+        param_names: Any = None,
+        name: str = "custom",
+    ) -> None:
+        self.prior = as_prior(prior)
+        if not callable(simulator):
+            raise InvalidDataError(
+                "simulator must be a function simulator(theta, rng) -> summaries, got "
+                f"{type(simulator).__name__}."
+            )
+        if not isinstance(mechanism, Mechanism):
+            raise InvalidDataError(
+                "mechanism must be a dpinfer Mechanism (LaplaceMechanism, GaussianMechanism, "
+                f"GeometricMechanism, ... or clamped_release(...)), got {type(mechanism).__name__}."
+            )
+        self.simulator = simulator
+        self.mechanism = mechanism
+        self.name = str(name)
+        dim = self.prior.dim
+        if param_names is None:
+            names = tuple(f"theta_{i}" for i in range(dim))
+        else:
+            names = (param_names,) if isinstance(param_names, str) else tuple(str(p) for p in param_names)
+        if len(names) != dim or len(set(names)) != dim:
+            raise InvalidDataError(
+                f"param_names must be {dim} distinct names (the prior has dim {dim}), got {list(names)}."
+            )
+        self.param_names = names
 
     @property
     def theta_dim(self) -> int:
@@ -68,9 +176,19 @@ class PrivateDataModel(ABC):
         """``k``: the number of uniforms the mechanism consumes per release."""
         return self.mechanism.noise_dim
 
-    @abstractmethod
     def simulate_confidential(self, theta: np.ndarray, seed: Any = None) -> np.ndarray:
-        """Confidential summaries ``s`` for each row of ``theta``: shape ``(n, stat_dim)``."""
+        """Confidential summaries ``s`` for each row of ``theta``: shape ``(n, stat_dim)``.
+
+        Calls the ``simulator`` given to the constructor (shape-checked); subclasses override it.
+        """
+        if self.simulator is None:
+            raise NotImplementedError(
+                f"{type(self).__name__} must implement simulate_confidential, or be built as "
+                "PrivateDataModel(prior=..., simulator=..., mechanism=...)."
+            )
+        theta = self.prior.check_theta(theta)
+        s = self.simulator(theta, as_generator(seed))
+        return check_confidential(s, theta.shape[0], self.stat_dim)
 
     def simulate(self, theta: np.ndarray, seed: Any = None, u: np.ndarray | None = None) -> np.ndarray:
         """Privatised summaries ``G(s, u)``, ``s`` simulated from ``theta``.
@@ -80,7 +198,7 @@ class PrivateDataModel(ABC):
         """
         gen = as_generator(seed)
         theta = self.prior.check_theta(theta)
-        s = self.simulate_confidential(theta, gen)
+        s = confidential_summaries(self, theta, gen)
         if u is None:
             u = open_uniforms(gen, (theta.shape[0], self.noise_dim))
         else:
@@ -109,3 +227,9 @@ class PrivateDataModel(ABC):
             "noise_dim": self.noise_dim,
             "mechanism": repr(self.mechanism),
         }
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(name={self.name!r}, prior={self.prior!r}, mechanism={self.mechanism!r}, "
+            f"param_names={list(self.param_names)})"
+        )

@@ -51,6 +51,7 @@ class Mechanism(ABC):
     name: str = "mechanism"
     has_density: bool = False
     accountant: str = "pure"
+    delta: float = 0.0  # the δ of one release ((ε, δ) mechanisms set it; the report is at this δ)
 
     @abstractmethod
     def G(self, s: np.ndarray, u: np.ndarray) -> np.ndarray:
@@ -118,7 +119,7 @@ class Mechanism(ABC):
         """The privacy report of one release by this mechanism."""
         return PrivacyReport.from_event(
             self.event(),
-            delta=0.0,
+            delta=self.delta,
             accountant=self.accountant,
             sensitivity=self.sensitivity,
             mechanism=self.name,
@@ -176,6 +177,23 @@ class Mechanism(ABC):
         return None
 
 
+def check_in_bounds(name: str, s: np.ndarray, bounds: tuple[np.ndarray, np.ndarray] | None) -> None:
+    """Refuse a confidential statistic outside the ``(lo, hi)`` range its sensitivity assumes."""
+    if bounds is None:
+        return
+    lo, hi = bounds
+    if np.any(s < lo - 1e-12) or np.any(s > hi + 1e-12):
+        raise InvalidDataError(
+            f"{name}: the confidential statistic lies outside the range its sensitivity assumes "
+            f"([{lo.tolist()}, {hi.tolist()}]); clamp the data first. Nothing was charged or released."
+        )
+
+
+def as_bounds(bounds: tuple[Any, Any] | None) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(lo, hi)`` as float arrays (or None)."""
+    return None if bounds is None else (np.asarray(bounds[0], float), np.asarray(bounds[1], float))
+
+
 class LaplaceMechanism(Mechanism):
     """Laplace noise of scale ``b ≈ sensitivity/epsilon`` on every coordinate, released on a grid.
 
@@ -228,7 +246,7 @@ class LaplaceMechanism(Mechanism):
 
         self.grid = laplace_grid(sens, self.epsilon, self.stat_dim)
         self.scale = self.grid.scale  # the scale that runs (>= sensitivity/epsilon)
-        self.bounds = None if bounds is None else (np.asarray(bounds[0], float), np.asarray(bounds[1], float))
+        self.bounds = as_bounds(bounds)
 
     @property
     def sensitivity(self) -> float:
@@ -263,14 +281,7 @@ class LaplaceMechanism(Mechanism):
         return lambda gen: laplace_on_grid(k, self.grid, gen)
 
     def validate_statistic_range(self, s: np.ndarray) -> None:
-        if self.bounds is None:
-            return
-        lo, hi = self.bounds
-        if np.any(s < lo - 1e-12) or np.any(s > hi + 1e-12):
-            raise InvalidDataError(
-                f"{self.name}: the confidential statistic lies outside the range its sensitivity assumes "
-                f"([{lo.tolist()}, {hi.tolist()}]); clamp the data first."
-            )
+        check_in_bounds(self.name, s, self.bounds)
 
     def __repr__(self) -> str:
         return (

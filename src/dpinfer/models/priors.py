@@ -1,4 +1,10 @@
-"""Priors over ``θ ∈ R^dim``: the abstract :class:`Prior` and the multivariate normal."""
+"""Priors over ``θ ∈ R^dim``: the abstract :class:`Prior` and the multivariate normal.
+
+Other families (uniform box, log-normal, gamma, beta, Dirichlet) are in
+:mod:`~dpinfer.models.prior_families`; the independent product and the adapters for scipy.stats
+and torch.distributions in :mod:`~dpinfer.models.prior_adapters`. A prior lives on its natural
+(constrained) support; :attr:`Prior.transform` maps R^dim onto it (:mod:`~dpinfer.models.transforms`).
+"""
 
 from __future__ import annotations
 
@@ -9,10 +15,16 @@ import numpy as np
 
 from ..errors import InvalidDataError
 from .randomness import as_generator
+from .transforms import Bijection, BoxBijection
 
 
 class Prior(ABC):
-    """A prior over ``θ ∈ R^dim`` (models re-parameterise constrained parameters to R^dim)."""
+    """A prior over ``θ ∈ R^dim``, on its natural support (a box, or a simplex for a Dirichlet).
+
+    Every prior has :meth:`sample`, :meth:`log_prob` (``-inf`` outside the support),
+    :attr:`support` and :attr:`transform`, a bijection from R^dim onto the support with its
+    log-Jacobian (:mod:`~dpinfer.models.transforms`), for methods that work unconstrained.
+    """
 
     dim: int
 
@@ -32,6 +44,16 @@ class Prior(ABC):
     def support(self) -> tuple[np.ndarray, np.ndarray]:
         """Lower and upper bounds of a box containing the support (``±inf`` if unbounded)."""
         return np.full(self.dim, -np.inf), np.full(self.dim, np.inf)
+
+    @property
+    def transform(self) -> Bijection:
+        """``T: R^dim -> support`` (coordinate-wise onto the :attr:`support` box by default)."""
+        return BoxBijection(*self.support)
+
+    def log_prob_unconstrained(self, z: np.ndarray) -> np.ndarray:
+        """Log density of ``z = T⁻¹(θ)``: ``log p(T(z)) + log|det ∂T/∂z|`` (change of variables)."""
+        t = self.transform
+        return self.log_prob(t.forward(z)) + t.log_abs_det_jacobian(z)
 
     def check_theta(self, theta: Any) -> np.ndarray:
         """``theta`` as a float array of shape ``(n, dim)``; clear error on a shape mismatch."""

@@ -8,6 +8,11 @@ Two families of names:
   models, each with the privacy level ε of its release (:func:`build_model`), some with a shipped
   synthetic release (:func:`builtin_observed`).
 
+A user's own model is named ``package.module:factory`` (:func:`build_user_model`, in
+:mod:`~dpinfer.models.user_factory`): the factory is imported and called with the
+``--model-args`` (and ``epsilon``, if it takes one) and returns a
+:class:`~dpinfer.models.contract.PrivateDataModel`.
+
 An observed release is given as ``"builtin"`` (the shipped release at ε) or as a JSON file holding a
 list of numbers or an object ``{"observed": [...]}`` (optionally with ``"epsilon"`` and
 ``"model_args"``); :func:`load_release` turns it into ``(model, observed, epsilon)``.
@@ -21,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidDataError
+from .user_factory import build_user_model, is_user_model
 
 ABCDP_MODELS = ("mixture-uniform", "covid", "tuberculosis")
 MODELS = ("gaussian-mean", "linreg", "naive-bayes", "sir", "sir-real")
@@ -56,7 +62,10 @@ def model_args(name: str) -> dict[str, Any]:
 def check_model_args(name: str, kwargs: Mapping[str, Any]) -> None:
     """Refuse (``ValueError``, one line) keys that model ``name`` does not accept."""
     if name not in MODELS:
-        raise ValueError(f"unknown model {name!r}; choose one of {', '.join(MODELS)}.")
+        raise ValueError(
+            f"unknown model {name!r}; choose one of {', '.join(MODELS)}, or name your own model's factory "
+            "as package.module:factory."
+        )
     accepted = model_args(name)
     unknown = [k for k in kwargs if k not in accepted]
     if "epsilon" in kwargs:
@@ -200,6 +209,9 @@ def load_release(
         If the release's ε is neither given nor stored in the file.
     """
     values, eps, kwargs = read_observed(name, observed, epsilon, model_args)
+    if is_user_model(name):
+        model, eps = build_user_model(name, None if eps is None else float(eps), **kwargs)
+        return model, values, eps
     if eps is None:
         raise ValueError("the release's epsilon is needed: pass --epsilon or put 'epsilon' in the JSON file.")
     return build_model(name, float(eps), **kwargs), values, float(eps)
@@ -210,6 +222,8 @@ __all__ = [
     "MODELS",
     "MODEL_HELP",
     "build_model",
+    "build_user_model",
+    "is_user_model",
     "check_model_args",
     "builtin_observed",
     "load_release",

@@ -26,6 +26,7 @@ import torch
 
 from ..errors import InvalidDataError
 from ..execution import batch_seeds, get_backend
+from ..models.contract import confidential_summaries
 from .rqmc import point_sets
 
 
@@ -113,7 +114,7 @@ class _SimTask:
 def _simulate_batch(task: _SimTask) -> tuple[np.ndarray, np.ndarray]:
     """Confidential summaries and their ``M`` privatised copies for one batch."""
     rng = np.random.default_rng(task.seed)
-    s = np.asarray(task.model.simulate_confidential(task.theta, rng), dtype=np.float64)
+    s = confidential_summaries(task.model, task.theta, rng)  # shape-checked, clear message
     u = point_sets(s.shape[0], task.m_points, task.model.noise_dim, rng, task.qmc_points)
     x = np.asarray(task.model.mechanism.G(s[:, None, :], u), dtype=np.float64)
     return s, x
