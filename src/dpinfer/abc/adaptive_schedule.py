@@ -46,7 +46,7 @@ class AdaptiveSchedule:
 
     alpha: float = 0.5
     patience: int = 3
-    ratio_slack: float = 1.3
+    ratio_slack: float = 1.2
     min_acceptance_rate: float = 0.01
     min_relative_decrease: float = 0.01
     max_populations: int = 30

@@ -97,6 +97,24 @@ def _check_inputs(model: Any, observed: Any, n_particles: int, batch_size: int) 
     return obs
 
 
+def _stall_message(t: int, n_acc: int, sims: int, n_particles: int, task: BatchTask) -> str:
+    """Why a population could not be completed, and what to do."""
+    head = (
+        f"population {t} accepted only {n_acc} of {sims} simulations (it needs {n_particles}) within "
+        f"tolerance {task.tolerance:.4g} of the observed statistic {task.observed.tolist()}"
+    )
+    if n_acc == 0:
+        return head + (
+            ": is the observed statistic possible under the model? Check its value and units against "
+            "the model's simulations (schedule='adaptive' starts from the prior predictive)."
+        )
+    return head + (
+        ": the tolerance is too small for this budget (use schedule='adaptive', whose stopping rule "
+        "adapts to the statistic's scale, or raise max_population_simulations), or the observed "
+        "statistic is nearly impossible under the model."
+    )
+
+
 def _fill_population(
     be: Backend,
     template: BatchTask,
@@ -164,13 +182,7 @@ def _fill_population(
                     done = True
             rate_guess = n_acc / max(sims_used, 1)
             if stall is not None and not done and sims_used >= stall:
-                raise ImpossibleObservationError(
-                    f"population {t} accepted only {n_acc} of {sims_used} simulations (needs "
-                    f"{n_particles}) within tolerance {template.tolerance:.4g} of the observed statistic "
-                    f"{template.observed.tolist()}: is the observed statistic possible under the model? "
-                    "Check its value and units, use schedule='adaptive', or raise "
-                    "max_population_simulations."
-                )
+                raise ImpossibleObservationError(_stall_message(t, n_acc, sims_used, n_particles, template))
             if max_simulations is not None and spent + sims_used > max_simulations and not done:
                 raise _BudgetStop(f"max_simulations={max_simulations} reached during population {t}")
     finally:
