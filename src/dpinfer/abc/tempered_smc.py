@@ -182,9 +182,8 @@ def tempered_smc(
                 )
             start = time.perf_counter()
             new_beta = next_temperature(log_w, ll, beta, target_ess)
-            safe = np.where(np.isfinite(ll), ll, -np.inf)
-            with np.errstate(invalid="ignore"):
-                incr = np.where(np.isfinite(safe), (new_beta - beta) * np.nan_to_num(safe, neginf=0.0), -np.inf)
+            finite = np.isfinite(ll)
+            incr = np.where(finite, (new_beta - beta) * np.where(finite, ll, 0.0), -np.inf)
             log_z += float(logsumexp(log_w + incr))
             log_w = log_w + incr
             log_w -= logsumexp(log_w)
