@@ -217,3 +217,41 @@ def plot_draws_2d(
     ax.legend(loc="best")
     fig.tight_layout()
     return _save(fig, path, dpi=100, tight=False)
+
+
+def plot_pair(
+    draws: np.ndarray,
+    names: Sequence[str],
+    path: str | Path | None = None,
+    title: str = "",
+    reference: Sequence[float] | None = None,
+) -> Any:
+    """Pair plot of posterior draws ``(n, dim)``: histograms on the diagonal, scatter below it.
+
+    ``reference`` (e.g. the truth) is marked in every panel.
+    """
+    x = np.asarray(draws, dtype=np.float64)
+    d = x.shape[1]
+    fig, axes = plt.subplots(d, d, figsize=(2.2 * d + 1, 2.2 * d + 1), squeeze=False)
+    for i in range(d):
+        for j in range(d):
+            ax = axes[i, j]
+            if j > i:
+                ax.axis("off")
+                continue
+            if i == j:
+                ax.hist(x[:, i], bins=40, density=True, color="C0", alpha=0.7)
+                if reference is not None:
+                    ax.axvline(reference[i], color="r", lw=1)
+            else:
+                ax.scatter(x[:, j], x[:, i], s=2, alpha=0.25, color="C0")
+                if reference is not None:
+                    ax.plot(reference[j], reference[i], "rx", ms=8)
+            if i == d - 1:
+                ax.set_xlabel(names[j])
+            if j == 0 and i > 0:
+                ax.set_ylabel(names[i])
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return _save(fig, path)
