@@ -23,6 +23,7 @@ simulations); each finding is issued as a warning of its category and stored in 
 from __future__ import annotations
 
 import time
+import warnings
 from typing import Any
 
 import numpy as np
@@ -172,4 +173,48 @@ def infer(
     return InferenceResult(result, chosen, reason, [f.to_dict() for f in found], details)
 
 
-__all__ = ["choose_method", "diagnose", "infer", "simulation_seconds"]
+def calibration_check(
+    model: Any,
+    method: str = "auto",
+    n_replicates: int = 100,
+    n_draws: int = 99,
+    *,
+    seed: int | np.random.SeedSequence | None = None,
+    analysis_model: Any = None,
+    budget_seconds: float = 120.0,
+    backend: Any = "auto",
+    **options: Any,
+) -> Any:
+    """SBC ranks and expected coverage of ``method`` on ``model`` (:mod:`dpinfer.diagnostics.calibration`).
+
+    Data come from ``model``; the posterior is computed with ``analysis_model`` (default: the same
+    model) — pass a deliberately different one to see what a wrong mechanism does. ``"auto"`` is
+    resolved once, as :func:`infer` would, and recorded in the result's ``method``. Diagnostic
+    warnings of the individual fits are not issued (the calibration is the diagnostic).
+
+    Returns
+    -------
+    CalibrationResult
+        ``verdict()`` is the one-line answer; :func:`dpinfer.plots.plot_calibration` draws it.
+    """
+    from .diagnostics.calibration import sbc
+
+    if method not in METHODS:
+        raise InvalidDataError(f"unknown method {method!r}: use one of {', '.join(METHODS)}.")
+    fit_model = model if analysis_model is None else analysis_model
+    root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    chosen = method
+    if method == "auto":
+        chosen, _ = choose_method(fit_model, simulation_seconds(fit_model, seed=root), budget_seconds)
+
+    def fit(obs: np.ndarray, fit_seed: np.random.SeedSequence) -> Any:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # per-fit diagnostics: the SBC judges
+            return _run(chosen, fit_model, obs, fit_seed, backend, dict(options))
+
+    res = sbc(model, fit, n_replicates, n_draws, seed=root)
+    res.method = chosen
+    return res
+
+
+__all__ = ["calibration_check", "choose_method", "diagnose", "infer", "simulation_seconds"]

@@ -255,3 +255,37 @@ def plot_pair(
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return _save(fig, path)
+
+
+def plot_calibration(result: Any, path: str | Path | None = None) -> Any:
+    """SBC rank histograms (one panel per parameter, grey: the 99% band of a uniform histogram)
+    and expected coverage against the nominal level, titled with the one-line verdict."""
+    from scipy import stats
+
+    ranks, L, bins = result.ranks, result.n_draws, result.bins
+    d = ranks.shape[1]
+    fig, axes = plt.subplots(1, d + 1, figsize=(3.2 * (d + 1), 3.0), squeeze=False)
+    edges = np.linspace(0, L + 1, bins + 1)
+    n = result.n_replicates
+    p_bin = np.diff(edges) / (L + 1)
+    lo, hi = stats.binom.ppf(0.005, n, p_bin), stats.binom.ppf(0.995, n, p_bin)
+    for j in range(d):
+        ax = axes[0, j]
+        ax.fill_between(edges, np.r_[lo, lo[-1]], np.r_[hi, hi[-1]], step="post", color="0.85")
+        ax.hist(ranks[:, j], bins=edges, color="C0", alpha=0.8)
+        ax.set_xlabel(f"rank of {result.param_names[j]}")
+        ax.set_ylabel("replicates")
+    levels = np.linspace(0.05, 0.95, 19)
+    cov = result.coverage(levels)
+    ax = axes[0, d]
+    band = 2.58 * np.sqrt(levels * (1 - levels) / n)
+    ax.fill_between(levels, levels - band, levels + band, color="0.85")
+    for j in range(d):
+        ax.plot(levels, cov[:, j], marker=".", label=result.param_names[j])
+    ax.plot([0, 1], [0, 1], "k:", lw=0.8)
+    ax.set_xlabel("credible level")
+    ax.set_ylabel("coverage")
+    ax.legend(fontsize=7)
+    fig.suptitle(result.verdict(), fontsize=7)
+    fig.tight_layout()
+    return _save(fig, path)
