@@ -101,4 +101,24 @@ class AdaptiveSchedule:
         return nxt
 
 
-__all__ = ["AdaptiveSchedule"]
+def stall_message(
+    t: int, n_acc: int, sims: int, n_particles: int, tolerance: float, observed: np.ndarray
+) -> str:
+    """Why SMC-ABC population ``t`` could not be completed within its simulation cap, and what to do."""
+    head = (
+        f"population {t} accepted only {n_acc} of {sims} simulations (it needs {n_particles}) within "
+        f"tolerance {tolerance:.4g} of the observed statistic {np.asarray(observed).tolist()}"
+    )
+    if n_acc == 0:
+        return head + (
+            ": is the observed statistic possible under the model? Check its value and units against "
+            "the model's simulations (schedule='adaptive' starts from the prior predictive)."
+        )
+    return head + (
+        ": the tolerance is too small for this budget (use schedule='adaptive', whose stopping rule "
+        "adapts to the statistic's scale, or raise max_population_simulations), or the observed "
+        "statistic is nearly impossible under the model."
+    )
+
+
+__all__ = ["AdaptiveSchedule", "stall_message"]

@@ -38,6 +38,7 @@ import numpy as np
 from ..errors import DPInferError, ImpossibleObservationError, InvalidDataError
 from ..execution import Backend, batch_seeds, get_backend
 from ..privacy.deprecation import moved_names
+from .adaptive_schedule import stall_message
 from .kernel import BatchTask, PerturbationKernel, population_batch
 from .schedule import make_schedule as _make_schedule
 from .smc_result import PopulationDiagnostics as _Diagnostics
@@ -95,24 +96,6 @@ def _check_inputs(model: Any, observed: Any, n_particles: int, batch_size: int) 
             f"draws of dimension {theta.shape[1]}, but {obs.size} observed statistics were given."
         )
     return obs
-
-
-def _stall_message(t: int, n_acc: int, sims: int, n_particles: int, task: BatchTask) -> str:
-    """Why a population could not be completed, and what to do."""
-    head = (
-        f"population {t} accepted only {n_acc} of {sims} simulations (it needs {n_particles}) within "
-        f"tolerance {task.tolerance:.4g} of the observed statistic {task.observed.tolist()}"
-    )
-    if n_acc == 0:
-        return head + (
-            ": is the observed statistic possible under the model? Check its value and units against "
-            "the model's simulations (schedule='adaptive' starts from the prior predictive)."
-        )
-    return head + (
-        ": the tolerance is too small for this budget (use schedule='adaptive', whose stopping rule "
-        "adapts to the statistic's scale, or raise max_population_simulations), or the observed "
-        "statistic is nearly impossible under the model."
-    )
 
 
 def _fill_population(
@@ -182,7 +165,9 @@ def _fill_population(
                     done = True
             rate_guess = n_acc / max(sims_used, 1)
             if stall is not None and not done and sims_used >= stall:
-                raise ImpossibleObservationError(_stall_message(t, n_acc, sims_used, n_particles, template))
+                raise ImpossibleObservationError(
+                    stall_message(t, n_acc, sims_used, n_particles, template.tolerance, template.observed)
+                )
             if max_simulations is not None and spent + sims_used > max_simulations and not done:
                 raise _BudgetStop(f"max_simulations={max_simulations} reached during population {t}")
     finally:
