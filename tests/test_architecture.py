@@ -5,7 +5,7 @@ Layers, bottom to top (a module may import only from its own layer or below):
 0. ``errors``, ``_version``, ``privacy``                      — the privacy core
 1. ``models``, ``distances``, ``execution``, ``datasets``, ``diagnostics``
 2. ``abc``, ``vi``, ``neural``                                — the method families (print nothing)
-3. ``cli``, ``demo``, ``report``, ``plots``                   — the face
+3. ``cli``, ``demo``, ``report``, ``plots``, ``inference``, ``posterior`` — the face
 
 Every import counts, including those inside functions. The known-broken variants (a face import
 planted in an algorithm module, a two-module cycle) are checked against the same functions.
@@ -24,7 +24,7 @@ LAYERS = {
     "errors": 0, "_version": 0, "privacy": 0, "__init__": 3, "__main__": 3,
     "models": 1, "distances": 1, "execution": 1, "datasets": 1, "diagnostics": 1,
     "abc": 2, "vi": 2, "neural": 2,
-    "cli": 3, "demo": 3, "report": 3, "plots": 3,
+    "cli": 3, "demo": 3, "report": 3, "plots": 3, "inference": 3, "posterior": 3,
 }
 MAX_LINES, MAX_MEDIAN = 400, 200
 

@@ -10,6 +10,16 @@ from .errors import (
 )
 from .privacy import Ledger, PrivacyReport, PrivacyRNG
 
+
+def __getattr__(name: str) -> object:
+    """``dpinfer.infer`` (:func:`dpinfer.inference.infer`), imported on first use."""
+    if name == "infer":
+        from .inference import infer
+
+        return infer
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "BudgetExceededError",
     "DPInferError",
@@ -20,4 +30,5 @@ __all__ = [
     "PrivacyRNG",
     "PrivacyReport",
     "__version__",
+    "infer",
 ]

@@ -60,3 +60,33 @@ class PrivacyWarning(UserWarning):
     unaccounted (its report says ``accounted: false``) and nothing stops the budget of that
     data set from being overspent. Pass a ledger, or silence this warning deliberately.
     """
+
+
+class ImpossibleObservationError(InvalidDataError):
+    """No (or almost no) simulation of the model comes within the tolerance of the observed
+    statistic after a bounded number of simulations: the observation may be impossible under the
+    model (wrong units, wrong model, a typo in the observed value)."""
+
+
+class InferenceWarning(UserWarning):
+    """Base category of the diagnostics a careful statistician would want to see (below)."""
+
+
+class WeightDegeneracyWarning(InferenceWarning):
+    """Importance weights are unreliable: low effective sample size or Pareto k above 0.7."""
+
+
+class ConvergenceWarning(InferenceWarning):
+    """Chains disagree: split R-hat above 1.01 (Vehtari et al. 2021)."""
+
+
+class PriorBoundaryWarning(InferenceWarning):
+    """Posterior mass piles up at a bound of the prior's support."""
+
+
+class ObservedOutsideSimulationsWarning(InferenceWarning):
+    """The observed statistic lies outside the range of the model's simulations."""
+
+
+class BackendWarning(UserWarning):
+    """An execution backend could not be used as asked and another one runs the work instead."""

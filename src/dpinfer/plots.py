@@ -217,3 +217,75 @@ def plot_draws_2d(
     ax.legend(loc="best")
     fig.tight_layout()
     return _save(fig, path, dpi=100, tight=False)
+
+
+def plot_pair(
+    draws: np.ndarray,
+    names: Sequence[str],
+    path: str | Path | None = None,
+    title: str = "",
+    reference: Sequence[float] | None = None,
+) -> Any:
+    """Pair plot of posterior draws ``(n, dim)``: histograms on the diagonal, scatter below it.
+
+    ``reference`` (e.g. the truth) is marked in every panel.
+    """
+    x = np.asarray(draws, dtype=np.float64)
+    d = x.shape[1]
+    fig, axes = plt.subplots(d, d, figsize=(2.2 * d + 1, 2.2 * d + 1), squeeze=False)
+    for i in range(d):
+        for j in range(d):
+            ax = axes[i, j]
+            if j > i:
+                ax.axis("off")
+                continue
+            if i == j:
+                ax.hist(x[:, i], bins=40, density=True, color="C0", alpha=0.7)
+                if reference is not None:
+                    ax.axvline(reference[i], color="r", lw=1)
+            else:
+                ax.scatter(x[:, j], x[:, i], s=2, alpha=0.25, color="C0")
+                if reference is not None:
+                    ax.plot(reference[j], reference[i], "rx", ms=8)
+            if i == d - 1:
+                ax.set_xlabel(names[j])
+            if j == 0 and i > 0:
+                ax.set_ylabel(names[i])
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def plot_calibration(result: Any, path: str | Path | None = None) -> Any:
+    """SBC rank histograms (one panel per parameter, grey: the 99% band of a uniform histogram)
+    and expected coverage against the nominal level, titled with the one-line verdict."""
+    from scipy import stats
+
+    ranks, L, bins = result.ranks, result.n_draws, result.bins
+    d = ranks.shape[1]
+    fig, axes = plt.subplots(1, d + 1, figsize=(3.2 * (d + 1), 3.0), squeeze=False)
+    edges = np.linspace(0, L + 1, bins + 1)
+    n = result.n_replicates
+    p_bin = np.diff(edges) / (L + 1)
+    lo, hi = stats.binom.ppf(0.005, n, p_bin), stats.binom.ppf(0.995, n, p_bin)
+    for j in range(d):
+        ax = axes[0, j]
+        ax.fill_between(edges, np.r_[lo, lo[-1]], np.r_[hi, hi[-1]], step="post", color="0.85")
+        ax.hist(ranks[:, j], bins=edges, color="C0", alpha=0.8)
+        ax.set_xlabel(f"rank of {result.param_names[j]}")
+        ax.set_ylabel("replicates")
+    levels = np.linspace(0.05, 0.95, 19)
+    cov = result.coverage(levels)
+    ax = axes[0, d]
+    band = 2.58 * np.sqrt(levels * (1 - levels) / n)
+    ax.fill_between(levels, levels - band, levels + band, color="0.85")
+    for j in range(d):
+        ax.plot(levels, cov[:, j], marker=".", label=result.param_names[j])
+    ax.plot([0, 1], [0, 1], "k:", lw=0.8)
+    ax.set_xlabel("credible level")
+    ax.set_ylabel("coverage")
+    ax.legend(fontsize=7)
+    fig.suptitle(result.verdict(), fontsize=7)
+    fig.tight_layout()
+    return _save(fig, path)

@@ -1,4 +1,5 @@
-"""Approximate Bayesian computation: rejection ABC, ABCDP (private), SMC-ABC, exact importance sampling."""
+"""Approximate Bayesian computation: rejection ABC, ABCDP (private), SMC-ABC, and exact inference with the
+mechanism density (importance sampling, tempered SMC)."""
 
 from .abcdp import abcdp
 from .draws import ArrayDraws, DrawSource, SimulatedDraws, as_draw_source
@@ -9,6 +10,8 @@ from .result import ABCDPResult, ABCResult
 from .smc_abc import SMCInterrupted, smc_abc
 from .smc_result import SMCABCResult
 from .svt import SparseVector
+from .tempered_result import TemperedSMCResult
+from .tempered_smc import tempered_smc
 
 __all__ = [
     "ABCDPResult",
@@ -20,10 +23,12 @@ __all__ = [
     "SMCABCResult",
     "SMCInterrupted",
     "SparseVector",
+    "TemperedSMCResult",
     "abcdp",
     "as_draw_source",
     "mechanism_importance_sampling",
     "rejection_abc",
     "rejection_abc_draws",
     "smc_abc",
+    "tempered_smc",
 ]

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy import stats
 from scipy.special import logsumexp
 
+from ..diagnostics.checks import pareto_khat
 from ..diagnostics.results import Record, read_legacy_npz, warn_legacy
 from ..privacy import PrivacyReport
 from .weighted import WeightedSample
@@ -28,30 +28,6 @@ def log_mean_exp(a: np.ndarray, axis: int = -1) -> np.ndarray:
     a = np.asarray(a, dtype=np.float64)
     with np.errstate(divide="ignore"):
         return logsumexp(a, axis=axis) - math.log(a.shape[axis])
-
-
-def pareto_khat(log_weights: np.ndarray) -> float:
-    """Shape ``k̂`` of a generalised Pareto fitted to the largest importance weights.
-
-    The tail is the ``min(n/5, 3√n)`` largest weights (Vehtari et al. 2024, PSIS); the fit is the
-    maximum-likelihood GPD with location fixed at the largest weight outside the tail. Returns
-    ``nan`` when fewer than 5 finite weights form the tail. ``k̂ < 0.5``: finite variance;
-    ``k̂ > 0.7``: the self-normalised estimate is unreliable.
-    """
-    lw = np.asarray(log_weights, dtype=np.float64)
-    lw = np.sort(lw[np.isfinite(lw)])
-    n = lw.size
-    m = int(min(0.2 * n, 3.0 * math.sqrt(n)))
-    if m < 5 or n <= m:
-        return float("nan")
-    w = np.exp(lw - lw[-1])
-    tail = w[-m:]
-    u = w[-m - 1]
-    exceed = tail - u
-    if np.all(exceed <= 0):
-        return 0.0
-    k, _, _ = stats.genpareto.fit(exceed, floc=0.0)
-    return float(k)
 
 
 @dataclass

@@ -6,8 +6,12 @@ distances, weights and acceptance rate):
 
 * :class:`GeometricSchedule` ``"paper"``: ``ε_k = 1.0·0.7^k`` while the previous tolerance exceeds
   0.2, six populations ending at 0.168 (the authors' ``smc_abc.py``);
-* :class:`QuantileSchedule` ``"adaptive"``: ``ε_{t+1}`` = the weighted ``alpha``-quantile of the
-  distances of population ``t`` (Del Moral, Doucet & Jasra 2012 style), from ``ε_0 = ∞``;
+* :class:`QuantileSchedule`: ``ε_{t+1}`` = the weighted ``alpha``-quantile of the distances of
+  population ``t`` (Del Moral, Doucet & Jasra 2012 style), from ``ε_0 = ∞``, for a fixed number of
+  populations;
+* :class:`AdaptiveSchedule` ``"adaptive"`` (the default of :func:`~dpinfer.abc.smc_abc`): the same
+  quantile tolerances with a stopping rule that does not depend on the units of the statistic
+  (:mod:`dpinfer.abc.adaptive_schedule`);
 * :class:`FixedSchedule`: an explicit non-increasing list.
 """
 
@@ -109,12 +113,17 @@ class FixedSchedule:
 
 
 def make_schedule(schedule: Any) -> Any:
-    """``"paper"``/``"geometric"``, ``"adaptive"``/``"quantile"``, a list of tolerances or a schedule."""
+    """``"adaptive"`` (scale-free stopping), ``"paper"``/``"geometric"`` (1.0·0.7^k down to 0.2),
+    ``"quantile"`` (10 quantile populations), a list of tolerances or a schedule object."""
+    from .adaptive_schedule import AdaptiveSchedule
+
     if schedule in ("paper", "geometric"):
         return GeometricSchedule()
-    if schedule in ("adaptive", "quantile"):
+    if schedule == "adaptive":
+        return AdaptiveSchedule()
+    if schedule == "quantile":
         return QuantileSchedule()
-    if isinstance(schedule, (GeometricSchedule, QuantileSchedule, FixedSchedule)):
+    if isinstance(schedule, (GeometricSchedule, QuantileSchedule, FixedSchedule, AdaptiveSchedule)):
         return schedule
     if isinstance(schedule, Sequence) and not isinstance(schedule, str):
         return FixedSchedule(tuple(schedule))

@@ -35,9 +35,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidDataError
+from ..errors import DPInferError, ImpossibleObservationError, InvalidDataError
 from ..execution import Backend, batch_seeds, get_backend
 from ..privacy.deprecation import moved_names
+from .adaptive_schedule import stall_message
 from .kernel import BatchTask, PerturbationKernel, population_batch
 from .schedule import make_schedule as _make_schedule
 from .smc_result import PopulationDiagnostics as _Diagnostics
@@ -106,13 +107,16 @@ def _fill_population(
     spent: int,
     max_simulations: int | None,
     progress: bool,
+    stall: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray, int, int]:
     """Run waves of batches (copies of ``template`` with their own seeds) until ``n_particles``
     proposals are accepted.
 
     Returns the accepted θ and distances (first ``n_particles`` in batch order), the simulations
     they used and the simulations run (with the discarded speculative batches). Raises
-    ``_BudgetStop`` before ``spent`` + this population's simulations would pass ``max_simulations``.
+    ``_BudgetStop`` before ``spent`` + this population's simulations would pass ``max_simulations``,
+    and :class:`~dpinfer.errors.ImpossibleObservationError` once the population has run ``stall``
+    simulations without completing.
     """
     from tqdm.auto import tqdm
 
@@ -160,6 +164,10 @@ def _fill_population(
                 if remaining == 0:
                     done = True
             rate_guess = n_acc / max(sims_used, 1)
+            if stall is not None and not done and sims_used >= stall:
+                raise ImpossibleObservationError(
+                    stall_message(t, n_acc, sims_used, n_particles, template.tolerance, template.observed)
+                )
             if max_simulations is not None and spent + sims_used > max_simulations and not done:
                 raise _BudgetStop(f"max_simulations={max_simulations} reached during population {t}")
     finally:
@@ -176,8 +184,8 @@ def smc_abc(
     model: Any,
     observed: Any,
     n_particles: int = 2000,
-    schedule: Any = "paper",
-    backend: Any = "processes",
+    schedule: Any = "adaptive",
+    backend: Any = "auto",
     seed: int | np.random.SeedSequence | None = None,
     *,
     batch_size: int = 1000,
@@ -186,6 +194,7 @@ def smc_abc(
     resample_threshold: float = 0.5,
     scale: Any = None,
     max_simulations: int | None = None,
+    max_population_simulations: int | None = None,
     n_workers: int | None = None,
     progress: bool = False,
     checkpoint: str | Path | None = None,
@@ -204,13 +213,16 @@ def smc_abc(
     n_particles
         Particles per population (authors: 2000).
     schedule
-        ``"paper"`` (1.0·0.7^k down to 0.2), ``"adaptive"`` (median of the distances), a list of
-        tolerances, or a schedule object (:mod:`dpinfer.abc.schedule`).
+        ``"adaptive"`` (default: median of the distances, stopped by a rule that does not depend
+        on the units of the statistic, :mod:`dpinfer.abc.adaptive_schedule`), ``"paper"``
+        (1.0·0.7^k down to 0.2, the authors' absolute schedule), a list of tolerances, or a
+        schedule object (:mod:`dpinfer.abc.schedule`).
     backend
-        ``"serial"``, ``"processes"``, ``"dask"``, a scheduler address, a Dask client or a
-        :class:`~dpinfer.execution.Backend`. The processes backend pickles the model by reference:
-        a model class defined in ``__main__`` (a notebook or an unguarded script) needs
-        ``"serial"`` or Dask (cloudpickle), and scripts need an ``if __name__ == "__main__":`` guard.
+        ``"auto"`` (default: times one batch, then stays serial for cheap simulators or starts
+        worker processes, :mod:`dpinfer.execution.auto`), ``"serial"``, ``"processes"``,
+        ``"dask"``, a scheduler address, a Dask client or a :class:`~dpinfer.execution.Backend`.
+        The processes backend sends the work with cloudpickle, so models defined in ``__main__``
+        (``python -c``, stdin, notebooks) work.
     seed
         Fixes every simulation (with ``batch_size``), whatever the backend.
     batch_size
@@ -225,6 +237,10 @@ def smc_abc(
     max_simulations
         Stop before a population would exceed this total; the last complete population is
         returned with ``complete=False`` and a ``stop_reason``.
+    max_population_simulations
+        A population that has not completed after this many simulations (default
+        ``max(10**6, 1000·n_particles)``) raises :class:`~dpinfer.errors.ImpossibleObservationError`:
+        with (near) zero acceptance the run would otherwise never end.
     progress
         Show a tqdm bar per population (off when not a TTY).
     checkpoint
@@ -236,6 +252,8 @@ def smc_abc(
 
     Raises
     ------
+    ImpossibleObservationError
+        (Near) zero acceptance: a population did not complete within ``max_population_simulations``.
     SMCInterrupted
         On KeyboardInterrupt or an error in a simulation: carries the completed populations.
     """
@@ -247,6 +265,9 @@ def smc_abc(
     scale_arr = None if scale is None else np.broadcast_to(np.asarray(scale, float), obs.shape).copy()
     if scale_arr is not None and np.any(scale_arr <= 0):
         raise InvalidDataError("distance scale must be positive.")
+    stall = max(10**6, 1000 * n_particles)
+    if max_population_simulations is not None:
+        stall = int(max_population_simulations)
     root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     own_backend = not isinstance(backend, Backend)
     be = get_backend(backend, n_workers)
@@ -297,7 +318,7 @@ def smc_abc(
                 )
             template = BatchTask(model, obs, tol, int(batch_size), kernel, scale_arr)
             new_particles, new_dists, sims_used, sims_run = _fill_population(
-                be, template, root, t, n_particles, total_sims, max_simulations, progress
+                be, template, root, t, n_particles, total_sims, max_simulations, progress, stall
             )
             if kernel is None:
                 new_w = np.full(n_particles, 1.0 / n_particles)
@@ -325,6 +346,8 @@ def smc_abc(
                 callback(diag)
             nxt = sched.next(t, tol, dists, weights, diag.acceptance_rate)
             if nxt is None:
+                settings["schedule_stop"] = str(getattr(sched, "stop_reason", "") or "schedule finished")
+                settings["backend"] = be.name
                 break
             tol = float(nxt)
             t += 1
@@ -333,6 +356,8 @@ def smc_abc(
         if res is None:
             raise SMCInterrupted(f"{stop}: not even the first population completed.", None) from None
         return res
+    except DPInferError:
+        raise
     except (KeyboardInterrupt, Exception) as exc:
         res = partial(False, f"interrupted during population {t}: {type(exc).__name__}: {exc}")
         if res is not None and checkpoint is not None:

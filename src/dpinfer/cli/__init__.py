@@ -32,6 +32,7 @@ COMMAND_MODULES: list[tuple[str, str]] = [
     ("dpinfer.cli.smc", "dpinfer.abc"),  # smc-abc, exact-posterior
     ("dpinfer.cli.neural", "dpinfer.neural"),  # sppe, sple
     ("dpinfer.cli.release", "dpinfer.models"),  # release
+    ("dpinfer.cli.check", "dpinfer.abc"),  # check (calibration)
 ]
 
 

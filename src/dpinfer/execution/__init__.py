@@ -1,7 +1,8 @@
 """Execution backends (serial, processes, Dask) behind one interface.
 
-``get_backend(spec)`` accepts ``"serial"``, ``"processes"`` (all cores), ``"dask"`` (a new local
-cluster), a scheduler address ``"tcp://host:port"``, a ``distributed.Client`` or a
+``get_backend(spec)`` accepts ``"auto"`` (serial for cheap simulators, processes for expensive
+ones, decided by timing the first batch), ``"serial"``, ``"processes"`` (all cores), ``"dask"``
+(a new local cluster), a scheduler address ``"tcp://host:port"``, a ``distributed.Client`` or a
 :class:`Backend` instance (returned as is).
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .auto import AutoBackend, processes_or_serial
 from .base import Backend, BackendError, WorkerLostError, batch_seeds
 from .processes import ProcessBackend
 from .serial import SerialBackend
@@ -20,8 +22,10 @@ def get_backend(spec: Any = "processes", n_workers: int | None = None) -> Backen
         return spec
     if spec is None or spec == "serial":
         return SerialBackend()
+    if spec == "auto":
+        return AutoBackend(n_workers)
     if spec == "processes":
-        return ProcessBackend(n_workers)
+        return processes_or_serial(n_workers)
     if spec == "dask":
         from .dask_backend import DaskBackend
 
@@ -35,7 +39,7 @@ def get_backend(spec: Any = "processes", n_workers: int | None = None) -> Backen
 
         return DaskBackend(spec)
     raise BackendError(
-        f"unknown backend {spec!r}: use 'serial', 'processes', 'dask', a scheduler address "
+        f"unknown backend {spec!r}: use 'auto', 'serial', 'processes', 'dask', a scheduler address "
         "('tcp://host:port'), a distributed.Client or a dpinfer.execution.Backend."
     )
 
@@ -49,6 +53,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "AutoBackend",
     "DaskBackend",
     "Backend",
     "BackendError",

@@ -1,4 +1,9 @@
-"""The processes backend: a pool of local worker processes (default: all cores)."""
+"""The processes backend: a pool of local worker processes (default: all cores).
+
+Work is sent with cloudpickle (:mod:`dpinfer.execution.shipping`), so functions and model classes
+defined in ``__main__`` — ``python -c``, a script read from stdin, a notebook — reach the workers by
+value instead of by a reference the workers cannot resolve.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +11,14 @@ import multiprocessing as mp
 import os
 import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from typing import Any
 
 from .base import Backend, WorkerLostError
+from .shipping import call_shipped, ship
 
 _STOPPING = False
 _IN_TASK = False
@@ -35,14 +42,14 @@ def _on_sigterm(signum: int, frame: Any) -> None:
         raise _WorkerStopped("stopped by the parent process")
 
 
-def _call(fn: Callable[[Any], Any], payload: Any) -> Any:
+def _call(fn: Callable[..., Any], *args: Any) -> Any:
     """Run one task in a worker unless the pool is stopping."""
     global _IN_TASK
     if _STOPPING:
         raise _WorkerStopped("stopped by the parent process")
     _IN_TASK = True
     try:
-        return fn(payload)
+        return fn(*args)
     finally:
         _IN_TASK = False
 
@@ -85,6 +92,26 @@ def _init_worker(threads: int) -> None:
         numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
     except Exception:  # noqa: BLE001 - numba absent or threads already launched: not fatal
         pass
+
+
+@contextmanager
+def _main_not_reimported() -> Iterator[None]:
+    """Hide a ``__main__.__file__`` that is not a file (``'<stdin>'``) while workers start.
+
+    Spawned and forkserver workers re-run the parent's main file when it has one; a script read
+    from stdin names ``'<stdin>'``, which the workers cannot open (``FileNotFoundError``). The work
+    itself travels by value (cloudpickle), so the workers do not need ``__main__``.
+    """
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if main is None or path is None or os.path.isfile(path):
+        yield
+        return
+    del main.__file__
+    try:
+        yield
+    finally:
+        main.__file__ = path
 
 
 class ProcessBackend(Backend):
@@ -172,17 +199,21 @@ class ProcessBackend(Backend):
         pool.shutdown(wait=True)
 
     def map(self, fn: Callable[[Any], Any], payloads: Sequence[Any]) -> list[Any]:
-        payloads = list(payloads)
+        shipped_fn = ship(fn)
+        payloads = [ship(p) for p in payloads]
         results: list[Any] = [None] * len(payloads)
         pending = set(range(len(payloads)))
         losses = 0
+        completed = 0
         try:
             while pending:
                 pool = self._get_pool()
                 try:
-                    futures: dict[Future[Any], int] = {
-                        pool.submit(_call, fn, payloads[i]): i for i in sorted(pending)
-                    }
+                    with _main_not_reimported():
+                        futures: dict[Future[Any], int] = {
+                            pool.submit(_call, call_shipped, shipped_fn, payloads[i]): i
+                            for i in sorted(pending)
+                        }
                 except BrokenProcessPool:
                     futures = {}
                 broken = not futures
@@ -195,6 +226,7 @@ class ProcessBackend(Backend):
                             i = futures[fut]
                             results[i] = fut.result()
                             pending.discard(i)
+                            completed += 1
                         elif isinstance(exc, BrokenProcessPool):
                             broken = True
                         else:
@@ -205,15 +237,12 @@ class ProcessBackend(Backend):
                         if fut.done() and not fut.cancelled() and fut.exception() is None:
                             results[i] = fut.result()
                             pending.discard(i)
+                            completed += 1
                     self._discard_pool()
                     losses += 1
                     self.restarts += 1
                     if losses > self.max_restarts:
-                        raise WorkerLostError(
-                            f"worker processes died {losses} times; {len(pending)} batch(es) could not "
-                            "be completed. Check memory use, or use fewer workers; a script that starts "
-                            "workers needs an `if __name__ == '__main__':` guard."
-                        )
+                        raise WorkerLostError(_lost_message(losses, len(pending), completed))
         except BaseException:
             if pending:
                 self._kill_pool()
@@ -227,3 +256,20 @@ class ProcessBackend(Backend):
 
     def __repr__(self) -> str:
         return f"ProcessBackend(n_workers={self.n_workers}, start_method={self.start_method!r})"
+
+
+def _lost_message(losses: int, pending: int, completed: int) -> str:
+    """Why the workers died, as far as the parent can tell."""
+    head = f"worker processes died {losses} times; {pending} batch(es) could not be completed. "
+    if completed == 0:
+        return head + (
+            "No batch ever finished, so the workers most likely failed at start-up, before running "
+            "any work: a script that starts workers needs an `if __name__ == '__main__':` guard "
+            "(the workers re-run the main script), or the simulator kills its process (os._exit, a "
+            "crash in compiled code); the workers' stderr shows the traceback. Use backend='serial' "
+            "to see the error directly."
+        )
+    return head + (
+        "Some batches finished before, so a worker was killed while running: typically out of "
+        "memory (use fewer workers or smaller batch_size) or a crash in compiled code."
+    )
