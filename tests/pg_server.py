@@ -7,7 +7,8 @@ authentication for the test user ``dpinfer`` and password (SCRAM) authentication
 ``secret`` (to test that passwords stay out of messages). As root (CI runs ``make test`` as root)
 ``initdb`` refuses to run, so every server command runs as the ``postgres`` user (``runuser``);
 the folder is made theirs. ``fsync=off``: the tests stop the server, never the machine (the
-operating system keeps what was written), and crash recovery then skips syncing every file.
+operating system keeps what was written), and crash recovery then skips syncing every file
+(``PGServer(fsync=True)`` for timings comparable with a durable SQLite file).
 Each test gets its own database (:meth:`PGServer.new_database`).
 """
 
@@ -64,7 +65,8 @@ def _free_port() -> int:
 class PGServer:
     """One PostgreSQL cluster in a temporary folder (see the module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, fsync: bool = False) -> None:
+        self.fsync = fsync
         found = find_binaries()
         assert found is not None
         self.initdb, self.pg_ctl = found
@@ -114,7 +116,7 @@ class PGServer:
     def start(self) -> None:
         opts = (
             f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c max_connections=200 "
-            "-c shared_buffers=16MB -c fsync=off"
+            f"-c shared_buffers=16MB -c fsync={'on' if self.fsync else 'off'}"
         )
         self._run(self.pg_ctl, "-D", str(self.data), "-l", str(self.dir / "log"), "-w", "-t", "30",
                   "-o", opts, "start")
