@@ -65,6 +65,11 @@ class LedgerConnectionError(PrivacyError):
     """
 
 
+class RunStoreError(DPInferError):
+    """A run store cannot be opened or used, or a run cannot be resumed as asked (unknown id,
+    another kind of run, different settings, already finished). Never contains a password."""
+
+
 class LedgerStatusWarning(UserWarning):
     """A charge is recorded, but its status (``released`` / ``failed``) could not be updated
     afterwards (e.g. the database went away); it stays ``charged`` and counts all the same."""
