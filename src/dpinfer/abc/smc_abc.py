@@ -354,7 +354,7 @@ def smc_abc(
         res = partial(False, f"interrupted during population {t}: {type(exc).__name__}: {exc}")
         if res is not None and checkpoint is not None:
             res.save(checkpoint)
-        hook.end("interrupted", f"during population {t}: {type(exc).__name__}: {exc}", len(pops))
+        hook.end("interrupted", f"during population {t}: {type(exc).__name__}: {exc}")
         raise SMCInterrupted(
             f"SMC-ABC stopped during population {t} ({type(exc).__name__}: {exc}); "
             f"{len(pops)} completed population(s) are in .partial",

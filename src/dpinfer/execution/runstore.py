@@ -188,7 +188,8 @@ class Run:
         self.store._db.transaction(write)
 
     def end(self, status: str, note: str = "", steps: int | None = None) -> None:
-        """Mark the run ``finished`` or ``interrupted`` (with a note) and record its times."""
+        """Mark the run ``finished`` or ``interrupted`` (with a note) and record its times;
+        ``steps``: the completed steps of a finished run (else the checkpoint's step stays)."""
         wall, cpu = self._times()
         self.store._db.transaction(lambda cur: cur.rows(
             "UPDATE runs SET status = ?, note = ?, wall_s = ?, cpu_s = ?, updated = ?"
