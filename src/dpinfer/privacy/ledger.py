@@ -64,7 +64,8 @@ from .deprecation import moved_names
 from .event_conversion import describe, event_from_dict, event_to_dict
 from .events import PrivacyEvent, compose
 from .fingerprint import as_fingerprint
-from .ledger_store import Store, Tx, is_database_url, now
+from .ledger_open import open_store
+from .ledger_store import Tx, is_database_url, now
 from .validation import check_delta, check_epsilon, check_relation
 
 __all__ = ["Budget", "Charge", "Ledger", "LedgerConnectionError", "LedgerFileError", "LedgerNotFoundError"]
@@ -102,18 +103,6 @@ class Charge:
     epsilon_spent: float
     label: str
     insecure: bool = False
-
-
-def open_store(target: str | os.PathLike[str], timeout: float, *, create: bool) -> Store:
-    """The storage at ``target`` (a PostgreSQL URL or a SQLite path): created first if ``create``
-    (an existing ledger is kept as it is), else it must already be a ledger."""
-    if is_database_url(target):
-        from .ledger_postgres import PostgresStore
-
-        return PostgresStore.open(str(target), timeout, create=create)
-    from .ledger_sqlite import SQLiteStore
-
-    return SQLiteStore.open(target, timeout, create=create)
 
 
 class Ledger:
@@ -365,6 +354,13 @@ class Ledger:
         """The backend's consistency check (SQLite: ``PRAGMA integrity_check``; PostgreSQL:
         schema complete and no charge of an unknown data set)."""
         return self._store.integrity_check()
+
+    def __reduce__(self) -> Any:
+        """A ledger is charged by the client only: it cannot be sent to workers (nor its password)."""
+        raise TypeError(
+            f"a Ledger ({self.location}) cannot be pickled: charge releases on the client before "
+            "sending work to a cluster; another process that must charge opens Ledger(path_or_url) itself."
+        )
 
     def __repr__(self) -> str:
         return f"Ledger({self.location!r})"
