@@ -170,3 +170,34 @@ def test_runs_cli_refuses_a_missing_store(tmp_path, capsys):
     assert main(["runs", "list", "--runs", str(tmp_path / "none.db")]) == 2
     assert "no run store" in capsys.readouterr().err
     assert not Path(tmp_path / "none.db").exists()
+
+
+def test_smc_abc_command_records_and_resumes(tmp_path, capsys, monkeypatch):
+    from dpinfer.abc import smc_runs
+
+    obs = tmp_path / "obs.json"
+    obs.write_text(json.dumps({"observed": [0.7], "epsilon": 1.0, "model_args": {"n": 30}}))
+    store = str(tmp_path / "runs.db")
+    argv = ["smc-abc", "--model", "gaussian-mean", "--observed", str(obs), "--particles", "200",
+            "--schedule", "1,0.5,0.3", "--backend", "serial", "--batch-size", "200", "--seed", "4", "--json"]
+    assert main(argv) == 0
+    whole = json.loads(capsys.readouterr().out)
+    assert whole["run_id"] is None  # not recorded without --runs
+    checkpoint = smc_runs.SMCRunHook.checkpoint
+
+    def interrupted(self, *args):
+        checkpoint(self, *args)
+        raise KeyboardInterrupt  # Ctrl-C right after the checkpoint of population 1
+
+    monkeypatch.setattr(smc_runs.SMCRunHook, "checkpoint", interrupted)
+    assert main([*argv, "--runs", store]) == 130
+    capsys.readouterr()
+    monkeypatch.undo()
+    [run] = RunStore(store).runs()
+    assert run["status"] == "interrupted" and run["steps"] == 1
+    assert main([*argv, "--runs", store, "--resume", run["id"]]) == 0
+    resumed = json.loads(capsys.readouterr().out)
+    assert resumed["mean"] == whole["mean"] and resumed["interval95"] == whole["interval95"]
+    assert resumed["run_id"] == run["id"]
+    assert main([*argv, "--runs", store, "--resume", run["id"]]) == 1  # finished: one-line refusal
+    assert "already finished" in capsys.readouterr().err

@@ -119,6 +119,21 @@ def pick(args: argparse.Namespace, *names: str) -> dict[str, Any]:
 # --- option blocks --------------------------------------------------------------------------
 
 
+def add_run_options(parser: argparse.ArgumentParser, step: str) -> None:
+    """``--runs`` and ``--resume``: record a long run in a run store and continue it later."""
+    parser.add_argument(
+        "--runs",
+        help=f"run store (SQLite file or postgresql:// URL): record this run and checkpoint it after every "
+        f"{step}; `dpinfer runs list --runs STORE` shows the runs (None: not recorded)",
+    )
+    parser.add_argument(
+        "--resume",
+        metavar="RUN_ID",
+        help="continue this interrupted run of --runs from its last checkpoint (same command line "
+        "otherwise); the result equals an uninterrupted run's",
+    )
+
+
 def add_ledger_options(parser: argparse.ArgumentParser) -> None:
     """``--ledger`` and ``--no-ledger`` for a command that releases from confidential data."""
     parser.add_argument(
