@@ -189,8 +189,21 @@ class Run:
 
     def end(self, status: str, note: str = "", steps: int | None = None) -> None:
         """Mark the run ``finished`` or ``interrupted`` (with a note) and record its times;
-        ``steps``: the completed steps of a finished run (else the checkpoint's step stays)."""
+        ``steps``: the completed steps of a finished run (else the checkpoint's step stays).
+
+        Marking an interruption is best effort: if the store itself is what failed, the run stays
+        ``running`` there (and resumes all the same) rather than hiding the original error.
+        """
         wall, cpu = self._times()
+        if status == "interrupted":
+            try:
+                self._mark(status, note, wall, cpu, steps)
+            except RunStoreError:
+                pass
+            return
+        self._mark(status, note, wall, cpu, steps)
+
+    def _mark(self, status: str, note: str, wall: float, cpu: float, steps: int | None) -> None:
         self.store._db.transaction(lambda cur: cur.rows(
             "UPDATE runs SET status = ?, note = ?, wall_s = ?, cpu_s = ?, updated = ?"
             + (", steps = ?" if steps is not None else "") + " WHERE id = ?",
