@@ -338,3 +338,22 @@ def test_passwords_never_appear(pg_server, tmp_path, capsys, monkeypatch):
     pgpass.chmod(0o600)
     monkeypatch.setenv("PGPASSFILE", str(pgpass))
     assert Ledger(pg_server.url(db, user="secret")).spent("d") == pytest.approx(0.1)
+
+
+def test_a_charge_waiting_too_long_for_a_lock_is_refused(target):
+    holder = Ledger.create(target)
+    holder.register("d", 1.0)
+    inside = threading.Event()
+    _stall_inside_the_transaction(holder, inside, 1.5)
+    thread = threading.Thread(target=lambda: holder.charge("d", LaplaceEvent(0.1), label="slow").__enter__())
+    thread.start()
+    try:
+        assert inside.wait(20)
+        ran = False
+        with pytest.raises(LedgerConnectionError, match="nothing was recorded"):
+            with Ledger(target, timeout=0.3).charge("d", LaplaceEvent(0.1), label="impatient"):
+                ran = True
+        assert not ran
+    finally:
+        thread.join(30)
+    assert [h["label"] for h in Ledger(target).history("d")] == ["slow"]
