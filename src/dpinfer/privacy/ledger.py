@@ -302,10 +302,11 @@ class Ledger:
                 write=True,
                 what=f"marking charge #{charge_id} {status}",
             )
-        except LedgerConnectionError as exc:
+        except LedgerConnectionError:
             warnings.warn(
-                f"charge #{charge_id} is recorded but could not be marked {status!r} ({exc}); it stays "
-                "'charged' and counts against the budget all the same.",
+                f"charge #{charge_id} is recorded in {self.location}, but the ledger became unreachable "
+                f"before it could be marked {status!r}; it stays 'charged' and counts against the budget "
+                "all the same.",
                 LedgerStatusWarning,
                 stacklevel=4,
             )
