@@ -201,3 +201,14 @@ def test_smc_abc_command_records_and_resumes(tmp_path, capsys, monkeypatch):
     assert resumed["run_id"] == run["id"]
     assert main([*argv, "--runs", store, "--resume", run["id"]]) == 1  # finished: one-line refusal
     assert "already finished" in capsys.readouterr().err
+
+
+def test_a_postgresql_run_store_never_shows_its_password(pg_server):
+    from pg_server import PASSWORD
+
+    db = pg_server.new_database().rsplit("/", 1)[1]
+    with pytest.raises(RunStoreError, match="password authentication failed") as err:
+        RunStore(pg_server.url(db, user="secret", password=PASSWORD + "x"))
+    assert PASSWORD not in str(err.value)
+    store = RunStore(pg_server.url(db, password=PASSWORD))  # trust user: the password is ignored
+    assert PASSWORD not in repr(store) and store.runs() == []
