@@ -45,6 +45,36 @@ class UnknownDatasetError(PrivacyError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+class LedgerNotFoundError(PrivacyError, FileNotFoundError):
+    """There is no ledger at the path or database given; nothing was created."""
+
+    def __str__(self) -> str:  # FileNotFoundError formats (errno, strerror); keep the message.
+        return str(self.args[0]) if self.args else ""
+
+
+class LedgerFileError(PrivacyError, ValueError):
+    """The file or database given exists but is not a dpinfer ledger (or one this version cannot
+    read); it was left untouched."""
+
+
+class LedgerConnectionError(PrivacyError):
+    """The ledger's database could not be reached, or the connection was lost during an operation.
+
+    The message says whether a charge in progress was recorded (its transaction is atomic: it is
+    either fully recorded or absent). Nothing was released. It never contains a password.
+    """
+
+
+class RunStoreError(DPInferError):
+    """A run store cannot be opened or used, or a run cannot be resumed as asked (unknown id,
+    another kind of run, different settings, already finished). Never contains a password."""
+
+
+class LedgerStatusWarning(UserWarning):
+    """A charge is recorded, but its status (``released`` / ``failed``) could not be updated
+    afterwards (e.g. the database went away); it stays ``charged`` and counts all the same."""
+
+
 class CalibrationError(PrivacyError, ValueError):
     """No noise level can meet the requested (epsilon, delta) target."""
 

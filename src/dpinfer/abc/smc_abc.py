@@ -43,6 +43,7 @@ from .kernel import BatchTask, PerturbationKernel, population_batch
 from .schedule import make_schedule as _make_schedule
 from .smc_result import PopulationDiagnostics as _Diagnostics
 from .smc_result import SMCABCResult as _Result
+from .smc_runs import SMCRunHook
 from .weighted import ess as _ess
 from .weighted import release_facts
 
@@ -200,6 +201,8 @@ def smc_abc(
     checkpoint: str | Path | None = None,
     keep_history: bool = True,
     callback: Callable[[_Diagnostics], None] | None = None,
+    runs: Any = None,
+    resume: str | None = None,
 ) -> _Result:
     """Adaptive SMC-ABC posterior of ``θ`` given the privatised statistic ``observed``.
 
@@ -245,6 +248,11 @@ def smc_abc(
         Show a tqdm bar per population (off when not a TTY).
     checkpoint
         If given, the result so far is saved there after each population.
+    runs, resume
+        A run store (path, ``postgresql://`` URL or :class:`~dpinfer.execution.runstore.RunStore`)
+        that records this run and checkpoints it after every population; ``resume=RUN_ID``
+        continues that run to the result an uninterrupted run gives (:mod:`dpinfer.abc.smc_runs`).
+        The run id is ``result.settings["run_id"]`` (``dpinfer runs list`` shows it).
 
     Returns
     -------
@@ -268,6 +276,8 @@ def smc_abc(
     stall = max(10**6, 1000 * n_particles)
     if max_population_simulations is not None:
         stall = int(max_population_simulations)
+    hook = SMCRunHook(runs, resume)
+    seed = hook.seed(seed)
     root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     own_backend = not isinstance(backend, Backend)
     be = get_backend(backend, n_workers)
@@ -285,6 +295,9 @@ def smc_abc(
         "distance": "euclidean",
     }
     privacy, model_desc, names = release_facts(model)
+    restored = hook.begin(model_desc, settings, obs, privacy)
+    if hook.run_id is not None:
+        settings["run_id"] = hook.run_id
 
     pops: list[_Diagnostics] = []
     hist: list[tuple[np.ndarray, np.ndarray]] = []
@@ -299,6 +312,8 @@ def smc_abc(
 
     tol = float(sched.initial())
     t = 0
+    if restored is not None:
+        particles, weights, dists, pops, hist, total_sims, tol, t = restored
     try:
         while True:
             start = time.perf_counter()
@@ -351,7 +366,9 @@ def smc_abc(
                 break
             tol = float(nxt)
             t += 1
+            hook.checkpoint(t, tol, particles, weights, dists, pops, hist, total_sims)
     except _BudgetStop as stop:
+        hook.end("finished", str(stop), len(pops))
         res = partial(False, str(stop))
         if res is None:
             raise SMCInterrupted(f"{stop}: not even the first population completed.", None) from None
@@ -362,6 +379,7 @@ def smc_abc(
         res = partial(False, f"interrupted during population {t}: {type(exc).__name__}: {exc}")
         if res is not None and checkpoint is not None:
             res.save(checkpoint)
+        hook.end("interrupted", f"during population {t}: {type(exc).__name__}: {exc}")
         raise SMCInterrupted(
             f"SMC-ABC stopped during population {t} ({type(exc).__name__}: {exc}); "
             f"{len(pops)} completed population(s) are in .partial",
@@ -372,6 +390,7 @@ def smc_abc(
             be.close()
     result = partial(True, "")
     assert result is not None
+    hook.end("finished", "", len(pops))
     if checkpoint is not None:
         result.save(checkpoint)
     return result

@@ -5,6 +5,7 @@
 * :mod:`~dpinfer.cli.dpvi`: ``dpvi``;
 * :mod:`~dpinfer.cli.smc`: ``smc-abc`` and ``exact-posterior``;
 * :mod:`~dpinfer.cli.neural`: ``sppe`` and ``sple``;
+* :mod:`~dpinfer.cli.runs`: ``runs list | show`` (runs recorded for resuming);
 * ``demo`` (:func:`dpinfer.demo.run_demo`), added here.
 
 Each command module defines ``register(subparsers)``, which adds parsers whose ``func`` attribute
@@ -33,6 +34,7 @@ COMMAND_MODULES: list[tuple[str, str]] = [
     ("dpinfer.cli.neural", "dpinfer.neural"),  # sppe, sple
     ("dpinfer.cli.release", "dpinfer.models"),  # release
     ("dpinfer.cli.check", "dpinfer.abc"),  # check (calibration)
+    ("dpinfer.cli.runs", "dpinfer.execution"),  # runs list, runs show
 ]
 
 

@@ -43,7 +43,7 @@ def _init(args: argparse.Namespace) -> int:
         args.dataset, args.epsilon, args.delta, args.accountant, args.neighbouring, fingerprint=fingerprint
     )
     print(
-        f"registered {b.dataset!r} in {ledger.path}: epsilon={b.epsilon:g}, delta={b.delta:g}, "
+        f"registered {b.dataset!r} in {ledger.location}: epsilon={b.epsilon:g}, delta={b.delta:g}, "
         f"accountant={b.accountant}, {b.neighbouring}"
         + (f", data {args.data} (SHA-256 {fingerprint[:16]}...)" if fingerprint else "")
     )
@@ -74,7 +74,7 @@ def _show(args: argparse.Namespace) -> int:
         print(json.dumps(rows, indent=2))
         return 0
     if not rows:
-        print(f"no data sets registered in {ledger.path}")
+        print(f"no data sets registered in {ledger.location}")
         return 0
     print(
         f"{'dataset':20s} {'budget':>10s} {'delta':>9s} {'spent':>10s} {'remaining':>10s} "
@@ -123,7 +123,11 @@ def register(subparsers: Any) -> None:
     init = add_command(
         bsub, "init", help="register a data set with its total budget (creates the ledger if missing)"
     )
-    init.add_argument("--ledger", required=True, help="ledger file (SQLite); created if missing")
+    init.add_argument(
+        "--ledger", required=True,
+        help="ledger: a SQLite file (created if missing) or postgresql://user@host:port/dbname (its schema "
+        "created if missing; the database must exist; password from ~/.pgpass or PGPASSWORD)",
+    )
     init.add_argument(
         "--dataset", required=True,
         help="name of the data set's budget; releases name it with --dataset (registered once only)",
@@ -155,7 +159,9 @@ def register(subparsers: Any) -> None:
         ("history", True, "every charge of a data set", _history),
     ):
         p = add_command(bsub, action, help=help_text)
-        p.add_argument("--ledger", required=True, help="an existing ledger file")
+        p.add_argument(
+            "--ledger", required=True, help="an existing ledger: SQLite file or postgresql:// URL"
+        )
         p.add_argument(
             "--dataset", required=dataset_required,
             help="the data set" + ("" if dataset_required else " (default: all)"),

@@ -25,6 +25,7 @@ from ..models.registry import MODEL_HELP, MODELS, load_release, model_args
 from ..privacy import Ledger
 from ..privacy.fingerprint import file_fingerprint
 from ..privacy.ledger import LedgerFileError, LedgerNotFoundError
+from ..privacy.ledger_store import redact
 
 
 class Refusal(Exception):
@@ -69,7 +70,8 @@ def unsupported_event_advice(exc: Exception, args: argparse.Namespace) -> str:
         return one_line(exc)
     return (
         f"{one_line(exc)} Nothing was charged or released. The budget of {dataset or 'this data set'!r} "
-        f"in {ledger} cannot be changed: register these data under a NEW data-set name with an accountant "
+        f"in {redact(ledger)} cannot be changed: register these data under a NEW data-set name with an "
+        "accountant "
         "that accounts every release, e.g. `dpinfer budget init --ledger LEDGER --dataset NEW_NAME "
         "--epsilon E --delta 1e-6 --accountant pld`, and pass --dataset NEW_NAME. If the old budget was "
         "registered with --data FILE, that file's fingerprint is refused under a second name in the same "
@@ -117,12 +119,28 @@ def pick(args: argparse.Namespace, *names: str) -> dict[str, Any]:
 # --- option blocks --------------------------------------------------------------------------
 
 
+def add_run_options(parser: argparse.ArgumentParser, step: str) -> None:
+    """``--runs`` and ``--resume``: record a long run in a run store and continue it later."""
+    parser.add_argument(
+        "--runs",
+        help=f"run store (SQLite file or postgresql:// URL): record this run and checkpoint it after every "
+        f"{step}; `dpinfer runs list --runs STORE` shows the runs (None: not recorded)",
+    )
+    parser.add_argument(
+        "--resume",
+        metavar="RUN_ID",
+        help="continue this interrupted run of --runs from its last checkpoint (same command line "
+        "otherwise); the result equals an uninterrupted run's",
+    )
+
+
 def add_ledger_options(parser: argparse.ArgumentParser) -> None:
     """``--ledger`` and ``--no-ledger`` for a command that releases from confidential data."""
     parser.add_argument(
         "--ledger",
         default=None,
-        help="privacy ledger (SQLite, made by `dpinfer budget init`) charged before the release",
+        help="privacy ledger (SQLite file or postgresql:// URL, made by `dpinfer budget init`) charged "
+        "before the release",
     )
     parser.add_argument(
         "--no-ledger",
@@ -221,7 +239,7 @@ def open_release_ledger(
         if dataset:
             raise Refusal(
                 f"--dataset {dataset} names a budget in a ledger, but no --ledger was given: pass "
-                "--ledger PATH to charge it (nothing was charged or released)."
+                "--ledger PATH_OR_URL to charge it (nothing was charged or released)."
             )
         if not args.no_ledger:
             raise Refusal(
@@ -241,7 +259,7 @@ def open_release_ledger(
         found = file_fingerprint(path)
         if found != budget.fingerprint:
             raise Refusal(
-                f"{path} is not the data registered as {dataset!r} in {ledger.path} (file SHA-256 "
+                f"{path} is not the data registered as {dataset!r} in {ledger.location} (file SHA-256 "
                 f"{found[:16]}..., registered {budget.fingerprint[:16]}...); nothing was charged or "
                 "released. The fingerprint covers the file's exact bytes: a reformatted copy differs."
             )

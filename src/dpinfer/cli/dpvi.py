@@ -187,7 +187,7 @@ def _run(args: argparse.Namespace) -> int:
         extra["test_accuracy"] = fit.accuracy(*test)
         print(f"  test accuracy (Abalone, {len(test[1])} held-out records): {extra['test_accuracy']:.4f}")
     if ledger is not None:
-        print(f"  charged to {dataset!r} in {ledger.path}: spent {ledger.spent(dataset):.4g}")
+        print(f"  charged to {dataset!r} in {ledger.location}: spent {ledger.spent(dataset):.4g}")
     print(f"wrote {path}")
     if args.json:
         print(

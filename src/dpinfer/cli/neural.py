@@ -26,6 +26,7 @@ from .common import (
     add_command,
     add_output_options,
     add_release_options,
+    add_run_options,
     release_from_args,
 )
 
@@ -92,7 +93,7 @@ def _print(args: argparse.Namespace, post: Any, summary: dict[str, Any]) -> None
 
 def _run(args: argparse.Namespace) -> int:
     model, observed, epsilon = release_from_args(args)
-    post = _estimator(args, model).fit(observed)
+    post = _estimator(args, model).fit(observed, runs=args.runs, resume=args.resume)
     draws = post.sample(args.draws, seed=args.seed)
     lo, hi = np.quantile(draws, [0.025, 0.975], axis=0)
     summary: dict[str, Any] = {
@@ -113,6 +114,7 @@ def _run(args: argparse.Namespace) -> int:
             for r in post.rounds
         ],
         "privacy_of_release": post.privacy.to_dict() if post.privacy is not None else None,
+        "run_id": post.settings.get("run_id"),
     }
     if args.command == "sple":
         summary["rhat"] = post.mcmc.get("rhat")
@@ -146,6 +148,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--draws", type=int, default=4000, help="posterior draws for the summary")
     p.add_argument("--out", help="save the posterior (.pt; None: not saved)")
+    add_run_options(p, "round")
     add_output_options(p, progress="no progress bar (shown on a terminal: round, simulations, elapsed, ETA)")
 
 

@@ -128,7 +128,7 @@ def _release(args: argparse.Namespace) -> int:
     out.write_text(json.dumps(doc, indent=2))
     print(f"released the {args.model} statistic of {table.shape[0]} records at epsilon={args.epsilon:g}")
     if ledger is not None:
-        print(f"  charged to {dataset!r} in {ledger.path}: spent {ledger.spent(dataset):.4g}")
+        print(f"  charged to {dataset!r} in {ledger.location}: spent {ledger.spent(dataset):.4g}")
     print(f"wrote {out} (read it with --model {args.model} --observed {out})")
     return 0
 

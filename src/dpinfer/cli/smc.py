@@ -29,12 +29,15 @@ from .common import (
     add_command,
     add_output_options,
     add_release_options,
+    add_run_options,
     pick,
     release_from_args,
 )
 
 # options passed on under their own names (the dests of --theta, --inner are n_theta, n_inner)
-_SMC_OPTIONS = ("backend", "seed", "batch_size", "n_workers", "max_simulations", "checkpoint")
+_SMC_OPTIONS = (
+    "backend", "seed", "batch_size", "n_workers", "max_simulations", "checkpoint", "runs", "resume"
+)
 _IS_OPTIONS = ("n_theta", "n_inner", "pilot_theta", "pilot_inner", "backend", "n_workers", "seed")
 _WORKERS = "worker processes (default: all cores)"
 _SEED = "simulation seed (never privacy noise)"
@@ -180,6 +183,7 @@ def _smc_abc(args: argparse.Namespace) -> int:
         "complete": res.complete,
         "stop_reason": res.stop_reason,
         "privacy_of_release": res.privacy.to_dict() if res.privacy is not None else None,
+        "run_id": res.settings.get("run_id"),
     }
     print_weighted_result(args, res, summary, r0_center="mean")
     return 0 if res.complete else 3
@@ -229,6 +233,7 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--out", help="save the result (.npz; None: not saved)")
     p.add_argument("--checkpoint", help="save the result after every population (None: no checkpoint)")
+    add_run_options(p, "population")
     add_output_options(
         p, progress="no progress bar (shown on a terminal: population, simulations, elapsed, ETA)"
     )

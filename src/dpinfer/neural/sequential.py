@@ -26,6 +26,7 @@ import torch
 from ..errors import InvalidDataError
 from .flows import ConditionalFlow, FlowConfig
 from .posterior import NeuralPosterior
+from .resume import RoundsHook
 from .rqmc import check_points
 from .training import (
     LossFn,
@@ -173,9 +174,15 @@ class SequentialEstimator:
         return obs
 
     # -- the algorithm ------------------------------------------------------------------------
-    def fit(self, observed: Any) -> NeuralPosterior:
-        """Run all rounds and return the posterior given the observed release ``observed``."""
+    def fit(self, observed: Any, *, runs: Any = None, resume: str | None = None) -> NeuralPosterior:
+        """Run all rounds and return the posterior given the observed release ``observed``.
+
+        ``runs`` (a run store path or URL) records the run and checkpoints it after every round;
+        ``resume=RUN_ID`` continues that run to the posterior an uninterrupted run gives
+        (:mod:`dpinfer.neural.resume`); the run id is ``posterior.settings["run_id"]``.
+        """
         obs = self.check_observed(observed)
+        hook = RoundsHook(runs, resume, self.kind)
         with torch_threads(self.threads), torch.random.fork_rng(devices=[]):
             torch.manual_seed(int(self._child(2).generate_state(1)[0]))
             gen = torch.Generator().manual_seed(int(self._child(2, 1).generate_state(1)[0]))
@@ -183,13 +190,14 @@ class SequentialEstimator:
             flow = ConditionalFlow(self.flow_config, features, context)
             posterior = self._posterior(flow, obs)
             pool = SimulationPool()
+            first = hook.begin(self.settings(), posterior, gen, pool)
             bar = None
             if self.progress and sys.stderr.isatty():
                 from tqdm import tqdm
 
                 bar = tqdm(total=self.rounds, desc=self.kind.upper(), unit="round")
             try:
-                for r in range(self.rounds):
+                for r in range(first, self.rounds):
                     t0 = timer()
                     if r == 0:
                         theta = self.model.prior.sample(
@@ -236,9 +244,15 @@ class SequentialEstimator:
                         bar.set_postfix(sims=info.n_simulations_total, epochs=info.epochs)
                     if self.callback is not None:
                         self.callback(info, posterior)
+                    if r + 1 < self.rounds:
+                        hook.checkpoint(r + 1, posterior, gen, pool)
+            except BaseException as exc:
+                hook.end("interrupted", f"{type(exc).__name__}: {exc}")
+                raise
             finally:
                 if bar is not None:
                     bar.close()
+        hook.end("finished", "", self.rounds)
         return posterior
 
 

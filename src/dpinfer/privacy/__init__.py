@@ -47,7 +47,7 @@ from .gaussian import (
     analytic_gaussian_sigma,
     classical_gaussian_sigma,
 )
-from .ledger import Budget, Charge, Ledger, LedgerFileError, LedgerNotFoundError
+from .ledger import Budget, Charge, Ledger, LedgerConnectionError, LedgerFileError, LedgerNotFoundError
 from .mechanisms import gaussian, gaussian_sigma, laplace
 from .report import PrivacyReport
 from .rng import PrivacyRNG, as_privacy_rng
@@ -69,6 +69,7 @@ __all__ = [
     "KnownEvent",
     "LaplaceEvent",
     "Ledger",
+    "LedgerConnectionError",
     "LedgerFileError",
     "LedgerNotFoundError",
     "NeighbouringRelationError",

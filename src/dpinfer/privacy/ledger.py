@@ -1,32 +1,37 @@
-"""The budget ledger: one SQLite file that never lets a data set's budget be overspent.
+"""The budget ledger: never lets a data set's budget be overspent, on one host or many.
+
+Backends
+--------
+``Ledger("budget.db")`` keeps the ledger in one SQLite file (safe across the processes of one
+host); ``Ledger("postgresql://user@host/dbname")`` keeps it in a PostgreSQL database shared by
+many hosts (optional extra ``postgres``; connection settings from the URL, libpq's environment
+and ``~/.pgpass``). Both have the same API, the same tables and the same guarantees
+(:mod:`dpinfer.privacy.ledger_store`, :mod:`~dpinfer.privacy.ledger_sqlite`,
+:mod:`~dpinfer.privacy.ledger_postgres`); a password never appears in a message, a listing or
+``repr`` (:attr:`Ledger.location` is the target with it redacted).
 
 Concurrency and crashes
 -----------------------
-A charge runs inside ``BEGIN IMMEDIATE``: SQLite's reserved lock serialises writers across
-processes, so the check "history + new event <= budget" and the insert of the new charge are one
-atomic step. The charge is committed *before* the caller's release code runs. If that code raises,
-the charge stays (the noise may already have been drawn) and is marked ``failed``; if the process
-dies, it stays as ``charged``. Both count against the budget: the ledger errs on the side of
-privacy. SQLite's rollback journal keeps the file consistent if a process is killed mid-write.
+A charge is one write transaction that excludes every other charge of the data set (SQLite:
+``BEGIN IMMEDIATE``; PostgreSQL: a row lock on the data set), so the check "history + new event
+<= budget" and the insert of the new charge are one atomic step. The charge is committed *before*
+the caller's release code runs. If that code raises, the charge stays (the noise may already have
+been drawn) and is marked ``failed``; if the process dies, it stays as ``charged``. Both count
+against the budget: the ledger errs on the side of privacy. A client or server that dies before
+the commit leaves no charge, and nothing was released.
 
 Opening and creating
 --------------------
-``Ledger(path)`` opens an *existing* ledger and never creates a file: a mistyped path raises
+``Ledger(target)`` opens an *existing* ledger and never creates one: a mistyped path raises
 :class:`LedgerNotFoundError` instead of silently starting a fresh, empty budget. A ledger is
-created only on purpose: :meth:`Ledger.create`, ``Ledger(path, create=True)`` or
-``dpinfer budget init``; none of them overwrites a file that is not a ledger. Ledger files written
-by older versions open as they are and gain the newer columns on first open
-(:mod:`dpinfer.privacy.ledger_store` holds the file's schema and its migration).
+created only on purpose: :meth:`Ledger.create`, ``Ledger(target, create=True)`` or
+``dpinfer budget init``; none of them overwrites a file or database schema that is not a ledger.
+Ledgers written by older versions open as they are and gain the newer columns on first open; the
+schema version is recorded, and a ledger of a newer version is refused.
 
-Fingerprints
-------------
-A data set may be registered with a fingerprint of its data (:mod:`dpinfer.privacy.fingerprint`).
-The same fingerprint cannot be registered under a second name, so the same data cannot get a
-second budget by being registered again under a new name by accident.
-
-Insecure randomness
--------------------
-A charge made for a release whose noise came from a deterministic test RNG is stored with
+A data set may be registered with a fingerprint of its data (:mod:`dpinfer.privacy.fingerprint`);
+the same fingerprint cannot be registered under a second name (no second budget for the same
+data). A charge for a release whose noise came from a deterministic test RNG is stored with
 ``insecure=True`` and shown as such by :meth:`Ledger.history` and ``dpinfer budget history``.
 """
 
@@ -35,8 +40,7 @@ from __future__ import annotations
 import json
 import math
 import os
-import sqlite3
-import time
+import socket
 import warnings
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -47,6 +51,10 @@ from typing import Any
 from ..errors import (
     BudgetExceededError,
     InvalidPrivacyParameterError,
+    LedgerConnectionError,
+    LedgerFileError,
+    LedgerNotFoundError,
+    LedgerStatusWarning,
     NeighbouringRelationError,
     PrivacyWarning,
     UnknownDatasetError,
@@ -56,10 +64,11 @@ from .deprecation import moved_names
 from .event_conversion import describe, event_from_dict, event_to_dict
 from .events import PrivacyEvent, compose
 from .fingerprint import as_fingerprint
-from .ledger_store import HOW_TO_CREATE, LedgerFile, LedgerFileError, LedgerNotFoundError, immediate, now
+from .ledger_open import open_store
+from .ledger_store import Tx, is_database_url, now
 from .validation import check_delta, check_epsilon, check_relation
 
-__all__ = ["Budget", "Charge", "Ledger", "LedgerFileError", "LedgerNotFoundError"]
+__all__ = ["Budget", "Charge", "Ledger", "LedgerConnectionError", "LedgerFileError", "LedgerNotFoundError"]
 
 #: Fingerprint functions that moved to :mod:`dpinfer.privacy.fingerprint` (aliases for one release).
 __getattr__ = moved_names(
@@ -68,6 +77,8 @@ __getattr__ = moved_names(
 
 # Relative slack for floating-point noise in "spent <= budget" (e.g. 0.1 + 0.2 vs 0.3).
 _TOLERANCE = 1e-9
+# Which machine recorded a charge (with its pid), for ledgers shared by many hosts.
+_HOST = socket.gethostname()
 
 
 @dataclass(frozen=True)
@@ -95,48 +106,46 @@ class Charge:
 
 
 class Ledger:
-    """A privacy-budget ledger stored in one SQLite file.
+    """A privacy-budget ledger in a SQLite file or a PostgreSQL database.
 
     Parameters
     ----------
     path
-        The database file. It must already be a ledger unless ``create`` is true.
+        The database file, or a URL ``postgresql://user@host:port/dbname`` (settings the URL
+        leaves out come from libpq's environment and ``~/.pgpass``). It must already be a ledger
+        unless ``create`` is true.
     timeout
         Seconds to wait for another process's lock before giving up.
     create
-        Create the ledger (and missing parent folders) if there is no file at ``path``; an
-        existing ledger is opened as it is. A file that is not a ledger is never overwritten.
+        Create the ledger (and missing parent folders of a file) if there is none at ``path``; an
+        existing ledger is opened as it is. A file or schema that is not a ledger is never
+        overwritten.
 
     Raises
     ------
     LedgerNotFoundError
-        No file at ``path`` and ``create`` is false (nothing is created).
+        No ledger at ``path`` and ``create`` is false (nothing is created).
     LedgerFileError
-        ``path`` exists but is not a ledger (left untouched).
+        ``path`` exists but is not a ledger, or one of a newer schema version (left untouched).
+    LedgerConnectionError
+        The database cannot be reached (or psycopg is not installed).
     """
 
     def __init__(
         self, path: str | os.PathLike[str], timeout: float = 120.0, *, create: bool = False
     ) -> None:
-        self.path = Path(path)
         self.timeout = float(timeout)
-        self._file = LedgerFile(self.path, self.timeout)
-        if create:
-            self._file.create()
-        elif not self.path.exists():
-            raise LedgerNotFoundError(f"no ledger at {self.path}; {HOW_TO_CREATE}.")
-        elif self.path.is_dir():
-            raise LedgerFileError(f"{self.path} is a folder, not a ledger file.")
-        elif self._file.kind() != "ledger":
-            raise LedgerFileError(
-                f"{self.path} is not a dpinfer ledger (no datasets/charges tables); pass the path "
-                f"of an existing ledger, or {HOW_TO_CREATE} at a new path."
-            )
-        self._file.migrate()
+        self._store = open_store(path, self.timeout, create=create)
+        #: the SQLite file (``None`` for a database ledger)
+        self.path: Path | None = None if is_database_url(path) else Path(path)
+        #: where the ledger lives, as it may be shown (a URL's password redacted)
+        self.location: str = self._store.location
+        #: ``"sqlite"`` or ``"postgresql"``
+        self.backend: str = self._store.backend
 
     @classmethod
     def create(cls, path: str | os.PathLike[str], timeout: float = 120.0) -> Ledger:
-        """Create a ledger at ``path``, or open the ledger already there.
+        """Create a ledger at ``path`` (file or URL), or open the ledger already there.
 
         Refuses (:class:`LedgerFileError`) to touch a file at ``path`` that is not a ledger.
         """
@@ -170,63 +179,60 @@ class Ledger:
             check_relation(neighbouring),
             as_fingerprint(fingerprint),
         )
-        with self._file.connect() as conn, immediate(conn):
-            if conn.execute("SELECT 1 FROM datasets WHERE name = ?", (dataset,)).fetchone():
+
+        def insert(tx: Tx) -> None:
+            tx.lock_datasets()
+            if tx.rows("SELECT 1 FROM datasets WHERE name = ?", (dataset,)):
                 raise InvalidPrivacyParameterError(
-                    f"dataset {dataset!r} is already registered in {self.path}; budgets cannot "
+                    f"dataset {dataset!r} is already registered in {self.location}; budgets cannot "
                     "be reset or raised. Use a new dataset name only for genuinely new data."
                 )
             if budget.fingerprint is not None:
-                row = conn.execute(
-                    "SELECT name FROM datasets WHERE fingerprint = ?", (budget.fingerprint,)
-                ).fetchone()
-                if row is not None:
+                rows = tx.rows("SELECT name FROM datasets WHERE fingerprint = ?", (budget.fingerprint,))
+                if rows:
                     raise InvalidPrivacyParameterError(
                         f"these data (fingerprint {budget.fingerprint[:16]}...) are already "
-                        f"registered as dataset {row[0]!r} in {self.path}: the same data cannot "
-                        f"get a second budget. Charge releases of these data to {row[0]!r}."
+                        f"registered as dataset {rows[0][0]!r} in {self.location}: the same data cannot "
+                        f"get a second budget. Charge releases of these data to {rows[0][0]!r}."
                     )
-            conn.execute(
+            tx.rows(
                 "INSERT INTO datasets (name, epsilon, delta, accountant, neighbouring, created,"
                 " fingerprint) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (
-                    dataset,
-                    budget.epsilon,
-                    budget.delta,
-                    budget.accountant,
-                    budget.neighbouring,
-                    now(),
-                    budget.fingerprint,
-                ),
+                (dataset, budget.epsilon, budget.delta, budget.accountant, budget.neighbouring, now(),
+                 budget.fingerprint),
             )
+
+        self._store.transaction(insert, write=True, what=f"registering {dataset!r}")
         return budget
 
     def datasets(self) -> list[str]:
         """Names of all registered data sets."""
-        with self._file.connect() as conn:
-            return [r[0] for r in conn.execute("SELECT name FROM datasets ORDER BY name")]
+        return self._read(lambda tx: [r[0] for r in tx.rows("SELECT name FROM datasets ORDER BY name")])
 
     def budget(self, dataset: str) -> Budget:
         """The registered budget of ``dataset``."""
-        with self._file.connect() as conn:
-            return self._budget(conn, dataset)
+        return self._read(lambda tx: self._budget(tx, dataset))
 
-    def _budget(self, conn: sqlite3.Connection, dataset: str) -> Budget:
-        row = conn.execute(
+    def _read(self, body: Any) -> Any:
+        return self._store.transaction(body, write=False, what="reading the ledger")
+
+    def _budget(self, tx: Tx, dataset: str, lock: bool = False) -> Budget:
+        rows = tx.rows(
             "SELECT name, epsilon, delta, accountant, neighbouring, fingerprint FROM datasets "
-            "WHERE name = ?",
+            "WHERE name = ?" + (tx.lock_row if lock else ""),
             (dataset,),
-        ).fetchone()
-        if row is None:
-            known = [r[0] for r in conn.execute("SELECT name FROM datasets")]
+        )
+        if not rows:
+            known = [r[0] for r in tx.rows("SELECT name FROM datasets ORDER BY name")]
             raise UnknownDatasetError(
-                f"dataset {dataset!r} is not registered in ledger {self.path} (known: {known}). "
+                f"dataset {dataset!r} is not registered in ledger {self.location} (known: {known}). "
                 "Register it first: `dpinfer budget init --ledger PATH --dataset NAME --epsilon E`."
             )
-        return Budget(*row)
+        return Budget(*rows[0])
 
-    def _events(self, conn: sqlite3.Connection, dataset: str) -> list[PrivacyEvent]:
-        rows = conn.execute("SELECT event FROM charges WHERE dataset = ? ORDER BY id", (dataset,)).fetchall()
+    @staticmethod
+    def _events(tx: Tx, dataset: str) -> list[PrivacyEvent]:
+        rows = tx.rows("SELECT event FROM charges WHERE dataset = ? ORDER BY id", (dataset,))
         return [event_from_dict(json.loads(r[0])) for r in rows]
 
     # -- charging ----------------------------------------------------------------------------
@@ -240,14 +246,18 @@ class Ledger:
         accountant, else :class:`BudgetExceededError` is raised and nothing is recorded. The
         charge is committed before the body runs; if the body raises, it is kept and marked
         ``failed``. ``insecure=True`` records that the release's noise comes from a deterministic
-        test RNG (pass ``rng.deterministic``); it is charged all the same.
+        test RNG (pass ``rng.deterministic``); it is charged all the same. If the ledger cannot be
+        reached or the connection is lost before the commit, :class:`LedgerConnectionError` is
+        raised, nothing is recorded and the body does not run.
         """
         if not isinstance(event, PrivacyEvent):
             raise InvalidPrivacyParameterError(
                 f"ledger.charge takes a PrivacyEvent, got {type(event).__name__}."
             )
-        with self._file.connect() as conn, immediate(conn):
-            budget = self._budget(conn, dataset)
+        record = json.dumps(event_to_dict(event))
+
+        def charge(tx: Tx) -> tuple[int, float]:
+            budget = self._budget(tx, dataset, lock=True)  # excludes every other charge of dataset
             if event.neighbouring != budget.neighbouring:
                 raise NeighbouringRelationError(
                     f"dataset {dataset!r} is budgeted under {budget.neighbouring!r} but the "
@@ -256,9 +266,8 @@ class Ledger:
                 )
             accountant = get_accountant(budget.accountant)
             accountant.check_supported(event)
-            history = self._events(conn, dataset)
-            total = compose(*history, event)
-            spent = accountant.epsilon(total, budget.delta)
+            history = self._events(tx, dataset)
+            spent = accountant.epsilon(compose(*history, event), budget.delta)
             if not math.isfinite(spent) or spent > budget.epsilon * (1 + _TOLERANCE):
                 before = accountant.epsilon(compose(*history), budget.delta)
                 raise BudgetExceededError(
@@ -268,20 +277,14 @@ class Ledger:
                     f"already spent {before:.6g}. Nothing was charged or released. Use a "
                     "smaller epsilon for this release or stop querying this data set."
                 )
-            cur = conn.execute(
+            charge_id = tx.insert(
                 "INSERT INTO charges (dataset, event, label, epsilon_spent, status, created, pid,"
-                " insecure) VALUES (?, ?, ?, ?, 'charged', ?, ?, ?)",
-                (
-                    dataset,
-                    json.dumps(event_to_dict(event)),
-                    label,
-                    spent,
-                    now(),
-                    os.getpid(),
-                    int(bool(insecure)),
-                ),
+                " insecure, host) VALUES (?, ?, ?, ?, 'charged', ?, ?, ?, ?)",
+                (dataset, record, label, spent, now(), os.getpid(), int(bool(insecure)), _HOST),
             )
-            charge_id = int(cur.lastrowid)
+            return charge_id, spent
+
+        charge_id, spent = self._store.transaction(charge, write=True, what=f"charging {dataset!r}")
         charge = Charge(charge_id, dataset, event, spent, label, bool(insecure))
         try:
             yield charge
@@ -291,22 +294,27 @@ class Ledger:
         self._set_status(charge_id, "released")
 
     def _set_status(self, charge_id: int, status: str) -> None:
-        for attempt in range(5):
-            try:
-                with self._file.connect() as conn:
-                    conn.execute("UPDATE charges SET status = ? WHERE id = ?", (status, charge_id))
-                return
-            except sqlite3.OperationalError:  # pragma: no cover - lock contention
-                if attempt == 4:
-                    raise
-                time.sleep(0.2)
+        """Mark a committed charge; if the ledger is unreachable it stays ``charged`` (it counts
+        all the same) and a :class:`LedgerStatusWarning` says so."""
+        try:
+            self._store.transaction(
+                lambda tx: tx.rows("UPDATE charges SET status = ? WHERE id = ?", (status, charge_id)),
+                write=True,
+                what=f"marking charge #{charge_id} {status}",
+            )
+        except LedgerConnectionError:
+            warnings.warn(
+                f"charge #{charge_id} is recorded in {self.location}, but the ledger became unreachable "
+                f"before it could be marked {status!r}; it stays 'charged' and counts against the budget "
+                "all the same.",
+                LedgerStatusWarning,
+                stacklevel=4,
+            )
 
     # -- queries -----------------------------------------------------------------------------
     def spent(self, dataset: str) -> float:
         """ε spent so far (all charges, including failed ones) at the budget's δ."""
-        with self._file.connect() as conn:
-            budget = self._budget(conn, dataset)
-            events = self._events(conn, dataset)
+        budget, events = self._read(lambda tx: (self._budget(tx, dataset), self._events(tx, dataset)))
         if not events:
             return 0.0
         return get_accountant(budget.accountant).epsilon(compose(*events), budget.delta)
@@ -318,14 +326,16 @@ class Ledger:
 
     def history(self, dataset: str) -> list[dict[str, Any]]:
         """All charges of ``dataset`` in order, as dictionaries (``insecure``: the release's
-        noise came from a deterministic test RNG)."""
-        with self._file.connect() as conn:
-            self._budget(conn, dataset)
-            rows = conn.execute(
-                "SELECT id, event, label, epsilon_spent, status, created, pid, insecure FROM "
+        noise came from a deterministic test RNG; ``host`` and ``pid``: who charged it)."""
+
+        def read(tx: Tx) -> list[tuple[Any, ...]]:
+            self._budget(tx, dataset)
+            return tx.rows(
+                "SELECT id, event, label, epsilon_spent, status, created, pid, insecure, host FROM "
                 "charges WHERE dataset = ? ORDER BY id",
                 (dataset,),
-            ).fetchall()
+            )
+
         return [
             {
                 "id": r[0],
@@ -336,17 +346,25 @@ class Ledger:
                 "created": r[5],
                 "pid": r[6],
                 "insecure": bool(r[7]),
+                "host": r[8],
             }
-            for r in rows
+            for r in self._read(read)
         ]
 
     def integrity_check(self) -> bool:
-        """SQLite's own integrity check of the file."""
-        with self._file.connect() as conn:
-            return conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        """The backend's consistency check (SQLite: ``PRAGMA integrity_check``; PostgreSQL:
+        schema complete and no charge of an unknown data set)."""
+        return self._store.integrity_check()
+
+    def __reduce__(self) -> Any:
+        """A ledger is charged by the client only: it cannot be sent to workers (nor its password)."""
+        raise TypeError(
+            f"a Ledger ({self.location}) cannot be pickled: charge releases on the client before "
+            "sending work to a cluster; another process that must charge opens Ledger(path_or_url) itself."
+        )
 
     def __repr__(self) -> str:
-        return f"Ledger({str(self.path)!r})"
+        return f"Ledger({self.location!r})"
 
 
 def charge_or_warn(
