@@ -220,17 +220,25 @@ class ABCDPResult(ABCResult):
     c
         The requested number of acceptances (the run stops at the c-th).
     b
-        The Laplace scale used (threshold Lap(b), distance Lap(2b)).
+        The threshold noise scale: the Laplace scale (threshold Lap(b), distance Lap(2b)), or with
+        ``noise="gaussian"`` the threshold noise std σ1.
     resample
         Whether the threshold was redrawn after each acceptance.
     privacy
-        The :class:`~dpinfer.privacy.PrivacyReport` of the :class:`SparseVectorEvent`.
+        The :class:`~dpinfer.privacy.PrivacyReport` of the :class:`SparseVectorEvent` (or the
+        :class:`GaussianSparseVectorEvent`).
+    noise
+        ``"laplace"`` (Algorithm 1) or ``"gaussian"`` (Gaussian SVT in Rényi DP).
+    sigma_query
+        With ``noise="gaussian"``, the distance noise std σ2 (0 for Laplace: Lap(2b)).
     """
 
     c: int = 1
     b: float = 0.0
     resample: bool = False
     privacy: PrivacyReport | None = None
+    noise: str = "laplace"
+    sigma_query: float = 0.0
 
     @property
     def private(self) -> bool:
@@ -243,6 +251,8 @@ class ABCDPResult(ABCResult):
             b=float(self.b),
             resample=bool(self.resample),
             privacy=self.privacy.to_dict() if self.privacy is not None else None,
+            noise=str(self.noise),
+            sigma_query=float(self.sigma_query),
         )
         return out
 
