@@ -20,6 +20,8 @@ import numpy as np
 
 from ..diagnostics.results import Record, ResultFile, read_meta, warn_legacy, write_record
 from ..errors import InvalidDataError
+from ..models.registry import make_abcdp_model
+from ..models.synthesis import SyntheticData, synthesize_from
 from ..privacy.report import PrivacyReport
 
 
@@ -107,6 +109,14 @@ class ABCResult(ResultFile):
         rng = np.random.default_rng(seed)
         return self.accepted[rng.integers(0, self.n_accepted, size=int(n))]
 
+    def synthesize(self, n: int, seed: Any = None, model: Any = None) -> SyntheticData:
+        """``n`` synthetic records from the posterior predictive: θ from this posterior, data from
+        the model (:func:`dpinfer.models.synthesis.synthesize_from`). Post-processing of the
+        release: no further privacy cost; the result's ``privacy_report()`` says so.
+        ``model`` defaults to the ABCDP model named in ``meta["model"]``."""
+        if model is None and self.meta.get("model"):
+            model = make_abcdp_model(str(self.meta["model"]))
+        return synthesize_from(self, n, seed, model)
     # -- persistence -------------------------------------------------------------------------
     def _json(self) -> dict[str, Any]:
         return {

@@ -5,6 +5,7 @@
 * :mod:`~dpinfer.cli.dpvi`: ``dpvi``;
 * :mod:`~dpinfer.cli.smc`: ``smc-abc`` and ``exact-posterior``;
 * :mod:`~dpinfer.cli.neural`: ``sppe`` and ``sple``;
+* :mod:`~dpinfer.cli.synthesize`: ``synthesize`` (synthetic data from a released posterior);
 * ``demo`` (:func:`dpinfer.demo.run_demo`), added here.
 
 Each command module defines ``register(subparsers)``, which adds parsers whose ``func`` attribute
@@ -32,6 +33,7 @@ COMMAND_MODULES: list[tuple[str, str]] = [
     ("dpinfer.cli.smc", "dpinfer.abc"),  # smc-abc, exact-posterior
     ("dpinfer.cli.neural", "dpinfer.neural"),  # sppe, sple
     ("dpinfer.cli.release", "dpinfer.models"),  # release
+    ("dpinfer.cli.synthesize", "dpinfer.models"),  # synthesize
 ]
 
 
