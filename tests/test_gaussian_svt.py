@@ -214,3 +214,28 @@ def test_privacy_audit_passes_calibrated_and_flags_noise_not_growing_with_c():
     y = audit_statistic(K, bad.threshold_noise_multiplier, bad.query_noise_multiplier, rho_prime, n, 4)
     loss = certified_loss(x, y, DELTA)
     assert loss > EPS, f"broken variant not flagged (certified loss {loss:.3f})"
+
+
+def test_cli_abcdp_gaussian_noise(tmp_path, capsys):
+    import json
+
+    from dpinfer.cli import main
+
+    thetas = np.linspace(0.0, 2.0, 300)[:, None]
+    rng = np.random.default_rng(0)
+    sims = thetas[:, :, None] + rng.normal(size=(300, 20, 1))
+    np.savez(tmp_path / "sims.npz", theta=thetas, sims=sims)
+    (tmp_path / "obs.csv").write_text("x\n" + "\n".join(f"{v:.6f}" for v in 1.0 + rng.normal(size=20)))
+    ledger = tmp_path / "b.db"
+    assert main(["budget", "init", "--ledger", str(ledger), "--dataset", "d", "--epsilon", "5",
+                 "--delta", "1e-5", "--accountant", "rdp"]) == 0
+    base = ["abcdp", "--observed", str(tmp_path / "obs.csv"), "--simulations", str(tmp_path / "sims.npz"),
+            "-c", "3", "--epsilon", "4", "--epsilon-abc", "0.3", "--distance", "exact", "--bandwidth", "1",
+            "--ledger", str(ledger), "--dataset", "d", "--no-progress", "--noise", "gaussian"]
+    assert main([*base, "--out", str(tmp_path / "r.json")]) == 1  # no --delta: refused, nothing charged
+    assert "delta" in capsys.readouterr().err and Ledger(ledger).history("d") == []
+    assert main([*base, "--delta", "1e-6", "--out", str(tmp_path / "r.json")]) == 0
+    rel = json.loads((tmp_path / "r.json").read_text())
+    assert rel["noise"] == "gaussian" and rel["privacy"]["accountant"] == "rdp"
+    assert rel["privacy"]["events"][0]["type"] == "GaussianSparseVectorEvent"
+    assert len(rel["accepted"]) == 3 and len(Ledger(ledger).history("d")) == 1

@@ -57,8 +57,10 @@ def test_weighted_particles_match_rejection_abc_at_the_final_threshold(covid):
     observed, model, dist, thetas, rho = covid
     e1, e2 = np.quantile(rho, [0.05, 0.01])
     ref = thetas[rho <= e2]
-    res = private_smc_abc(observed, model, dist, [e1, e2], 400, 1e7, 1e-6, max_draws=50_000, seed=2,
-                          privacy_rng=prng(1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyWarning)  # a test release, no ledger
+        res = private_smc_abc(observed, model, dist, [e1, e2], 400, 1e7, 1e-6, max_draws=50_000, seed=2,
+                              privacy_rng=prng(1))
     assert [p["n_accepted"] for p in res.populations] == [400, 400]
     se = ref.std(0) * np.sqrt(1 / res.ess + 1 / len(ref))
     assert np.all(np.abs(res.mean() - ref.mean(0)) < 4 * se)
