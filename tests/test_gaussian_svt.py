@@ -239,3 +239,10 @@ def test_cli_abcdp_gaussian_noise(tmp_path, capsys):
     assert rel["noise"] == "gaussian" and rel["privacy"]["accountant"] == "rdp"
     assert rel["privacy"]["events"][0]["type"] == "GaussianSparseVectorEvent"
     assert len(rel["accepted"]) == 3 and len(Ledger(ledger).history("d")) == 1
+    # a pld budget cannot account it: exit 2, nothing charged, the advice names the rdp accountant
+    assert main(["budget", "init", "--ledger", str(ledger), "--dataset", "p", "--epsilon", "5"]) == 0
+    capsys.readouterr()
+    argv = [*base, "--delta", "1e-6", "--out", str(tmp_path / "r2.json")]
+    argv[argv.index("d", argv.index("--dataset"))] = "p"
+    assert main(argv) == 2
+    assert "--accountant rdp" in capsys.readouterr().err and Ledger(ledger).history("p") == []
