@@ -26,9 +26,10 @@ over the k + 1 outputs,
 
     ε_1(α) = α/(2 s1²) + ln(1 + k·exp((α-1)·2α/s2²)) / (α - 1),                          (1)
 
-which is at most Theorem 8's α/(2 s1²) + 2α/s2² + ln(k+1)/(α-1) with Zhu & Wang's threshold
-term halved by the shift argument above (the ABCDP authors' ``gaussian_approx_dp.py`` uses the
-same α Δ²/(2σ1²) + 2αΔ²/σ2² and ln(k+1), METHODS.md §1.3). ``resample=True`` runs c rounds
+which is at most α/(2 s1²) + 2α/s2² + ln(k+1)/(α-1): the form of Theorem 8 (whose threshold
+term, as implemented in autodp's ``RDP_gaussian_svt_c1``, is α/s1²; the shift argument above
+gives α/(2 s1²), the value the ABCDP authors' ``gaussian_approx_dp.py`` uses too, METHODS.md
+§1.3, with the same ln(k+1)). ``resample=True`` runs c rounds
 (threshold redrawn after each positive answer), each over at most k queries; RDP composes
 adaptively (Mironov 2017, Prop. 1): ε(α) = c·ε_1(α). With one threshold for all c positives
 the same argument over the outputs "set S of positive answers, |S| <= c" shifts Z once and the
