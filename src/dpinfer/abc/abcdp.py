@@ -19,14 +19,15 @@ import numpy as np
 from ..diagnostics.flip import svt_noise_scale
 from ..distances.base import Distance
 from ..errors import InvalidDataError, InvalidPrivacyParameterError
-from ..privacy.events import REPLACE_ONE, SparseVectorEvent
+from ..privacy.events import REPLACE_ONE, PrivacyEvent, SparseVectorEvent
+from ..privacy.gaussian_svt import calibrate_gaussian_svt
 from ..privacy.ledger import charge_or_warn
 from ..privacy.report import PrivacyReport
 from ..privacy.rng import PrivacyRNG, as_privacy_rng
 from ..privacy.validation import check_epsilon
 from .draws import as_draw_source
 from .result import ABCDPResult
-from .svt import SparseVector
+from .svt import GaussianSparseVector, SparseVector
 
 if TYPE_CHECKING:
     from ..privacy.ledger import Ledger
@@ -86,6 +87,8 @@ def abcdp(
     param_names: tuple[str, ...] = (),
     progress: bool | None = False,
     meta: dict[str, Any] | None = None,
+    noise: str = "laplace",
+    delta: float = 0.0,
 ) -> ABCDPResult:
     """Run ABCDP (Algorithm 1) and release the accepted θ with an ε_total-DP guarantee.
 
@@ -117,6 +120,15 @@ def abcdp(
         Pairs per batch when ``draws`` are arrays.
     progress
         Show a tqdm bar (None: only on a terminal).
+    noise
+        ``"laplace"``: Algorithm 1, pure ε_total-DP. ``"gaussian"``: threshold N(0, σ1²) and
+        distance N(0, σ2²) noise, (ε_total, ``delta``)-DP by the Rényi analysis of Zhu & Wang
+        (2020, Theorem 8; :mod:`dpinfer.privacy.gaussian_svt`) with at most T queries, σ1, σ2
+        the least noise meeting the target (:func:`dpinfer.privacy.calibrate_gaussian_svt`);
+        the event is a :class:`GaussianSparseVectorEvent` and the ledger's accountant must be
+        ``"rdp"``.
+    delta
+        The δ of the guarantee; must be in (0, 1) with ``noise="gaussian"``, 0 with Laplace.
 
     Returns
     -------
@@ -150,7 +162,7 @@ def abcdp(
         raise InvalidPrivacyParameterError("charging a ledger needs the dataset name.")
     prepared = distance.prepare(observed)  # checks the observed data (finite, shape)
     delta_rho = float(distance.sensitivity(prepared))
-    b = svt_noise_scale(c, eps_total, delta_rho, resample)
+    event, b, sigma_q = _noise_event(noise, delta, c, eps_total, delta_rho, resample, source.n_draws)
     batches = source.batches()
     try:
         theta0, sims0 = next(batches)
@@ -159,7 +171,6 @@ def abcdp(
     rho0 = distance.batch(prepared, sims0)  # checks the simulated data's shape against Y*
     if not np.all(np.isfinite(rho0)):
         raise InvalidDataError("a distance of the first batch is NaN or infinite; nothing was released.")
-    event = SparseVectorEvent(c, eps_total, resample=bool(resample), neighbouring=REPLACE_ONE)
 
     # ---- the private step -------------------------------------------------------------------
     charge = charge_or_warn(
@@ -169,7 +180,11 @@ def abcdp(
     accepted_index: list[np.ndarray] = []
     offset = 0
     with charge, _progress(source.n_draws, progress, "ABCDP") as bar:
-        engine = SparseVector(c, b, eps_abc, bool(resample), gen)
+        engine = (
+            GaussianSparseVector(c, b, sigma_q, eps_abc, bool(resample), gen)
+            if noise == "gaussian"
+            else SparseVector(c, b, eps_abc, bool(resample), gen)
+        )
         theta, rho = theta0, rho0
         while True:
             answers = engine.process(rho)
@@ -190,25 +205,28 @@ def abcdp(
     p = theta0.shape[1]
     acc = np.concatenate(accepted) if accepted else np.zeros((0, p))
     idx = np.concatenate(accepted_index) if accepted_index else np.zeros(0, dtype=np.int64)
+    gauss = noise == "gaussian"
     report = PrivacyReport.from_event(
         event,
-        delta=0.0,
-        accountant="pure",
+        delta=float(delta) if gauss else 0.0,
+        accountant="rdp" if gauss else "pure",
         sensitivity=delta_rho,
         accounted=ledger is not None,
-        mechanism="abcdp-svt",
+        mechanism="abcdp-gaussian-svt" if gauss else "abcdp-svt",
         insecure_rng=gen.deterministic,
         details={
             "b": b,
-            "threshold_noise": f"Lap({b:.6g})",
-            "distance_noise": f"Lap({2 * b:.6g})",
+            "threshold_noise": f"N(0, {b:.6g}^2)" if gauss else f"Lap({b:.6g})",
+            "distance_noise": f"N(0, {sigma_q:.6g}^2)" if gauss else f"Lap({2 * b:.6g})",
             "c": c,
             "resample": bool(resample),
             "epsilon_abc": eps_abc,
             "distance": distance.config(),
             "n_draws_examined": offset,
-            "theorem": "Park et al. 2021, Theorem 1",
-            "noise_source": "OS CSPRNG (PrivacyRNG); continuous Laplace by inverse CDF of 52-bit "
+            "theorem": "Zhu & Wang 2020, Theorem 8 (Renyi DP), max_queries = T"
+            if gauss
+            else "Park et al. 2021, Theorem 1",
+            "noise_source": "OS CSPRNG (PrivacyRNG); continuous noise by inverse CDF of 52-bit "
             "uniforms, only compared, never released",
         },
     )
@@ -223,4 +241,36 @@ def abcdp(
         b=b,
         resample=bool(resample),
         privacy=report,
+        noise=str(noise),
+        sigma_query=sigma_q,
+    )
+
+
+def _noise_event(
+    noise: str, delta: Any, c: int, eps_total: float, delta_rho: float, resample: bool, n_draws: int
+) -> tuple[PrivacyEvent, float, float]:
+    """(event, threshold noise scale, distance noise std or 0) of the chosen noise family."""
+    if noise == "laplace":
+        if delta not in (0, 0.0):
+            raise InvalidPrivacyParameterError(
+                f"Laplace ABCDP is pure epsilon-DP: delta must be 0, got {delta!r}; use "
+                "noise='gaussian' for an (epsilon, delta) guarantee."
+            )
+        b = svt_noise_scale(c, eps_total, delta_rho, resample)
+        return SparseVectorEvent(c, eps_total, resample=bool(resample), neighbouring=REPLACE_ONE), b, 0.0
+    if noise != "gaussian":
+        raise InvalidPrivacyParameterError(f"noise must be 'laplace' or 'gaussian', got {noise!r}.")
+    try:
+        d = float(delta)
+    except (TypeError, ValueError):
+        d = float("nan")
+    if not 0.0 < d < 1.0:
+        raise InvalidPrivacyParameterError(
+            f"Gaussian ABCDP needs a delta in (0, 1), got {delta!r} (e.g. delta=1e-6)."
+        )
+    event = calibrate_gaussian_svt(eps_total, d, c, n_draws, bool(resample))
+    return (
+        event,
+        event.threshold_noise_multiplier * delta_rho,
+        event.query_noise_multiplier * delta_rho,
     )

@@ -20,6 +20,8 @@ import numpy as np
 
 from ..diagnostics.results import Record, ResultFile, read_meta, warn_legacy, write_record
 from ..errors import InvalidDataError
+from ..models.registry import make_abcdp_model
+from ..models.synthesis import SyntheticData, synthesize_from
 from ..privacy.report import PrivacyReport
 
 
@@ -107,6 +109,14 @@ class ABCResult(ResultFile):
         rng = np.random.default_rng(seed)
         return self.accepted[rng.integers(0, self.n_accepted, size=int(n))]
 
+    def synthesize(self, n: int, seed: Any = None, model: Any = None) -> SyntheticData:
+        """``n`` synthetic records from the posterior predictive: θ from this posterior, data from
+        the model (:func:`dpinfer.models.synthesis.synthesize_from`). Post-processing of the
+        release: no further privacy cost; the result's ``privacy_report()`` says so.
+        ``model`` defaults to the ABCDP model named in ``meta["model"]``."""
+        if model is None and self.meta.get("model"):
+            model = make_abcdp_model(str(self.meta["model"]))
+        return synthesize_from(self, n, seed, model)
     # -- persistence -------------------------------------------------------------------------
     def _json(self) -> dict[str, Any]:
         return {
@@ -220,17 +230,25 @@ class ABCDPResult(ABCResult):
     c
         The requested number of acceptances (the run stops at the c-th).
     b
-        The Laplace scale used (threshold Lap(b), distance Lap(2b)).
+        The threshold noise scale: the Laplace scale (threshold Lap(b), distance Lap(2b)), or with
+        ``noise="gaussian"`` the threshold noise std σ1.
     resample
         Whether the threshold was redrawn after each acceptance.
     privacy
-        The :class:`~dpinfer.privacy.PrivacyReport` of the :class:`SparseVectorEvent`.
+        The :class:`~dpinfer.privacy.PrivacyReport` of the :class:`SparseVectorEvent` (or the
+        :class:`GaussianSparseVectorEvent`).
+    noise
+        ``"laplace"`` (Algorithm 1) or ``"gaussian"`` (Gaussian SVT in Rényi DP).
+    sigma_query
+        With ``noise="gaussian"``, the distance noise std σ2 (0 for Laplace: Lap(2b)).
     """
 
     c: int = 1
     b: float = 0.0
     resample: bool = False
     privacy: PrivacyReport | None = None
+    noise: str = "laplace"
+    sigma_query: float = 0.0
 
     @property
     def private(self) -> bool:
@@ -243,6 +261,8 @@ class ABCDPResult(ABCResult):
             b=float(self.b),
             resample=bool(self.resample),
             privacy=self.privacy.to_dict() if self.privacy is not None else None,
+            noise=str(self.noise),
+            sigma_query=float(self.sigma_query),
         )
         return out
 

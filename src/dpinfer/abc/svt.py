@@ -92,7 +92,13 @@ class SparseVector:
         self.rng = rng
         self.count = 0
         self.n_queries = 0
-        self.threshold = self.epsilon_abc + float(rng.laplace(self.b))  # Algorithm 1, line 2
+        self.threshold = self.epsilon_abc + float(self._threshold_noise(None))  # Alg. 1, line 2
+
+    def _threshold_noise(self, size: int | None) -> np.ndarray:
+        return self.rng.laplace(self.b, size)  # type: ignore[no-any-return]
+
+    def _query_noise(self, size: int) -> np.ndarray:
+        return self.rng.laplace(self.query_noise_factor * self.b, size)  # type: ignore[no-any-return]
 
     @property
     def done(self) -> bool:
@@ -116,9 +122,9 @@ class SparseVector:
                 "The query was not answered."
             )
         n = rho.shape[0]
-        dist_noise = np.asarray(self.rng.laplace(self.query_noise_factor * self.b, n), dtype=np.float64)
+        dist_noise = np.asarray(self._query_noise(n), dtype=np.float64)
         n_thr = min(n, self.c - self.count) if self.resample else 0
-        thr_noise = np.asarray(self.rng.laplace(self.b, n_thr), dtype=np.float64).reshape(n_thr)
+        thr_noise = np.asarray(self._threshold_noise(n_thr), dtype=np.float64).reshape(n_thr)
         out = np.empty(n, dtype=np.uint8)
         processed, count, threshold = _svt_pass(
             rho, dist_noise, thr_noise, self.threshold, self.epsilon_abc, self.resample,
@@ -128,3 +134,41 @@ class SparseVector:
         self.threshold = float(threshold)
         self.n_queries += int(processed)
         return out[:processed]
+
+
+class GaussianSparseVector(SparseVector):
+    """The same pass with Gaussian noise: threshold ε_abc + N(0, σ1²), distances + N(0, σ2²).
+
+    The noise scales come from :func:`dpinfer.privacy.calibrate_gaussian_svt` (Rényi DP, Zhu &
+    Wang 2020, Theorem 8); the guarantee also needs the number of answered queries to stay at
+    most the event's ``max_queries`` (the stream length T, enforced by the caller).
+
+    Parameters
+    ----------
+    c, epsilon_abc, resample, rng
+        As for :class:`SparseVector`.
+    sigma_threshold, sigma_query
+        Standard deviations σ1 and σ2 of the threshold and distance noise.
+    """
+
+    def __init__(
+        self,
+        c: int,
+        sigma_threshold: float,
+        sigma_query: float,
+        epsilon_abc: float,
+        resample: bool,
+        rng: PrivacyRNG,
+    ) -> None:
+        for name, v in (("sigma_threshold", sigma_threshold), ("sigma_query", sigma_query)):
+            if not np.isfinite(v) or v < 0:
+                raise InvalidPrivacyParameterError(f"{name} must be finite and >= 0, got {v!r}.")
+        self.sigma_threshold = float(sigma_threshold)
+        self.sigma_query = float(sigma_query)
+        super().__init__(c, sigma_threshold, epsilon_abc, resample, rng)
+
+    def _threshold_noise(self, size: int | None) -> np.ndarray:
+        return self.rng.normal(self.sigma_threshold, size)  # type: ignore[no-any-return]
+
+    def _query_noise(self, size: int) -> np.ndarray:
+        return self.rng.normal(self.sigma_query, size)  # type: ignore[no-any-return]

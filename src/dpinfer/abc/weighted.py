@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..diagnostics.results import ResultFile
+from ..models.synthesis import SyntheticData, synthesize_from
 
 
 def weighted_quantile(x: np.ndarray, w: np.ndarray, q: Any) -> np.ndarray:
@@ -91,6 +92,12 @@ class WeightedSample(ResultFile):
         w = self.weights
         return self.particles[rng.choice(w.size, size=int(n), p=w)]
 
+    def synthesize(self, n: int, model: Any, seed: Any = None) -> SyntheticData:
+        """``n`` synthetic records from the posterior predictive: θ from this posterior, data from
+        the model (:func:`dpinfer.models.synthesis.synthesize_from`). Post-processing of the
+        release: no further privacy cost; the result's ``privacy_report()`` says so.
+        ``model`` is the model the posterior was computed for."""
+        return synthesize_from(self, n, seed, model)
     def summary_lines(self) -> list[str]:
         """One line per parameter: weighted mean and 95% interval."""
         mean, ci = self.mean(), self.interval()

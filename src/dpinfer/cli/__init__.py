@@ -6,6 +6,7 @@
 * :mod:`~dpinfer.cli.smc`: ``smc-abc`` and ``exact-posterior``;
 * :mod:`~dpinfer.cli.neural`: ``sppe`` and ``sple``;
 * :mod:`~dpinfer.cli.runs`: ``runs list | show`` (runs recorded for resuming);
+* :mod:`~dpinfer.cli.synthesize`: ``synthesize`` (synthetic data from a released posterior);
 * ``demo`` (:func:`dpinfer.demo.run_demo`), added here.
 
 Each command module defines ``register(subparsers)``, which adds parsers whose ``func`` attribute
@@ -35,6 +36,7 @@ COMMAND_MODULES: list[tuple[str, str]] = [
     ("dpinfer.cli.release", "dpinfer.models"),  # release
     ("dpinfer.cli.check", "dpinfer.abc"),  # check (calibration)
     ("dpinfer.cli.runs", "dpinfer.execution"),  # runs list, runs show
+    ("dpinfer.cli.synthesize", "dpinfer.models"),  # synthesize
 ]
 
 

@@ -227,6 +227,8 @@ def _abcdp(args: argparse.Namespace) -> int:
             param_names=tuple(meta.get("param_names", ())),
             progress=False if args.no_progress else None,
             meta={"simulations": str(args.simulations), "model": meta.get("model"), "seed": meta.get("seed")},
+            noise=args.noise,
+            delta=args.delta,
         )
     mark_unaccounted(res, ledger)
     out = Path(args.out)
@@ -249,9 +251,13 @@ def register(subparsers: Any) -> None:
     )
     ab.add_argument("--simulations", required=True, help=".npz from `dpinfer simulate`")
     ab.add_argument("-c", type=int, required=True, help="number of posterior samples (stop after c)")
-    ab.add_argument("--epsilon", type=float, required=True, help="epsilon_total (pure DP)")
+    ab.add_argument("--epsilon", type=float, required=True, help="epsilon_total (pure DP with Laplace noise)")
     ab.add_argument("--epsilon-abc", type=float, required=True, help="ABC threshold")
     ab.add_argument("--resample", action="store_true", help="redraw the threshold after each acceptance")
+    ab.add_argument("--noise", default="laplace", choices=("laplace", "gaussian"),
+                    help="laplace: pure epsilon-DP (Algorithm 1); gaussian: (epsilon, delta)-DP sparse "
+                    "vector in Renyi DP (Zhu & Wang 2020), needs --delta and an rdp ledger budget")
+    ab.add_argument("--delta", type=float, default=0.0, help="delta of the guarantee (with --noise gaussian)")
     add_ledger_options(ab)
     ab.add_argument("--dataset", default=None, help="data set name in the ledger (with --ledger)")
     ab.add_argument(

@@ -68,12 +68,13 @@ def unsupported_event_advice(exc: Exception, args: argparse.Namespace) -> str:
     dataset = getattr(args, "dataset", None)
     if not ledger:
         return one_line(exc)
+    acc = "rdp" if "only a Rényi-DP analysis" in str(exc) else "pld"  # the Gaussian sparse vector
     return (
         f"{one_line(exc)} Nothing was charged or released. The budget of {dataset or 'this data set'!r} "
         f"in {redact(ledger)} cannot be changed: register these data under a NEW data-set name with an "
         "accountant "
         "that accounts every release, e.g. `dpinfer budget init --ledger LEDGER --dataset NEW_NAME "
-        "--epsilon E --delta 1e-6 --accountant pld`, and pass --dataset NEW_NAME. If the old budget was "
+        f"--epsilon E --delta 1e-6 --accountant {acc}`, and pass --dataset NEW_NAME. If the old budget was "
         "registered with --data FILE, that file's fingerprint is refused under a second name in the same "
         "ledger: use a new ledger file (--ledger NEW.db), and count the spend already recorded in the old "
         "one against these data yourself."

@@ -31,6 +31,7 @@ import torch
 from ..diagnostics.results import Record, ResultFile, warn_legacy
 from ..errors import InvalidDataError
 from ..models.priors import GaussianPrior, Prior
+from ..models.synthesis import SyntheticData, synthesize_from
 from ..privacy import PrivacyReport
 from ..privacy.deprecation import moved_names
 from .flows import ConditionalFlow, FlowConfig
@@ -121,6 +122,11 @@ class NeuralPosterior(ResultFile):
 
     def log_prob(self, theta: Any) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def synthesize(self, n: int, model: Any, seed: Any = None) -> SyntheticData:
+        """``n`` posterior-predictive records (:func:`dpinfer.models.synthesis.synthesize_from`):
+        post-processing of the release, no further privacy cost."""
+        return synthesize_from(self, n, seed, model)
 
     def _check_theta(self, theta: Any) -> np.ndarray:
         arr = np.asarray(theta, dtype=np.float64)

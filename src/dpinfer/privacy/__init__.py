@@ -32,6 +32,7 @@ from .events import (
     DiscreteGaussianEvent,
     DiscreteLaplaceEvent,
     GaussianEvent,
+    GaussianSparseVectorEvent,
     KnownEvent,
     LaplaceEvent,
     PoissonSubsampledGaussianEvent,
@@ -47,6 +48,7 @@ from .gaussian import (
     analytic_gaussian_sigma,
     classical_gaussian_sigma,
 )
+from .gaussian_svt import calibrate_gaussian_svt, gaussian_svt_rdp
 from .ledger import Budget, Charge, Ledger, LedgerConnectionError, LedgerFileError, LedgerNotFoundError
 from .mechanisms import gaussian, gaussian_sigma, laplace
 from .report import PrivacyReport
@@ -64,6 +66,7 @@ __all__ = [
     "DiscreteGaussianEvent",
     "DiscreteLaplaceEvent",
     "GaussianEvent",
+    "GaussianSparseVectorEvent",
     "InsecureRandomnessWarning",
     "InvalidPrivacyParameterError",
     "KnownEvent",
@@ -93,6 +96,7 @@ __all__ = [
     "analytic_gaussian_sigma",
     "as_privacy_rng",
     "available_accountants",
+    "calibrate_gaussian_svt",
     "calibrate_noise_multiplier",
     "classical_gaussian_sigma",
     "compose",
@@ -102,6 +106,7 @@ __all__ = [
     "file_fingerprint",
     "gaussian",
     "gaussian_sigma",
+    "gaussian_svt_rdp",
     "get_accountant",
     "laplace",
     "register_accountant",

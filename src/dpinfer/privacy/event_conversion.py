@@ -22,6 +22,7 @@ from .events import (
     DiscreteGaussianEvent,
     DiscreteLaplaceEvent,
     GaussianEvent,
+    GaussianSparseVectorEvent,
     KnownEvent,
     LaplaceEvent,
     PoissonSubsampledGaussianEvent,
@@ -41,7 +42,8 @@ def to_replace_one(event: PrivacyEvent) -> PrivacyEvent:
 
     * Laplace(ε) and SVT(c, ε) -> the same with 2ε; discrete Laplace (ε, Δ) -> (2ε, 2Δ),
     * discrete Gaussian (σ, Δ) -> (σ, 2Δ),
-    * Gaussian(σ) -> Gaussian(σ/2) (the L2 sensitivity doubles),
+    * Gaussian(σ) -> Gaussian(σ/2) (the L2 sensitivity doubles), and the same for both noise
+      multipliers of a Gaussian sparse vector,
     * Known(ε, δ) -> Known(2ε, (1 + e^ε)δ) (group privacy, Dwork & Roth 2014, Thm 2.2),
     * Poisson-subsampled (or with-replacement) Gaussian: the same mechanism analysed under
       replace-one (its noise multiplier is relative to the per-example clip norm under both
@@ -62,6 +64,13 @@ def to_replace_one(event: PrivacyEvent) -> PrivacyEvent:
         return DiscreteGaussianEvent(event.sigma, 2 * event.sensitivity, event.dimension, REPLACE_ONE)
     if isinstance(event, GaussianEvent):
         return GaussianEvent(event.noise_multiplier / 2, neighbouring=REPLACE_ONE)
+    if isinstance(event, GaussianSparseVectorEvent):
+        return dataclasses.replace(
+            event,
+            threshold_noise_multiplier=event.threshold_noise_multiplier / 2,
+            query_noise_multiplier=event.query_noise_multiplier / 2,
+            neighbouring=REPLACE_ONE,
+        )
     if isinstance(event, KnownEvent):
         delta = (1.0 + math.exp(event.epsilon)) * event.delta
         if delta >= 1.0:
@@ -76,7 +85,9 @@ def to_replace_one(event: PrivacyEvent) -> PrivacyEvent:
 
 #: Every event type by class name, for :func:`event_from_dict`.
 _EVENT_TYPES: dict[str, type[PrivacyEvent]] = {
-    cls.__name__: cls for cls in (*LEAF_EVENT_TYPES, SampledWithReplacementGaussianEvent, ComposedEvent)
+    cls.__name__: cls for cls in (
+        *LEAF_EVENT_TYPES, SampledWithReplacementGaussianEvent, GaussianSparseVectorEvent, ComposedEvent
+    )
 }
 
 

@@ -180,6 +180,41 @@ class SparseVectorEvent(PrivacyEvent):
         super().__post_init__()
 
 
+@dataclass(frozen=True)
+class GaussianSparseVectorEvent(PrivacyEvent):
+    """The sparse vector technique with Gaussian noise, stopping after ``c`` positive answers.
+
+    Threshold noise N(0, (``threshold_noise_multiplier``·Δ)²), query noise
+    N(0, (``query_noise_multiplier``·Δ)²), Δ the queries' sensitivity, at most ``max_queries`` k
+    queries answered (public, fixed before the run). With ``resample`` the threshold is redrawn
+    after each positive answer (c AboveThreshold rounds). Not pure DP: only the ``"rdp"``
+    accountant interprets it, through the Rényi curve of
+    :func:`dpinfer.privacy.gaussian_svt.gaussian_svt_rdp` (Zhu & Wang 2020, Theorem 8).
+    """
+
+    c: int
+    threshold_noise_multiplier: float
+    query_noise_multiplier: float
+    max_queries: int
+    resample: bool = False
+    neighbouring: str = REPLACE_ONE
+
+    def __post_init__(self) -> None:
+        for name in ("c", "max_queries"):
+            v = getattr(self, name)
+            if isinstance(v, (bool, str)) or int(v) != v or int(v) < 1:
+                raise InvalidPrivacyParameterError(f"{name} must be an integer >= 1, got {v!r}.")
+            object.__setattr__(self, name, int(v))
+        if self.c > self.max_queries:
+            raise InvalidPrivacyParameterError(
+                f"c={self.c} exceeds max_queries={self.max_queries}: at most k answers can be positive."
+            )
+        for name in ("threshold_noise_multiplier", "query_noise_multiplier"):
+            object.__setattr__(self, name, check_noise_multiplier(getattr(self, name), name))
+        object.__setattr__(self, "resample", bool(self.resample))
+        super().__post_init__()
+
+
 #: Smallest noise multiplier (σ / sensitivity) an event accepts: below it ε exceeds ~1e4 at any
 #: useful δ and the privacy-loss arithmetic of the accountants overflows.
 MIN_NOISE_MULTIPLIER = 1e-3

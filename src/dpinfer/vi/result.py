@@ -20,6 +20,7 @@ import numpy as np
 
 from ..diagnostics.results import Record, ResultFile, warn_legacy, write_record
 from ..errors import InvalidDataError
+from ..models.synthesis import SyntheticData, synthesize_from
 from ..privacy import PrivacyReport
 from .constraints import constrained_sample
 from .families import make_family
@@ -106,6 +107,12 @@ class DPVIResult(ResultFile):
         L = self._family.scale_tril(self.params)
         return self.mean() + rng.standard_normal((int(n), self.dim)) @ L.T
 
+    def synthesize(self, n: int, X: Any, seed: Any = None) -> SyntheticData:
+        """``n`` synthetic records from the posterior predictive: θ from this posterior, data from
+        the model (:func:`dpinfer.models.synthesis.synthesize_from`). Post-processing of the
+        release: no further privacy cost; the result's ``privacy_report()`` says so.
+        ``X``: public covariates (m, d) the labels are synthesized for (resampled per record)."""
+        return synthesize_from(self, n, seed, self.model, covariates=X)
     # -- predictions ---------------------------------------------------------------------------
     def _check_X(self, X: Any) -> np.ndarray:
         X = np.asarray(X, dtype=np.float64)

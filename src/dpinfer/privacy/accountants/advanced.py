@@ -35,6 +35,7 @@ from ..events import (
     DiscreteGaussianEvent,
     DiscreteLaplaceEvent,
     GaussianEvent,
+    GaussianSparseVectorEvent,
     KnownEvent,
     LaplaceEvent,
     PrivacyEvent,
@@ -43,7 +44,7 @@ from ..events import (
     flatten,
 )
 from ..gaussian import analytic_gaussian_epsilon
-from .base import GAUSSIAN_EVENT_TYPES, Accountant, register_accountant
+from .base import GAUSSIAN_EVENT_TYPES, GAUSSIAN_SVT_REFUSAL, Accountant, register_accountant
 
 #: The numerator c of ln(c/δ') in the composition bound: 1.25 in the authors' code, 1 in the
 #: advanced composition theorem (Dwork & Roth 2014, Thm 3.20).
@@ -149,6 +150,8 @@ class AdvancedCompositionAccountant(Accountant):
         self.reproduce_paper = bool(reproduce_paper)
 
     def _leaf_supported(self, event: PrivacyEvent) -> str | None:
+        if isinstance(event, GaussianSparseVectorEvent):
+            return GAUSSIAN_SVT_REFUSAL
         if isinstance(event, DiscreteGaussianEvent):
             return (
                 "the discrete Gaussian's privacy curve is not the continuous one this accountant "

@@ -15,6 +15,7 @@ from ..event_conversion import describe
 from ..events import (
     DiscreteGaussianEvent,
     GaussianEvent,
+    GaussianSparseVectorEvent,
     PoissonSubsampledGaussianEvent,
     PrivacyEvent,
     SampledWithReplacementGaussianEvent,
@@ -24,6 +25,7 @@ from ..validation import check_delta
 
 GAUSSIAN_EVENT_TYPES = (
     GaussianEvent,
+    GaussianSparseVectorEvent,
     DiscreteGaussianEvent,
     PoissonSubsampledGaussianEvent,
     SampledWithReplacementGaussianEvent,
@@ -33,6 +35,10 @@ GAUSSIAN_EVENT_TYPES = (
 WITH_REPLACEMENT_REFUSAL = (
     "fixed-size batches drawn with replacement have no tight analysis here; the 'advanced' "
     "accountant applies the DPVI paper's convention, or use Poisson sampling."
+)
+GAUSSIAN_SVT_REFUSAL = (
+    "the Gaussian sparse vector technique has only a Rényi-DP analysis (Zhu & Wang 2020, "
+    "Theorem 8); use the 'rdp' accountant (e.g. dpinfer budget init --accountant rdp)."
 )
 _REGISTRY: dict[str, Callable[[], Accountant]] = {}
 

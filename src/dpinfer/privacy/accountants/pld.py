@@ -14,6 +14,7 @@ from ..events import (
     DiscreteGaussianEvent,
     DiscreteLaplaceEvent,
     GaussianEvent,
+    GaussianSparseVectorEvent,
     KnownEvent,
     LaplaceEvent,
     PoissonSubsampledGaussianEvent,
@@ -22,7 +23,7 @@ from ..events import (
     SparseVectorEvent,
     flatten,
 )
-from .base import WITH_REPLACEMENT_REFUSAL, Accountant, register_accountant
+from .base import GAUSSIAN_SVT_REFUSAL, WITH_REPLACEMENT_REFUSAL, Accountant, register_accountant
 
 #: Grid points a single leaf's PLD may use before the loss grid is coarsened.
 _MAX_POINTS = 2e5
@@ -52,6 +53,8 @@ class PLDAccountant(Accountant):
     def _leaf_supported(self, event: PrivacyEvent) -> str | None:
         if isinstance(event, SampledWithReplacementGaussianEvent):
             return WITH_REPLACEMENT_REFUSAL
+        if isinstance(event, GaussianSparseVectorEvent):
+            return GAUSSIAN_SVT_REFUSAL
         if isinstance(event, DiscreteGaussianEvent) and event.dimension > 1:
             return (
                 "no tight PLD of a multivariate discrete Gaussian is implemented (its worst-case "

@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import math
 
-from ..events import DiscreteLaplaceEvent, KnownEvent, LaplaceEvent, PrivacyEvent, SparseVectorEvent, flatten
-from .base import Accountant, register_accountant
+from ..events import (
+    DiscreteLaplaceEvent,
+    GaussianSparseVectorEvent,
+    KnownEvent,
+    LaplaceEvent,
+    PrivacyEvent,
+    SparseVectorEvent,
+    flatten,
+)
+from .base import GAUSSIAN_SVT_REFUSAL, Accountant, register_accountant
 
 
 def pure_totals(event: PrivacyEvent) -> tuple[float, float]:
@@ -29,6 +37,8 @@ class PureAccountant(Accountant):
     def _leaf_supported(self, event: PrivacyEvent) -> str | None:
         if isinstance(event, (LaplaceEvent, DiscreteLaplaceEvent, SparseVectorEvent, KnownEvent)):
             return None
+        if isinstance(event, GaussianSparseVectorEvent):
+            return GAUSSIAN_SVT_REFUSAL
         return (
             "it is not a pure/known-(ε, δ) event; use the 'pld' or 'rdp' accountant for Gaussian mechanisms."
         )

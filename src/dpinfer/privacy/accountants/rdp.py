@@ -13,6 +13,7 @@ from ..events import (
     LEAF_EVENT_TYPES,
     DiscreteGaussianEvent,
     GaussianEvent,
+    GaussianSparseVectorEvent,
     KnownEvent,
     LaplaceEvent,
     PoissonSubsampledGaussianEvent,
@@ -20,6 +21,7 @@ from ..events import (
     SampledWithReplacementGaussianEvent,
     flatten,
 )
+from ..gaussian_svt import gaussian_svt_rdp
 from .base import WITH_REPLACEMENT_REFUSAL, Accountant, register_accountant
 
 
@@ -57,7 +59,8 @@ class RDPAccountant(Accountant):
     """Rényi-DP composition over a grid of orders (dp-accounting's analyses and conversion).
 
     Pure ε-DP events (SVT, discrete Laplace, known (ε, 0)) enter through the RDP curve
-    min(ε, αε²/2). Known events
+    min(ε, αε²/2); the Gaussian sparse vector through its own curve
+    (:func:`~dpinfer.privacy.gaussian_svt.gaussian_svt_rdp`). Known events
     with δ > 0 and Poisson-subsampled Gaussians under replace-one have no RDP analysis here:
     use the ``"pld"`` accountant for those.
     """
@@ -77,7 +80,7 @@ class RDPAccountant(Accountant):
                 "dp-accounting's RDP analysis of Poisson subsampling is add-remove only; use the "
                 "'pld' accountant for a replace-one guarantee."
             )
-        if isinstance(event, LEAF_EVENT_TYPES):
+        if isinstance(event, (*LEAF_EVENT_TYPES, GaussianSparseVectorEvent)):
             return None
         return "no RDP analysis for this event type."
 
@@ -86,7 +89,9 @@ class RDPAccountant(Accountant):
         total = np.zeros_like(self.orders)
         for leaf in flatten(event):
             dpe = to_dp_accounting_event(leaf)
-            if dpe is not None:
+            if isinstance(leaf, GaussianSparseVectorEvent):
+                total += gaussian_svt_rdp(leaf, self.orders)  # Zhu & Wang 2020, Thm 8
+            elif dpe is not None:
                 acc = rdp_lib.RdpAccountant(self.orders)
                 acc.compose(dpe)
                 total += acc.rdp
