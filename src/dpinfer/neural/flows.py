@@ -191,6 +191,17 @@ class ConditionalFlow(nn.Module):
         lp = self.flow(self._ctx(c).reshape(-1, self.context)).log_prob(z.reshape(-1, self.features))
         return lp.reshape(shape) - torch.log(self.x_std).sum()
 
+    def log_prob_grid(self, x: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+        """``log q(x[k, j] | c[j])`` for ``x`` of shape (K, N, features) and ``c`` (N, context): (K, N).
+
+        The flow is conditioned once on the ``N`` distinct contexts and evaluated at the ``K``
+        points of each by broadcasting, so a transform whose parameters depend on the context only
+        (zuko's element-wise transforms: one feature) runs its conditioner ``N`` times, not ``K·N``.
+        """
+        z = (x - self.x_mean) / self.x_std
+        lp = self.flow(self._ctx(c)).log_prob(z)
+        return lp - torch.log(self.x_std).sum()
+
     def sample(self, n: int, c: torch.Tensor) -> torch.Tensor:
         """``n`` draws from ``q(· | c)`` for one context vector ``c``: shape (n, features)."""
         c = c.reshape(1, self.context)

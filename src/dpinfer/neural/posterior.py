@@ -30,6 +30,7 @@ import torch
 
 from ..diagnostics.results import Record, ResultFile, warn_legacy
 from ..errors import InvalidDataError
+from ..execution.device import resolve_device
 from ..models.priors import GaussianPrior, Prior
 from ..privacy import PrivacyReport
 from ..privacy.deprecation import moved_names
@@ -107,6 +108,25 @@ class NeuralPosterior(ResultFile):
             model=model.describe(),
             **kwargs,
         )
+
+    @property
+    def device(self) -> torch.device:
+        """Where the flow lives (and the posterior is sampled)."""
+        return self.flow.x_mean.device
+
+    def to(self, device: Any) -> NeuralPosterior:
+        """Move the flow to ``device`` (``"cpu"``, ``"cuda"``, ``"auto"``); returns ``self``."""
+        self.flow.to(resolve_device(device))
+        return self
+
+    def _tensor(self, array: Any) -> torch.Tensor:
+        """A float32 tensor on the flow's device."""
+        return torch.as_tensor(np.asarray(array), dtype=torch.float32, device=self.device)
+
+    def _fork_rng(self) -> Any:
+        """``torch.random.fork_rng`` over the CPU and, on a GPU, the flow's device."""
+        dev = self.device
+        return torch.random.fork_rng(devices=[dev] if dev.type == "cuda" else [], device_type=dev.type)
 
     @property
     def dim(self) -> int:

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from ..errors import InvalidDataError
+from ..execution.device import resolve_device
 from .flows import ConditionalFlow, FlowConfig
 from .posterior import NeuralPosterior
 from .rqmc import check_points
@@ -80,6 +81,13 @@ class SequentialEstimator:
     threads
         torch intra-op threads during fitting (default 1: fastest on a shared machine for
         these small networks; None leaves torch's setting).
+    device
+        ``"cpu"`` (default), ``"cuda"`` or ``"auto"`` (CUDA when available): where the flow is
+        trained and the posterior sampled (:func:`dpinfer.execution.device.resolve_device`; an
+        unavailable ``"cuda"`` raises DeviceUnavailableError at construction). The network
+        initialisation is drawn on the CPU, so one seed gives the same initial flow on every
+        device; minibatches and atoms come from a generator on the device, so results agree
+        across devices in distribution, not bit for bit.
     """
 
     kind = "sequential"
@@ -101,6 +109,7 @@ class SequentialEstimator:
         progress: bool = False,
         callback: Callable[[RoundInfo, NeuralPosterior], None] | None = None,
         threads: int | None = 1,
+        device: Any = "cpu",
     ) -> None:
         for attr in ("prior", "mechanism", "simulate_confidential", "check_observed"):
             if not hasattr(model, attr):
@@ -123,6 +132,7 @@ class SequentialEstimator:
         self.progress = bool(progress)
         self.callback = callback
         self.threads = threads
+        self.device = resolve_device(device)
 
     # -- hooks --------------------------------------------------------------------------------
     def _dims(self) -> tuple[int, int]:
@@ -178,9 +188,11 @@ class SequentialEstimator:
         obs = self.check_observed(observed)
         with torch_threads(self.threads), torch.random.fork_rng(devices=[]):
             torch.manual_seed(int(self._child(2).generate_state(1)[0]))
-            gen = torch.Generator().manual_seed(int(self._child(2, 1).generate_state(1)[0]))
+            gen = torch.Generator(device=self.device).manual_seed(
+                int(self._child(2, 1).generate_state(1)[0])
+            )
             features, context = self._dims()
-            flow = ConditionalFlow(self.flow_config, features, context)
+            flow = ConditionalFlow(self.flow_config, features, context).to(self.device)
             posterior = self._posterior(flow, obs)
             pool = SimulationPool()
             bar = None
@@ -212,9 +224,9 @@ class SequentialEstimator:
                     logp = np.asarray(self.model.prior.log_prob(theta), dtype=np.float64)
                     pool.add(theta, x, logp, self.training.validation_fraction)
                     t1 = timer()
-                    train, val = pool.tensors()
                     if r == 0:
-                        self._standardize(flow, train[0].numpy(), train[1].numpy())
+                        self._standardize(flow, *pool.arrays())
+                    train, val = pool.tensors(self.device)
                     fit = train_flow(flow, self._loss(r), train, val, self.training, gen)
                     t2 = timer()
                     extra = self._end_of_round(posterior, r, r == self.rounds - 1)

@@ -50,8 +50,8 @@ class SPLEPosterior(NeuralPosterior):
         """``log q_φ(s_obs | θ)``."""
         th = self._check_theta(theta)
         with torch.no_grad():
-            x = torch.as_tensor(self.observed, dtype=torch.float32).expand(th.shape[0], -1)
-            return self.flow.log_prob(x, torch.as_tensor(th, dtype=torch.float32)).double().numpy()
+            x = self._tensor(self.observed).expand(th.shape[0], -1)
+            return self.flow.log_prob(x, self._tensor(th)).double().cpu().numpy()
 
     def log_prob(self, theta: Any) -> np.ndarray:
         """Unnormalised ``log q_φ(s_obs | θ) + log p(θ)`` (``-inf`` outside the prior support)."""

@@ -42,18 +42,18 @@ class SPPEPosterior(NeuralPosterior):
         self._log_mass = None
 
     def _context(self) -> torch.Tensor:
-        return torch.as_tensor(self.observed, dtype=torch.float32)
+        return self._tensor(self.observed)
 
     def _raw_sample(self, n: int) -> np.ndarray:
         with torch.no_grad():
-            return self.flow.sample(n, self._context()).double().numpy()
+            return self.flow.sample(n, self._context()).double().cpu().numpy()
 
     def sample(self, n: int, seed: Any = None, max_tries: int = 1000) -> np.ndarray:
         """``n`` draws (rejection into the prior support), shape (n, dim)."""
         n = int(n)
         out: list[np.ndarray] = []
         got = tried = 0
-        with torch_threads(self.threads), torch.random.fork_rng(devices=[]):
+        with torch_threads(self.threads), self._fork_rng():
             torch.manual_seed(_seed_int(seed))
             for _ in range(max_tries):
                 batch = max(2 * (n - got), 256)
@@ -76,7 +76,7 @@ class SPPEPosterior(NeuralPosterior):
     def log_mass_in_support(self, n: int = 20000, seed: Any = 12345) -> float:
         """``log P_q(θ ∈ support)`` estimated from ``n`` flow draws (cached)."""
         if self._log_mass is None:
-            with torch_threads(self.threads), torch.random.fork_rng(devices=[]):
+            with torch_threads(self.threads), self._fork_rng():
                 torch.manual_seed(_seed_int(seed))
                 th = self._raw_sample(n)
             frac = float(np.mean(self.prior.in_support(th)))
@@ -88,10 +88,9 @@ class SPPEPosterior(NeuralPosterior):
         th = self._check_theta(theta)
         with torch.no_grad():
             lq = (
-                self.flow.log_prob(
-                    torch.as_tensor(th, dtype=torch.float32), self._context().expand(th.shape[0], -1)
-                )
+                self.flow.log_prob(self._tensor(th), self._context().expand(th.shape[0], -1))
                 .double()
+                .cpu()
                 .numpy()
             )
         inside = self.prior.in_support(th)
