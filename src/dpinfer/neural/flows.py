@@ -63,6 +63,14 @@ class FlowConfig:
         ``"relu"`` (NSF default) or ``"tanh"`` (MAF default when None).
     standardize
         Z-score the variable and the context with moments of the simulations (default True).
+    affine
+        NSF only: a context-conditioned affine (location-scale) transform applied to the variable
+        before the splines (default True), so the splines model the shape of a conditional that
+        is already centred and scaled. Without it a posterior much narrower than the prior must
+        be compressed by the bounded splines alone, and the flow puts visible mass in the linear
+        tails (posterior sd 1.1-1.2× the exact one on the Gaussian-mean benchmark, quantiles
+        0.1 %/99.9 % far outside the exact ones; ``benchmarks/neural_vs_sbi.py``). Posteriors
+        saved without this field load with ``affine=False``.
     """
 
     kind: str = "nsf"
@@ -73,6 +81,7 @@ class FlowConfig:
     tail_bound: float = 5.0
     activation: str | None = None
     standardize: bool = True
+    affine: bool = True
 
     def __post_init__(self) -> None:
         if self.kind not in FLOW_KINDS:
@@ -113,7 +122,7 @@ _ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "elu": nn.ELU}
 def _zuko_flow(cfg: FlowConfig, features: int, context: int) -> zuko.flows.Flow:
     if cfg.kind == "nsf":
         act = _ACTIVATIONS[cfg.activation or "relu"]
-        return zuko.flows.MAF(
+        splines = zuko.flows.MAF(
             features,
             context,
             transforms=cfg.transforms,
@@ -122,6 +131,12 @@ def _zuko_flow(cfg: FlowConfig, features: int, context: int) -> zuko.flows.Flow:
             activation=act,
             **_conditioner(cfg, features),
         )
+        if not cfg.affine:
+            return splines
+        affine = zuko.flows.MaskedAutoregressiveTransform(
+            features, context, activation=act, **_conditioner(cfg, features)
+        )
+        return zuko.flows.Flow([affine, *splines.transform.transforms], splines.base)
     act = _ACTIVATIONS[cfg.activation or "tanh"]
     return zuko.flows.MAF(
         features,

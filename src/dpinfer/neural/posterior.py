@@ -20,6 +20,7 @@ DeprecationWarning.)
 
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import asdict
 from pathlib import Path
@@ -108,6 +109,45 @@ class NeuralPosterior(ResultFile):
             model=model.describe(),
             **kwargs,
         )
+
+    # -- several observed releases (amortisation) ------------------------------------------------
+    @property
+    def amortized(self) -> bool:
+        """Whether the flow was trained on prior simulations only (one round), so that it serves
+        every observed release, not only the one it was fitted to."""
+        return bool(self.settings.get("amortized", False))
+
+    def _check_release(self, x: Any) -> np.ndarray:
+        arr = np.asarray(x, dtype=np.float64).reshape(-1)
+        if arr.shape != self.observed.shape or not np.all(np.isfinite(arr)):
+            raise InvalidDataError(
+                f"x must be {self.observed.size} finite privatised statistic(s), got {np.shape(x)}."
+            )
+        return arr
+
+    def at(self, x: Any) -> NeuralPosterior:
+        """This posterior given another observed release ``x`` (the same flow, no retraining).
+
+        SPPE allows it only for an amortised posterior (one round on prior simulations): after
+        proposal rounds its flow is only trained to be right at the release it was fitted to.
+        """
+        obs = self._check_release(x)
+        if self.kind == "sppe" and not self.amortized:
+            raise InvalidDataError(
+                "this SPPE posterior was trained over several rounds for one release; it is not valid "
+                "at another x. Train an amortised one (rounds=1, or append_simulations + train())."
+            )
+        new = copy.copy(self)
+        new.observed = obs
+        new._restore({}, {"mcmc_settings": getattr(self, "mcmc_settings", {})})
+        return new
+
+    def _require_observed(self) -> None:
+        if not np.all(np.isfinite(self.observed)):
+            raise InvalidDataError(
+                "this posterior was trained without an observed release (train()); pass x=... "
+                "(the privatised statistics) to sample or log_prob."
+            )
 
     @property
     def device(self) -> torch.device:
@@ -256,7 +296,8 @@ class NeuralPosterior(ResultFile):
                 "the prior is not a Gaussian prior and was not stored; pass prior= or model= to load()."
             )
         fl = meta["flow"]
-        flow = ConditionalFlow(FlowConfig(**fl["config"]), fl["features"], fl["context"])
+        config = {"affine": False, **fl["config"]}  # files written before the affine layer
+        flow = ConditionalFlow(FlowConfig(**config), fl["features"], fl["context"])
         flow.load_state_dict(flow_state)
         flow.eval()
         obj = cls.__new__(cls)

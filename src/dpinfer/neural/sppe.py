@@ -48,8 +48,12 @@ class SPPEPosterior(NeuralPosterior):
         with torch.no_grad():
             return self.flow.sample(n, self._context()).double().cpu().numpy()
 
-    def sample(self, n: int, seed: Any = None, max_tries: int = 1000) -> np.ndarray:
-        """``n`` draws (rejection into the prior support), shape (n, dim)."""
+    def sample(self, n: int, seed: Any = None, max_tries: int = 1000, x: Any = None) -> np.ndarray:
+        """``n`` draws (rejection into the prior support), shape (n, dim); ``x``: another observed
+        release (amortised posteriors only, :meth:`at`)."""
+        if x is not None:
+            return self.at(x).sample(n, seed, max_tries)
+        self._require_observed()
         n = int(n)
         out: list[np.ndarray] = []
         got = tried = 0
@@ -83,8 +87,11 @@ class SPPEPosterior(NeuralPosterior):
             self._log_mass = math.log(max(frac, 1.0 / n))
         return self._log_mass
 
-    def log_prob(self, theta: Any) -> np.ndarray:
+    def log_prob(self, theta: Any, x: Any = None) -> np.ndarray:
         """``log q(θ | s_obs) - log P_q(support)`` inside the prior support, ``-inf`` outside."""
+        if x is not None:
+            return self.at(x).log_prob(theta)
+        self._require_observed()
         th = self._check_theta(theta)
         with torch.no_grad():
             lq = (
