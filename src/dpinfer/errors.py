@@ -79,6 +79,10 @@ class CalibrationError(PrivacyError, ValueError):
     """No noise level can meet the requested (epsilon, delta) target."""
 
 
+class DeviceUnavailableError(DPInferError, ValueError):
+    """The requested compute device (e.g. ``"cuda"``) does not exist or is not available here."""
+
+
 class InsecureRandomnessWarning(UserWarning):
     """Privacy noise is being drawn from a deterministic (test-only) source."""
 

@@ -63,6 +63,14 @@ class FlowConfig:
         ``"relu"`` (NSF default) or ``"tanh"`` (MAF default when None).
     standardize
         Z-score the variable and the context with moments of the simulations (default True).
+    affine
+        NSF only: a context-conditioned affine (location-scale) transform applied to the variable
+        before the splines (default True), so the splines model the shape of a conditional that
+        is already centred and scaled. Without it a posterior much narrower than the prior must
+        be compressed by the bounded splines alone, and the flow puts visible mass in the linear
+        tails (posterior sd 1.1-1.2× the exact one on the Gaussian-mean benchmark, quantiles
+        0.1 %/99.9 % far outside the exact ones; ``benchmarks/neural_vs_sbi.py``). Posteriors
+        saved without this field load with ``affine=False``.
     """
 
     kind: str = "nsf"
@@ -73,6 +81,7 @@ class FlowConfig:
     tail_bound: float = 5.0
     activation: str | None = None
     standardize: bool = True
+    affine: bool = True
 
     def __post_init__(self) -> None:
         if self.kind not in FLOW_KINDS:
@@ -113,7 +122,7 @@ _ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "elu": nn.ELU}
 def _zuko_flow(cfg: FlowConfig, features: int, context: int) -> zuko.flows.Flow:
     if cfg.kind == "nsf":
         act = _ACTIVATIONS[cfg.activation or "relu"]
-        return zuko.flows.MAF(
+        splines = zuko.flows.MAF(
             features,
             context,
             transforms=cfg.transforms,
@@ -122,6 +131,12 @@ def _zuko_flow(cfg: FlowConfig, features: int, context: int) -> zuko.flows.Flow:
             activation=act,
             **_conditioner(cfg, features),
         )
+        if not cfg.affine:
+            return splines
+        affine = zuko.flows.MaskedAutoregressiveTransform(
+            features, context, activation=act, **_conditioner(cfg, features)
+        )
+        return zuko.flows.Flow([affine, *splines.transform.transforms], splines.base)
     act = _ACTIVATIONS[cfg.activation or "tanh"]
     return zuko.flows.MAF(
         features,
@@ -190,6 +205,17 @@ class ConditionalFlow(nn.Module):
         shape = z.shape[:-1]
         lp = self.flow(self._ctx(c).reshape(-1, self.context)).log_prob(z.reshape(-1, self.features))
         return lp.reshape(shape) - torch.log(self.x_std).sum()
+
+    def log_prob_grid(self, x: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+        """``log q(x[k, j] | c[j])`` for ``x`` of shape (K, N, features) and ``c`` (N, context): (K, N).
+
+        The flow is conditioned once on the ``N`` distinct contexts and evaluated at the ``K``
+        points of each by broadcasting, so a transform whose parameters depend on the context only
+        (zuko's element-wise transforms: one feature) runs its conditioner ``N`` times, not ``K·N``.
+        """
+        z = (x - self.x_mean) / self.x_std
+        lp = self.flow(self._ctx(c)).log_prob(z)
+        return lp - torch.log(self.x_std).sum()
 
     def sample(self, n: int, c: torch.Tensor) -> torch.Tensor:
         """``n`` draws from ``q(· | c)`` for one context vector ``c``: shape (n, features)."""

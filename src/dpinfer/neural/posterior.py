@@ -20,6 +20,7 @@ DeprecationWarning.)
 
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import asdict
 from pathlib import Path
@@ -30,6 +31,7 @@ import torch
 
 from ..diagnostics.results import Record, ResultFile, warn_legacy
 from ..errors import InvalidDataError
+from ..execution.device import resolve_device
 from ..models.priors import GaussianPrior, Prior
 from ..models.synthesis import SyntheticData, synthesize_from
 from ..privacy import PrivacyReport
@@ -108,6 +110,64 @@ class NeuralPosterior(ResultFile):
             model=model.describe(),
             **kwargs,
         )
+
+    # -- several observed releases (amortisation) ------------------------------------------------
+    @property
+    def amortized(self) -> bool:
+        """Whether the flow was trained on prior simulations only (one round), so that it serves
+        every observed release, not only the one it was fitted to."""
+        return bool(self.settings.get("amortized", False))
+
+    def _check_release(self, x: Any) -> np.ndarray:
+        arr = np.asarray(x, dtype=np.float64).reshape(-1)
+        if arr.shape != self.observed.shape or not np.all(np.isfinite(arr)):
+            raise InvalidDataError(
+                f"x must be {self.observed.size} finite privatised statistic(s), got {np.shape(x)}."
+            )
+        return arr
+
+    def at(self, x: Any) -> NeuralPosterior:
+        """This posterior given another observed release ``x`` (the same flow, no retraining).
+
+        SPPE allows it only for an amortised posterior (one round on prior simulations): after
+        proposal rounds its flow is only trained to be right at the release it was fitted to.
+        """
+        obs = self._check_release(x)
+        if self.kind == "sppe" and not self.amortized:
+            raise InvalidDataError(
+                "this SPPE posterior was trained over several rounds for one release; it is not valid "
+                "at another x. Train an amortised one (rounds=1, or append_simulations + train())."
+            )
+        new = copy.copy(self)
+        new.observed = obs
+        new._restore({}, {"mcmc_settings": getattr(self, "mcmc_settings", {})})
+        return new
+
+    def _require_observed(self) -> None:
+        if not np.all(np.isfinite(self.observed)):
+            raise InvalidDataError(
+                "this posterior was trained without an observed release (train()); pass x=... "
+                "(the privatised statistics) to sample or log_prob."
+            )
+
+    @property
+    def device(self) -> torch.device:
+        """Where the flow lives (and the posterior is sampled)."""
+        return self.flow.x_mean.device
+
+    def to(self, device: Any) -> NeuralPosterior:
+        """Move the flow to ``device`` (``"cpu"``, ``"cuda"``, ``"auto"``); returns ``self``."""
+        self.flow.to(resolve_device(device))
+        return self
+
+    def _tensor(self, array: Any) -> torch.Tensor:
+        """A float32 tensor on the flow's device."""
+        return torch.as_tensor(np.asarray(array), dtype=torch.float32, device=self.device)
+
+    def _fork_rng(self) -> Any:
+        """``torch.random.fork_rng`` over the CPU and, on a GPU, the flow's device."""
+        dev = self.device
+        return torch.random.fork_rng(devices=[dev] if dev.type == "cuda" else [], device_type=dev.type)
 
     @property
     def dim(self) -> int:
@@ -242,7 +302,8 @@ class NeuralPosterior(ResultFile):
                 "the prior is not a Gaussian prior and was not stored; pass prior= or model= to load()."
             )
         fl = meta["flow"]
-        flow = ConditionalFlow(FlowConfig(**fl["config"]), fl["features"], fl["context"])
+        config = {"affine": False, **fl["config"]}  # files written before the affine layer
+        flow = ConditionalFlow(FlowConfig(**config), fl["features"], fl["context"])
         flow.load_state_dict(flow_state)
         flow.eval()
         obj = cls.__new__(cls)

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from ..errors import InvalidDataError
+from ..execution.device import resolve_device
 from .flows import ConditionalFlow, FlowConfig
 from .posterior import NeuralPosterior
 from .resume import RoundsHook
@@ -81,6 +82,13 @@ class SequentialEstimator:
     threads
         torch intra-op threads during fitting (default 1: fastest on a shared machine for
         these small networks; None leaves torch's setting).
+    device
+        ``"cpu"`` (default), ``"cuda"`` or ``"auto"`` (CUDA when available): where the flow is
+        trained and the posterior sampled (:func:`dpinfer.execution.device.resolve_device`; an
+        unavailable ``"cuda"`` raises DeviceUnavailableError at construction). The network
+        initialisation is drawn on the CPU, so one seed gives the same initial flow on every
+        device; minibatches and atoms come from a generator on the device, so results agree
+        across devices in distribution, not bit for bit.
     """
 
     kind = "sequential"
@@ -102,6 +110,7 @@ class SequentialEstimator:
         progress: bool = False,
         callback: Callable[[RoundInfo, NeuralPosterior], None] | None = None,
         threads: int | None = 1,
+        device: Any = "cpu",
     ) -> None:
         for attr in ("prior", "mechanism", "simulate_confidential", "check_observed"):
             if not hasattr(model, attr):
@@ -124,6 +133,7 @@ class SequentialEstimator:
         self.progress = bool(progress)
         self.callback = callback
         self.threads = threads
+        self.device = resolve_device(device)
 
     # -- hooks --------------------------------------------------------------------------------
     def _dims(self) -> tuple[int, int]:
@@ -173,6 +183,55 @@ class SequentialEstimator:
             )
         return obs
 
+    # -- amortisation ---------------------------------------------------------------------------
+    def append_simulations(self, theta: Any, x: Any) -> SequentialEstimator:
+        """Add simulations to reuse: ``theta`` (n, dim) drawn from the **prior**, ``x`` their privatised
+        statistics, (n, obs_dim) or (n, M', obs_dim) with ``M'`` copies per simulation.
+
+        They join the round-0 pool of every later :meth:`fit` and are all :meth:`train` uses.
+        ``M'`` must divide ``rqmc_points`` (a single copy is repeated: the nested loss over
+        identical copies is the single-draw loss). Returns ``self``.
+        """
+        th = np.asarray(theta, dtype=np.float64)
+        d, o = self.model.theta_dim, self.model.obs_dim
+        if th.ndim == 1 and d == 1:
+            th = th[:, None]
+        xs = np.asarray(x, dtype=np.float64)
+        if xs.ndim == 1 and o == 1:
+            xs = xs[:, None]
+        if xs.ndim == 2:
+            xs = xs[:, None, :]
+        n = th.shape[0] if th.ndim == 2 else -1
+        if th.ndim != 2 or th.shape[1] != d or xs.ndim != 3 or xs.shape[0] != n or xs.shape[2] != o:
+            raise InvalidDataError(
+                f"append_simulations needs theta of shape (n, {d}) and x of shape (n, {o}) or "
+                f"(n, M, {o}); got {np.shape(theta)} and {np.shape(x)}."
+            )
+        if not (np.all(np.isfinite(th)) and np.all(np.isfinite(xs))):
+            raise InvalidDataError("appended simulations must be finite (no NaN or inf).")
+        if self.rqmc_points % xs.shape[1]:
+            raise InvalidDataError(
+                f"appended x has {xs.shape[1]} copies per simulation, which does not divide "
+                f"rqmc_points = {self.rqmc_points}."
+            )
+        if not np.all(self.model.prior.in_support(th)):
+            raise InvalidDataError("appended parameters must lie in the prior's support.")
+        xs = np.repeat(xs, self.rqmc_points // xs.shape[1], axis=1)
+        self._appended = [*getattr(self, "_appended", []), (th, xs)]
+        return self
+
+    def _add_appended(self, pool: SimulationPool) -> None:
+        for th, xs in getattr(self, "_appended", []):
+            logp = np.asarray(self.model.prior.log_prob(th), dtype=np.float64)
+            pool.add(th, xs, logp, self.training.validation_fraction)
+
+    def train(self) -> NeuralPosterior:
+        """One round on the appended simulations only: an amortised posterior with no observed
+        release; evaluate it at any release with ``posterior.sample(n, x=...)``."""
+        if not getattr(self, "_appended", []):
+            raise InvalidDataError("train() uses appended simulations: call append_simulations first.")
+        return self._run(None)
+
     # -- the algorithm ------------------------------------------------------------------------
     def fit(self, observed: Any, *, runs: Any = None, resume: str | None = None) -> NeuralPosterior:
         """Run all rounds and return the posterior given the observed release ``observed``.
@@ -181,55 +240,46 @@ class SequentialEstimator:
         ``resume=RUN_ID`` continues that run to the posterior an uninterrupted run gives
         (:mod:`dpinfer.neural.resume`); the run id is ``posterior.settings["run_id"]``.
         """
-        obs = self.check_observed(observed)
+        return self._run(self.check_observed(observed), runs, resume)
+
+    def _run(self, obs: np.ndarray | None, runs: Any = None, resume: str | None = None) -> NeuralPosterior:
+        rounds = self.rounds if obs is not None else 1
         hook = RoundsHook(runs, resume, self.kind)
         with torch_threads(self.threads), torch.random.fork_rng(devices=[]):
             torch.manual_seed(int(self._child(2).generate_state(1)[0]))
-            gen = torch.Generator().manual_seed(int(self._child(2, 1).generate_state(1)[0]))
+            gen = torch.Generator(device=self.device).manual_seed(
+                int(self._child(2, 1).generate_state(1)[0])
+            )
             features, context = self._dims()
-            flow = ConditionalFlow(self.flow_config, features, context)
-            posterior = self._posterior(flow, obs)
+            flow = ConditionalFlow(self.flow_config, features, context).to(self.device)
+            posterior = self._posterior(flow, np.full(self.model.obs_dim, np.nan) if obs is None else obs)
+            posterior.settings["amortized"] = rounds == 1
             pool = SimulationPool()
+            self._add_appended(pool)
             first = hook.begin(self.settings(), posterior, gen, pool)
             bar = None
             if self.progress and sys.stderr.isatty():
                 from tqdm import tqdm
 
-                bar = tqdm(total=self.rounds, desc=self.kind.upper(), unit="round")
+                bar = tqdm(total=rounds, desc=self.kind.upper(), unit="round")
             try:
-                for r in range(first, self.rounds):
+                for r in range(first, rounds):
                     t0 = timer()
-                    if r == 0:
-                        theta = self.model.prior.sample(
-                            self.simulations_per_round, np.random.default_rng(self._child(3, 0))
-                        )
-                    else:
-                        theta = self._propose(posterior, self.simulations_per_round, r)
-                    theta = np.asarray(theta, dtype=np.float64)
-                    _, x = simulate_round(
-                        self.model,
-                        theta,
-                        self.rqmc_points,
-                        self.seed,
-                        r,
-                        qmc_points=self.qmc,
-                        backend=self.backend,
-                        batch_size=self.simulation_batch_size,
-                        n_workers=self.n_workers,
-                    )
-                    logp = np.asarray(self.model.prior.log_prob(theta), dtype=np.float64)
-                    pool.add(theta, x, logp, self.training.validation_fraction)
+                    n_new = 0
+                    if obs is not None:
+                        theta = self._simulate(pool, posterior, r)
+                        n_new = theta.shape[0]
                     t1 = timer()
-                    train, val = pool.tensors()
                     if r == 0:
-                        self._standardize(flow, train[0].numpy(), train[1].numpy())
+                        self._standardize(flow, *pool.arrays())
+                    train, val = pool.tensors(self.device)
                     fit = train_flow(flow, self._loss(r), train, val, self.training, gen)
                     t2 = timer()
-                    extra = self._end_of_round(posterior, r, r == self.rounds - 1)
+                    extra = self._end_of_round(posterior, r, r == rounds - 1) if obs is not None else {}
                     t3 = timer()
                     info = RoundInfo(
                         round=r,
-                        n_simulations=theta.shape[0],
+                        n_simulations=n_new,
                         n_simulations_total=pool.n_simulations,
                         epochs=int(fit["epochs"]),
                         best_validation_loss=float(fit["best_validation_loss"]),
@@ -244,7 +294,7 @@ class SequentialEstimator:
                         bar.set_postfix(sims=info.n_simulations_total, epochs=info.epochs)
                     if self.callback is not None:
                         self.callback(info, posterior)
-                    if r + 1 < self.rounds:
+                    if r + 1 < rounds:
                         hook.checkpoint(r + 1, posterior, gen, pool)
             except BaseException as exc:
                 hook.end("interrupted", f"{type(exc).__name__}: {exc}")
@@ -252,8 +302,31 @@ class SequentialEstimator:
             finally:
                 if bar is not None:
                     bar.close()
-        hook.end("finished", "", self.rounds)
+        hook.end("finished", "", rounds)
         return posterior
+
+    def _simulate(self, pool: SimulationPool, posterior: NeuralPosterior, r: int) -> np.ndarray:
+        """Round ``r``'s parameters (prior, then proposal) and simulations, added to ``pool``."""
+        if r == 0:
+            rng = np.random.default_rng(self._child(3, 0))
+            theta = self.model.prior.sample(self.simulations_per_round, rng)
+        else:
+            theta = self._propose(posterior, self.simulations_per_round, r)
+        theta = np.asarray(theta, dtype=np.float64)
+        _, x = simulate_round(
+            self.model,
+            theta,
+            self.rqmc_points,
+            self.seed,
+            r,
+            qmc_points=self.qmc,
+            backend=self.backend,
+            batch_size=self.simulation_batch_size,
+            n_workers=self.n_workers,
+        )
+        logp = np.asarray(self.model.prior.log_prob(theta), dtype=np.float64)
+        pool.add(theta, x, logp, self.training.validation_fraction)
+        return theta
 
 
 __all__ = ["SequentialEstimator"]

@@ -50,11 +50,14 @@ class SPLEPosterior(NeuralPosterior):
         """``log q_φ(s_obs | θ)``."""
         th = self._check_theta(theta)
         with torch.no_grad():
-            x = torch.as_tensor(self.observed, dtype=torch.float32).expand(th.shape[0], -1)
-            return self.flow.log_prob(x, torch.as_tensor(th, dtype=torch.float32)).double().numpy()
+            x = self._tensor(self.observed).expand(th.shape[0], -1)
+            return self.flow.log_prob(x, self._tensor(th)).double().cpu().numpy()
 
-    def log_prob(self, theta: Any) -> np.ndarray:
+    def log_prob(self, theta: Any, x: Any = None) -> np.ndarray:
         """Unnormalised ``log q_φ(s_obs | θ) + log p(θ)`` (``-inf`` outside the prior support)."""
+        if x is not None:
+            return self.at(x).log_prob(theta)
+        self._require_observed()
         th = self._check_theta(theta)
         lp = np.asarray(self.prior.log_prob(th), dtype=np.float64)
         out = np.full(th.shape[0], -np.inf)
@@ -115,8 +118,11 @@ class SPLEPosterior(NeuralPosterior):
         }
         return res.draws
 
-    def sample(self, n: int, seed: Any = None) -> np.ndarray:
-        """``n`` MCMC draws (fresh chains started near the stored draws)."""
+    def sample(self, n: int, seed: Any = None, x: Any = None) -> np.ndarray:
+        """``n`` MCMC draws (fresh chains started near the stored draws); ``x``: another observed
+        release (:meth:`at`; chains then start from likelihood-weighted prior draws)."""
+        if x is not None:
+            return self.at(x).sample(n, seed)
         return self.run_mcmc(int(n), seed, self.draws).copy()
 
     def _arviz_draws(self, n_draws: int, seed: Any) -> np.ndarray:
@@ -132,7 +138,7 @@ class SPLEPosterior(NeuralPosterior):
         return {} if self.draws is None else {"draws": torch.as_tensor(self.draws)}
 
     def _restore(self, state: dict[str, Any], meta: dict[str, Any]) -> None:
-        self.mcmc_settings = meta.get("mcmc_settings", {})
+        self.mcmc_settings = dict(meta.get("mcmc_settings", {}))
         self.mcmc = meta.get("mcmc", {})
         self.draws = state["draws"].numpy() if "draws" in state else None
 

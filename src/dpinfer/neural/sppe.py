@@ -42,18 +42,22 @@ class SPPEPosterior(NeuralPosterior):
         self._log_mass = None
 
     def _context(self) -> torch.Tensor:
-        return torch.as_tensor(self.observed, dtype=torch.float32)
+        return self._tensor(self.observed)
 
     def _raw_sample(self, n: int) -> np.ndarray:
         with torch.no_grad():
-            return self.flow.sample(n, self._context()).double().numpy()
+            return self.flow.sample(n, self._context()).double().cpu().numpy()
 
-    def sample(self, n: int, seed: Any = None, max_tries: int = 1000) -> np.ndarray:
-        """``n`` draws (rejection into the prior support), shape (n, dim)."""
+    def sample(self, n: int, seed: Any = None, max_tries: int = 1000, x: Any = None) -> np.ndarray:
+        """``n`` draws (rejection into the prior support), shape (n, dim); ``x``: another observed
+        release (amortised posteriors only, :meth:`at`)."""
+        if x is not None:
+            return self.at(x).sample(n, seed, max_tries)
+        self._require_observed()
         n = int(n)
         out: list[np.ndarray] = []
         got = tried = 0
-        with torch_threads(self.threads), torch.random.fork_rng(devices=[]):
+        with torch_threads(self.threads), self._fork_rng():
             torch.manual_seed(_seed_int(seed))
             for _ in range(max_tries):
                 batch = max(2 * (n - got), 256)
@@ -76,22 +80,24 @@ class SPPEPosterior(NeuralPosterior):
     def log_mass_in_support(self, n: int = 20000, seed: Any = 12345) -> float:
         """``log P_q(θ ∈ support)`` estimated from ``n`` flow draws (cached)."""
         if self._log_mass is None:
-            with torch_threads(self.threads), torch.random.fork_rng(devices=[]):
+            with torch_threads(self.threads), self._fork_rng():
                 torch.manual_seed(_seed_int(seed))
                 th = self._raw_sample(n)
             frac = float(np.mean(self.prior.in_support(th)))
             self._log_mass = math.log(max(frac, 1.0 / n))
         return self._log_mass
 
-    def log_prob(self, theta: Any) -> np.ndarray:
+    def log_prob(self, theta: Any, x: Any = None) -> np.ndarray:
         """``log q(θ | s_obs) - log P_q(support)`` inside the prior support, ``-inf`` outside."""
+        if x is not None:
+            return self.at(x).log_prob(theta)
+        self._require_observed()
         th = self._check_theta(theta)
         with torch.no_grad():
             lq = (
-                self.flow.log_prob(
-                    torch.as_tensor(th, dtype=torch.float32), self._context().expand(th.shape[0], -1)
-                )
+                self.flow.log_prob(self._tensor(th), self._context().expand(th.shape[0], -1))
                 .double()
+                .cpu()
                 .numpy()
             )
         inside = self.prior.in_support(th)

@@ -1,0 +1,176 @@
+"""SPPE / SPLE against sbi's NPE / NLE: wall time and accuracy on one Gaussian-mean release.
+
+Problem (issue 14): θ ~ N(0, 1), n = 100 records x_i ~ N(θ, 1) clamped to [-2, 2], their mean
+released by the Laplace mechanism at ε = 1 (sensitivity 4/n); observed release s_dp = 0.5.
+Reference: the exact private posterior by quadrature (``GaussianMean.exact_posterior``).
+
+Two protocols, each with the same number of confidential simulations for every method:
+
+* ``sequential``: 3 rounds × 1000 simulations (round r > 0 simulates at the current posterior);
+* ``one-round``: 3000 prior simulations (amortised).
+
+dpinfer privatises each simulated confidential mean M = 8 times (nested RQMC, the paper's method);
+sbi gets the mechanism inside the simulator (one noise draw per simulation) and its defaults
+(NPE: NSF, atomic loss in later rounds; NLE: NSF likelihood + slice-sampling MCMC). Wall time:
+everything from the first simulation to 4000 posterior draws (so MCMC counts for SPLE and NLE).
+Accuracy of those 4000 draws: posterior sd / exact sd and |mean - exact mean| / exact sd.
+torch uses one thread; all methods run one after another in one process.
+
+Run from benchmarks/neural.py (``--vs-sbi``) or directly; writes ``results/neural_vs_sbi.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from dpinfer.models import GaussianMean
+from dpinfer.neural import SPLE, SPPE
+
+PROTOCOLS = {"sequential": (3, 1000), "one-round": (1, 3000)}
+
+
+def _accuracy(draws: np.ndarray, exact: Any) -> dict[str, float]:
+    d = np.asarray(draws, dtype=np.float64).reshape(-1)
+    return {
+        "sd_ratio": float(d.std() / exact.sd),
+        "mean_error_in_sd": float(abs(d.mean() - exact.mean) / exact.sd),
+        "mean": float(d.mean()),
+        "sd": float(d.std()),
+    }
+
+
+def run_dpinfer(
+    klass: Any, model: Any, obs: list[float], rounds: int, n: int, seed: int, training: Any
+) -> dict:
+    t0 = time.perf_counter()
+    post = klass(model, rounds=rounds, simulations_per_round=n, seed=seed, training=training).fit(obs)
+    draws = post.sample(4000, seed=seed + 1)
+    wall = time.perf_counter() - t0
+    return {
+        "wall_time": wall,
+        "draws": draws,
+        "epochs": [r.epochs for r in post.rounds],
+        "training_time": sum(r.training_time for r in post.rounds),
+    }
+
+
+def run_sbi(kind: str, model: Any, obs: list[float], rounds: int, n: int, seed: int) -> dict:
+    from sbi.inference import NLE, NPE
+
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    mean, cov = (torch.as_tensor(a, dtype=torch.float32) for a in (model.prior.mean, model.prior.cov))
+    prior = torch.distributions.MultivariateNormal(mean, cov)
+    x_o = torch.as_tensor(np.asarray(obs, dtype=np.float32))[None]
+    t0 = time.perf_counter()
+    inference = (NPE if kind == "npe" else NLE)(prior=prior, show_progress_bars=False)
+    proposal: Any = prior
+    epochs = []
+    for _ in range(rounds):
+        theta = proposal.sample((n,), **({} if proposal is prior else {"show_progress_bars": False}))
+        theta = theta.reshape(n, -1)
+        x = torch.as_tensor(model.simulate(theta.double().numpy(), rng), dtype=torch.float32)
+        if kind == "npe":
+            inference.append_simulations(theta, x, proposal=proposal)
+        else:
+            inference.append_simulations(theta, x)
+        inference.train(show_train_summary=False)
+        epochs.append(int(inference._summary["epochs_trained"][-1]))
+        proposal = inference.build_posterior().set_default_x(x_o)
+    draws = proposal.sample((4000,), show_progress_bars=False).double().numpy()
+    return {"wall_time": time.perf_counter() - t0, "draws": draws, "epochs": epochs}
+
+
+def compare(
+    seed: int = 0, observed: float = 0.5, training: Any = None, protocols: tuple[str, ...] = ()
+) -> dict:
+    """Run every method under every protocol; print a table and return the results."""
+    torch.set_num_threads(1)
+    warnings.filterwarnings("ignore")
+    model = GaussianMean(n=100, clamp=(-2.0, 2.0), epsilon=1.0)
+    obs = [observed]
+    exact = model.exact_posterior(obs)
+    out: dict[str, Any] = {"exact": {"mean": exact.mean, "sd": exact.sd}, "protocols": {}}
+    for name in protocols or tuple(PROTOCOLS):
+        rounds, n = PROTOCOLS[name]
+        res: dict[str, Any] = {}
+        try:
+            import sbi  # noqa: F401
+
+            have_sbi = True
+        except ImportError:
+            have_sbi = False
+        runs: list[tuple[str, Any, tuple[Any, ...]]] = [
+            ("SPPE", run_dpinfer, (SPPE, model, obs, rounds, n, seed, training)),
+            ("SPLE", run_dpinfer, (SPLE, model, obs, rounds, n, seed, training)),
+        ]
+        if have_sbi:
+            runs += [
+                ("sbi NPE", run_sbi, ("npe", model, obs, rounds, n, seed)),
+                ("sbi NLE", run_sbi, ("nle", model, obs, rounds, n, seed)),
+            ]
+        for label, fn, fn_args in runs:
+            r = fn(*fn_args)
+            r.update(_accuracy(r.pop("draws"), exact))
+            res[label] = r
+            print(
+                f"  [{name}] {label:8s} wall {r['wall_time']:7.2f} s  sd ratio {r['sd_ratio']:.3f}  "
+                f"|mean err| {r['mean_error_in_sd']:.3f} sd  epochs {r['epochs']}",
+                flush=True,
+            )
+        ratios = {}
+        for ours, theirs in (("SPPE", "sbi NPE"), ("SPLE", "sbi NLE")):
+            if theirs in res:
+                ratios[f"{ours} / {theirs} wall time"] = res[ours]["wall_time"] / res[theirs]["wall_time"]
+        for k, v in ratios.items():
+            print(f"  [{name}] {k}: {v:.2f}  (target <= 1.5)")
+        out["protocols"][name] = {
+            "rounds": rounds,
+            "simulations_per_round": n,
+            "results": res,
+            "ratios": ratios,
+        }
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--training", default=None, help="dpinfer training preset (default: fast)")
+    p.add_argument("--protocol", action="append", choices=sorted(PROTOCOLS), default=None)
+    p.add_argument("--out", default=str(Path(__file__).parent / "results" / "neural_vs_sbi.json"))
+    args = p.parse_args(argv)
+    res = compare(args.seed, training=args.training, protocols=tuple(args.protocol or ()))
+    res.update(
+        {
+            "machine": platform.platform(),
+            "python": platform.python_version(),
+            "torch": torch.__version__,
+            "torch_threads": 1,
+            "device": "cpu",
+            "settings": vars(args),
+        }
+    )
+    try:
+        import sbi
+
+        res["sbi"] = sbi.__version__
+    except ImportError:
+        res["sbi"] = None
+    path = Path(args.out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(res, indent=2))
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
