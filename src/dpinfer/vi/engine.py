@@ -209,6 +209,7 @@ class DPVI:
         track_elbo: bool | None = UNSET,
         elbo_every: int | None = UNSET,
         dtype: str = UNSET,
+        schedule: Any = UNSET,
         callback: Callable[[int, np.ndarray], None] | None = None,
         privacy_plan: PrivacyPlan | None = None,
     ) -> DPVIResult:
@@ -242,6 +243,9 @@ class DPVI:
             reproduces the DPVI paper), tail averaging of the iterates (``average=False``: the last
             iterate, the paper's), ``"float64"``,
             ELBO trace only for non-private fits; see :mod:`dpinfer.vi.gradients` for the split).
+        schedule
+            Phases with their own q, σ (relative to the one calibrated σ) or C, composed by the
+            accountant (:mod:`dpinfer.vi.schedule`); they replace ``steps``.
         private
             ``False`` runs the same algorithm without clipping (unless ``clip`` is given) or noise
             and returns a result with ``privacy=None``: a non-private baseline only.
@@ -333,6 +337,7 @@ class DPVI:
             "clip": "auto" if spec.adaptive else spec.clip,
             "per_example": spec.per_example,
             "average": bool(spec.training.average),
+            "schedule": None if spec.phases is None else [p.to_dict() for p in spec.phases],
             "mc_samples": spec.mc_samples,
             "n_train": spec.n if (plan is None or plan.event.neighbouring == "replace-one") else None,
             "private": spec.private,

@@ -33,6 +33,7 @@ from .gradients import combine, elbo_estimate, per_example_terms
 from .models import Model
 from .optim import DPOptimizer, count_noise_std
 from .sampling import draw_batch
+from .schedule import phase_of_step
 from .validation import FitSpec
 
 
@@ -147,13 +148,24 @@ def run_loop(
     S, D = spec.mc_samples, model.dim
     trace: list[tuple[float, float]] = []
     tail, total = spec.steps // 2, None  # Polyak–Ruppert average of the last half (post-processing)
+    starts = {} if spec.phases is None else dict(phase_of_step(spec.phases))
+    q = spec.q
     iterator: Any = range(spec.steps)
     if progress:
         from tqdm.auto import tqdm
 
         iterator = tqdm(iterator, desc="dpvi", disable=not sys.stderr.isatty())
     for t in iterator:
-        idx = draw(spec.n, spec.q, state.batch_source, spec.sampling)
+        if t in starts:  # a new phase of the schedule: q_k, σ_k (and C_k)
+            ph = starts[t]
+            q, scale, z = ph.sampling_rate, 1.0 / ph.sampling_rate, noise_multiplier * ph.noise_scale
+            dp.set_phase(
+                z,
+                count_noise=count_noise_std(q * spec.n, z) if counting else None,
+                expected_batch=q * spec.n,
+                clip=None if spec.adaptive else (spec.clip if ph.clip is None else ph.clip),
+            )
+        idx = draw(spec.n, q, state.batch_source, spec.sampling)
         Xb, yb = state.X[idx], state.y[idx]
         eps = torch.randn(S, D, generator=state.mc_generator, dtype=state.dtype)
         rows, free = per_example_terms(model, family, params, Xb, yb, eps, scale, mode)

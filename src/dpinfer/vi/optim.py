@@ -241,6 +241,30 @@ class DPOptimizer:
         self.unclipped_trace: list[float] = []
         self.clip_trace: list[float] = []
 
+    def set_phase(
+        self,
+        noise_multiplier: float,
+        *,
+        count_noise: float | None = None,
+        expected_batch: float | None = None,
+        clip: float | None = None,
+    ) -> None:
+        """Start a new phase of a schedule (:mod:`dpinfer.vi.schedule`): its σ_k, its count noise
+        and expected batch q_k n (with the private count) and, for a numeric clip, its C_k. The
+        optimizer state and the adaptive clip carry over."""
+        if noise_multiplier < 0 or not math.isfinite(noise_multiplier):
+            raise InvalidPrivacyParameterError(f"noise_multiplier must be >= 0, got {noise_multiplier!r}.")
+        self.noise_multiplier = float(noise_multiplier)
+        if clip is not None:
+            self.clip_norm = float(clip)
+        if self.count_noise is not None:
+            self.count_noise, self.expected_batch = float(count_noise), expected_batch  # type: ignore[arg-type]
+        self.gradient_multiplier = (
+            self.noise_multiplier
+            if self.count_noise is None
+            else gradient_noise_multiplier(self.noise_multiplier, self.count_noise)
+        )
+
     @property
     def noise_std(self) -> float:
         """σ_Δ·C (σ·C without the count), the standard deviation of each noise coordinate."""

@@ -130,6 +130,10 @@ class TrainingOptions:
     track_elbo, elbo_every
         Record minibatch ELBO estimates every ``elbo_every`` steps (computed on the confidential
         data without noise: default on for non-private fits only).
+    schedule
+        A sequence of :class:`dpinfer.vi.schedule.Phase` (σ, C or q per phase, composed by the
+        accountant); its phases replace ``steps`` (T is their total) and a phase without a
+        sampling rate takes ``sampling_rate``. ``None``: one phase.
     """
 
     steps: int = 1000
@@ -141,6 +145,7 @@ class TrainingOptions:
     dtype: str = "float64"
     track_elbo: bool | None = None
     elbo_every: int | None = None
+    schedule: Any = None
 
 
 GROUPS: dict[str, type] = {

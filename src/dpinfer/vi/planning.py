@@ -32,6 +32,7 @@ from ..privacy import (
 from ..privacy.accountants import Accountant
 from ..privacy.validation import check_delta, check_epsilon, check_positive, check_relation
 from .optim import count_noise_std, gradient_noise_multiplier
+from .schedule import Phase, schedule_event
 from .validation import SAMPLING_SCHEMES, FitSpec
 
 
@@ -55,6 +56,9 @@ class PrivacyPlan:
         The ε the noise was calibrated to (``None`` when σ was given).
     sampling
         The sampling scheme the plan was accounted for.
+    phases
+        The schedule (:mod:`dpinfer.vi.schedule`) whose composition ``event`` is; ``None``: one
+        phase at σ.
     """
 
     noise_multiplier: float
@@ -65,6 +69,7 @@ class PrivacyPlan:
     convention: str
     target_epsilon: float | None = None
     sampling: str = "poisson"
+    phases: tuple[Phase, ...] | None = None
 
     @property
     def calibrated(self) -> bool:
@@ -84,8 +89,12 @@ def plan_privacy(
     sampling: str = "poisson",
     paper_accounting: bool = False,
     delta_prime: float | None = None,
+    phases: tuple[Phase, ...] | None = None,
 ) -> PrivacyPlan:
     """Calibrate σ to (ε, δ), or report the ε that a given σ achieves, with the privacy core.
+
+    With ``phases`` (a resolved schedule) the event is their composition at σ_k = r_k·σ and the
+    one σ is calibrated (``sampling_rate`` and ``steps`` are then the phases').
 
     Raises
     ------
@@ -135,6 +144,8 @@ def plan_privacy(
     )
 
     def event(z: float, relation: str = neighbouring) -> PrivacyEvent:
+        if phases is not None:
+            return schedule_event(phases, z, relation)
         return event_type(sampling_rate, z, steps, neighbouring=relation)
 
     # paper: 2·act(z, δ/2), the add-remove analysis at δ/2 with ε doubled (METHODS §3.2)
@@ -148,7 +159,7 @@ def plan_privacy(
         z = check_positive(noise_multiplier, "noise_multiplier")
     eps = factor * acc.epsilon(event(z, relation), d_acc)
     convention = "paper" if paper_accounting else "exact"
-    return PrivacyPlan(z, event(z), eps, delta, acc, convention, epsilon, sampling)
+    return PrivacyPlan(z, event(z), eps, delta, acc, convention, epsilon, sampling, phases)
 
 
 def plan_fit(spec: FitSpec, privacy_plan: PrivacyPlan | None) -> PrivacyPlan | None:
@@ -157,9 +168,16 @@ def plan_fit(spec: FitSpec, privacy_plan: PrivacyPlan | None) -> PrivacyPlan | N
     before anything is charged."""
     plan = _plan_fit(spec, privacy_plan)
     if plan is not None and spec.clip_count:
-        z = plan.noise_multiplier
-        gradient_noise_multiplier(z, count_noise_std(spec.q * spec.n, z))
+        for q, z in phase_noise(spec, plan.noise_multiplier):
+            gradient_noise_multiplier(z, count_noise_std(q * spec.n, z))
     return plan
+
+
+def phase_noise(spec: FitSpec, noise_multiplier: float) -> list[tuple[float, float]]:
+    """``[(q_k, σ_k), ...]`` of the fit's phases (one phase without a schedule)."""
+    if spec.phases is None:
+        return [(spec.q, noise_multiplier)]
+    return [(p.sampling_rate, noise_multiplier * p.noise_scale) for p in spec.phases]  # type: ignore[misc]
 
 
 def epsilon_spent(plan: PrivacyPlan, steps: int, delta: float | None = None) -> float:
@@ -174,7 +192,10 @@ def epsilon_spent(plan: PrivacyPlan, steps: int, delta: float | None = None) -> 
     relation, factor, d_acc = (
         ("add-remove", 2.0, delta / 2.0) if plan.convention == "paper" else (ev.neighbouring, 1.0, delta)
     )
-    partial = type(ev)(ev.sampling_rate, plan.noise_multiplier, steps, neighbouring=relation)
+    if plan.phases is not None:
+        partial = schedule_event(plan.phases, plan.noise_multiplier, ev.neighbouring, steps)
+    else:
+        partial = type(ev)(ev.sampling_rate, plan.noise_multiplier, steps, neighbouring=relation)
     return float(factor * plan.accountant.epsilon(partial, d_acc))
 
 
@@ -212,13 +233,15 @@ def _plan_fit(spec: FitSpec, privacy_plan: PrivacyPlan | None) -> PrivacyPlan | 
             sampling=p.sampling,
             paper_accounting=p.paper_accounting,
             delta_prime=p.delta_prime,
+            phases=spec.phases,
         )
     ev = privacy_plan.event
     if (
         p.epsilon is not None
         or p.noise_multiplier is not None
-        or not math.isclose(ev.sampling_rate, spec.q)
-        or ev.steps != spec.steps
+        or privacy_plan.phases != spec.phases
+        or (spec.phases is None and not math.isclose(ev.sampling_rate, spec.q))  # type: ignore[attr-defined]
+        or (spec.phases is None and ev.steps != spec.steps)  # type: ignore[attr-defined]
         or ev.neighbouring != p.neighbouring
         or privacy_plan.sampling != p.sampling
         or not math.isclose(privacy_plan.delta, float(p.delta))
@@ -292,6 +315,10 @@ def fit_report(
         "floating_point": "noise = (sum of 4 inverse-CDF normals)/2 added in float64 "
         "(Holohan & Braghin 2021, as Opacus secure mode); transcript not on a grid",
     }
+    if spec.phases is not None:
+        details["schedule"] = [
+            {**ph.to_dict(), "noise_multiplier": z * ph.noise_scale} for ph in spec.phases
+        ]
     if clipping is not None:
         details.update(clipping)
         details["clip_quantile"] = spec.privacy.clip_quantile if spec.adaptive else None

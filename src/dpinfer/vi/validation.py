@@ -22,6 +22,7 @@ from .gradients import PER_EXAMPLE_MODES
 from .models import Model
 from .optim import SGD, Adam, WindowedAdaGrad, make_optimizer
 from .options import OptimizerOptions, PrivacyOptions, TrainingOptions
+from .schedule import Phase, resolve_schedule
 
 SAMPLING_SCHEMES = ("poisson", "with-replacement")
 
@@ -60,6 +61,7 @@ class FitSpec:
     training: TrainingOptions
     adaptive: bool = False
     clip_count: bool = False
+    phases: tuple[Phase, ...] | None = None
 
     @property
     def sampling(self) -> str:
@@ -140,6 +142,20 @@ def validate_fit(
         raise InvalidPrivacyParameterError("charging a ledger needs the dataset name (dataset=...).")
     if not 0.0 <= float(training.init_scale) < math.inf:
         raise InvalidDataError(f"init_scale must be >= 0, got {training.init_scale!r}.")
+    phases = None
+    if training.schedule is not None:
+        phases = resolve_schedule(
+            training.schedule, q, adaptive=adaptive, sampling=sampling,
+            paper_accounting=bool(privacy.paper_accounting) and private,
+        )
+        default_steps = TrainingOptions.steps
+        total = sum(p.steps for p in phases)
+        if int(steps) not in (default_steps, total):
+            raise InvalidPrivacyParameterError(
+                f"steps={steps} was given with a schedule of {total} steps in all; give the steps "
+                "in the phases only."
+            )
+        steps, q = total, phases[0].sampling_rate
     return FitSpec(
         X=X,
         y=y,
@@ -156,6 +172,7 @@ def validate_fit(
         training=training,
         adaptive=adaptive,
         clip_count=count,
+        phases=phases,
     )
 
 
