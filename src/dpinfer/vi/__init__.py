@@ -8,8 +8,10 @@ from .optim import SGD, Adam, DPOptimizer, WindowedAdaGrad, clip_per_example
 from .options import OptimizerOptions, PrivacyOptions, TrainingOptions
 from .planning import PrivacyPlan, plan_privacy
 from .result import DPVIResult
+from .schedule import Phase
 
 __all__ = [
+    "Phase",
     "DPVI",
     "Adam",
     "CholeskyFactor",
