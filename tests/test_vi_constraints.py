@@ -363,3 +363,48 @@ def test_private_fit_at_large_epsilon_recovers_sigma():
     assert abs(math.exp(fit.params[0]) - exact_mean) < 2 * exact_sd
     draws = constrained_sample(model, fit._family, fit.params, 20000, seed=0)["sigma"]
     assert abs(np.median(draws) - math.exp(fit.params[0])) < 0.01
+
+
+def _mvn_ll(th, X, y):
+    """log N(x_i; 0, L L^T) for 2-D records x_i (the rows of X)."""
+    L = th["L"]
+    z = torch.linalg.solve_triangular(L, X.unsqueeze(-1), upper=False).squeeze(-1)
+    log_det = torch.log(torch.diagonal(L, dim1=-2, dim2=-1)).sum(-1)
+    return -0.5 * (z**2).sum(-1) - log_det - math.log(2 * math.pi)
+
+
+@pytest.mark.slow
+def test_cholesky_factor_fit_recovers_a_covariance():
+    """Unknown 2 x 2 covariance Σ = L L^T, flat prior on ζ (the tril entries, diagonal on log
+    scale), n = 600: E_q[L L^T] is within 3 sd of the sample covariance S (the posterior
+    concentrates at S; sd of S_jk = sqrt((Σ_jk² + Σ_jj Σ_kk)/n) ≈ 0.05; measured 0.6-1.3 sd) and
+    the draws are positive definite. A model whose ll reads L^T for L (a transposed factor, so
+    Σ = L^T L) is the broken variant: its E[L L^T] misses S by more than 3 sd (it diverges)."""
+    rng = np.random.default_rng(11)
+    sigma = np.array([[1.0, 0.6], [0.6, 0.8]])
+    x = rng.multivariate_normal(np.zeros(2), sigma, size=600)
+    S = x.T @ x / len(x)
+    sd_S = np.sqrt((S**2 + np.outer(np.diag(S), np.diag(S))) / len(x))
+
+    def fit_cov(ll):
+        model = Model(
+            ll, lambda th: torch.zeros((), dtype=torch.float64), params={"L": CholeskyFactor(2)}, n_features=2
+        )
+        fit = DPVI(model, family="fullrank").fit(
+            x, np.zeros(len(x)), private=False, sampling_rate=0.1, steps=1500, optimizer="adam", lr=0.1,
+            seed=4,
+        )
+        L = constrained_sample(model, fit._family, fit.params, 4000, seed=1)["L"]
+        return L @ np.swapaxes(L, -1, -2)
+
+    cov = fit_cov(_mvn_ll)
+    assert np.all(np.linalg.eigvalsh(cov) > 0)
+    assert np.all(np.abs(cov.mean(0) - S) < 3 * sd_S), (cov.mean(0), S)
+
+    def transposed_ll(th, X, y):
+        return _mvn_ll({"L": th["L"].transpose(-1, -2)}, X, y)
+
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        wrong = fit_cov(transposed_ll)  # fits Σ = L^T L, so E[L L^T] is not Σ
+        assert not np.all(np.abs(wrong.mean(0) - S) < 3 * sd_S)
