@@ -1,7 +1,10 @@
 """Models: one module per model (prior + simulator + mechanism, + exact posterior if known).
 
-Shared pieces: :mod:`.priors`, :mod:`.mechanisms`, :mod:`.contract` (the model contract),
-:mod:`.posteriors` and :mod:`.randomness` (seeds and uniforms).
+Shared pieces: :mod:`.priors` (+ :mod:`.prior_families`, :mod:`.prior_adapters`,
+:mod:`.transforms`), :mod:`.mechanisms` (+ :mod:`.gaussian_mechanism`, :mod:`.count_mechanisms`,
+:mod:`.composed_mechanism`, :mod:`.clamped`), :mod:`.contract` (the model contract, from functions
+or by subclassing), :mod:`.user_factory` (``--model package.module:factory``), :mod:`.posteriors`
+and :mod:`.randomness` (seeds and uniforms).
 """
 
 from .clamped import ClampedRelease as ClampedRelease
@@ -37,4 +40,8 @@ from .priors import Prior as Prior
 from .sir import SIR as SIR
 from .sir import BinomialTrajectoryMechanism as BinomialTrajectoryMechanism
 from .sir import gillespie_sir as gillespie_sir
+from .transforms import Bijection as Bijection
+from .transforms import BlockBijection as BlockBijection
+from .transforms import BoxBijection as BoxBijection
+from .transforms import StickBreakingBijection as StickBreakingBijection
 from .tuberculosis import Tuberculosis as Tuberculosis
