@@ -1,8 +1,9 @@
 """``dpinfer budget init | show | history``: the privacy-budget ledger.
 
-``init`` registers a data set with its total budget (creating the ledger file), optionally bound
-to the SHA-256 of its data file (``--data``); ``show`` lists budget, spent and remaining per data
-set; ``history`` lists every charge of one data set.
+``init`` registers a data set with its total budget (creating the ledger: a SQLite file, or the
+``dpinfer`` schema in the PostgreSQL database of a ``postgresql://`` URL), optionally bound to the
+SHA-256 of its data file (``--data``); ``show`` lists budget, spent and remaining per data set;
+``history`` lists every charge of one data set. A URL's password is never printed.
 """
 
 from __future__ import annotations
