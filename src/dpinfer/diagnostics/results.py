@@ -300,6 +300,19 @@ class ResultFile:
         draws = np.asarray(self.sample(4000, seed=0), dtype=np.float64)  # type: ignore[attr-defined]
         return np.quantile(draws, [0.5 - level / 2, 0.5 + level / 2], axis=0).T
 
+    def to_arviz(self, n_draws: int = 4000, seed: Any = 0) -> Any:
+        """An ``arviz.InferenceData`` of ``n_draws`` draws under the parameter names, with ε and δ
+        of the release as attributes (arviz is optional and imported here)."""
+        try:
+            import arviz as az
+        except ImportError as exc:
+            raise ImportError("to_arviz() needs arviz: pip install arviz") from exc
+        draws = np.asarray(self.sample(int(n_draws), seed=seed), dtype=np.float64)  # type: ignore[attr-defined]
+        privacy = getattr(self, "privacy", None)
+        attrs = {} if privacy is None else {"epsilon": float(privacy.epsilon), "delta": float(privacy.delta)}
+        names = self.param_names  # type: ignore[attr-defined]
+        return az.from_dict(posterior={n: draws[None, :, i] for i, n in enumerate(names)}, attrs=attrs)
+
     def save(self, path: str | Path) -> Path:
         """Write the result to ``path`` (``.npz`` appended when it has no suffix); returns the path."""
         fields, arrays = self._to_record()
