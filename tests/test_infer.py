@@ -91,3 +91,14 @@ def test_observed_outside_the_simulations_is_flagged():
     with pytest.warns(ObservedOutsideSimulationsWarning, match="outside the range"):
         post = dpinfer.infer(model, [1.8], seed=0, n_particles=200, n_inner=10)
     assert any(f["category"] == "ObservedOutsideSimulationsWarning" for f in post.findings)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["sppe", "sple"])
+def test_neural_methods_through_infer(poisson, method):
+    """Issue 12 target: SPPE with 2 rounds x 1000 simulations within 15 % on the sd (SPLE too)."""
+    model, exact = poisson
+    post = dpinfer.infer(model, OBS, method=method, seed=0, warn=False)
+    assert post.method == method
+    assert abs(post.mean()[0] - exact.mean) < 0.3 * exact.sd
+    assert abs(post.sd()[0] / exact.sd - 1) < 0.15

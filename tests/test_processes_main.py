@@ -74,3 +74,10 @@ def test_no_cloudpickle_and_unimportable_main_falls_back_to_serial(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert isinstance(get_backend("processes"), ProcessBackend)
+
+
+def test_lost_workers_message_tells_start_up_from_memory():
+    from dpinfer.execution.processes import _lost_message
+
+    assert "start-up" in _lost_message(4, 2, 0) and "memory" not in _lost_message(4, 2, 0)
+    assert "out of memory" in _lost_message(4, 2, 3)

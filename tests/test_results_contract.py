@@ -119,6 +119,16 @@ def test_every_result_satisfies_the_contract(results, key):
 
 
 @pytest.mark.parametrize("key", list(TYPES))
+def test_every_result_has_sd_and_interval(results, key):
+    """One posterior interface (issue 12): sd() and interval() on every result type."""
+    res = results[key]
+    dim = len(res.param_names)
+    sd, ci = np.asarray(res.sd()), np.asarray(res.interval(0.9))
+    assert sd.shape == (dim,) and np.all(sd > 0)
+    assert ci.shape == (dim, 2) and np.all(ci[:, 0] < ci[:, 1])
+
+
+@pytest.mark.parametrize("key", list(TYPES))
 def test_every_result_round_trips_through_one_format(results, key, tmp_path):
     res = results[key]
     path = _saved(res, tmp_path / key)

@@ -11,7 +11,7 @@ import pytest
 from dpinfer.abc import smc_abc
 from dpinfer.abc.adaptive_schedule import AdaptiveSchedule
 from dpinfer.abc.schedule import GeometricSchedule, make_schedule
-from dpinfer.errors import DPInferError, ImpossibleObservationError
+from dpinfer.errors import DPInferError, ImpossibleObservationError, ObservedOutsideSimulationsWarning
 from dpinfer.execution import AutoBackend, SerialBackend, get_backend
 from dpinfer.models.gaussian_mean import GaussianMean
 
@@ -111,6 +111,14 @@ def test_impossible_observation_is_a_clear_error_not_a_hang():
     assert isinstance(info.value, DPInferError)
     with pytest.raises(ImpossibleObservationError, match="accepted only 0 of"):
         smc_abc(model, [50.0], n_particles=200, schedule=[1.0], seed=0, max_population_simulations=5000)
+
+
+def test_adaptive_schedule_flags_an_impossible_observation():
+    """The adaptive schedule's tolerance stalls far away; the prior predictive says why."""
+    model = GaussianMean(n=30, clamp=(-2.0, 2.0), epsilon=1.0)
+    with _Timeout(60), pytest.warns(ObservedOutsideSimulationsWarning, match="50 not in"):
+        res = smc_abc(model, [50.0], n_particles=300, batch_size=300, seed=0)
+    assert "stalled" in res.settings["schedule_stop"]
 
 
 def test_auto_backend_decides_by_timing_the_first_batch():

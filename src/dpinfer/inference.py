@@ -32,7 +32,7 @@ from .diagnostics import checks
 from .errors import InvalidDataError
 from .posterior import InferenceResult
 
-METHODS = ("auto", "exact", "importance", "smc-abc", "sppe")
+METHODS = ("auto", "exact", "importance", "smc-abc", "sppe", "sple")
 #: rough simulations per run, for planning only: tempered SMC (1000 particles × 50 inner ×
 #: ~20 likelihood estimates), SMC-ABC (2000 particles, ~8 populations at falling acceptance),
 #: SPPE (2 rounds × 1000)
@@ -82,10 +82,11 @@ def _run(method: str, model: Any, obs: np.ndarray, seed: Any, backend: Any, opti
         from .abc.smc_abc import smc_abc
 
         return smc_abc(model, obs, seed=seed, backend=backend, **options)
-    from .neural import SPPE
+    from .neural import SPLE, SPPE
 
     settings = {"rounds": 2, "simulations_per_round": 1000, **options}
-    return SPPE(model, seed=seed, backend=backend, **settings).fit(obs)
+    estimator = SPPE if method == "sppe" else SPLE
+    return estimator(model, seed=seed, backend=backend, **settings).fit(obs)
 
 
 def diagnose(
@@ -98,12 +99,12 @@ def diagnose(
         found += checks.check_weights(np.exp(result.log_weights - np.max(result.log_weights)))
     elif hasattr(result, "weights") and hasattr(result, "particles"):
         found += checks.check_weights(result.weights)
-    mcmc = getattr(result, "mcmc", None)
+    lo, hi = model.prior.support
+    found += checks.check_prior_bounds(result.sample(2000, 0), lo, hi, names)
+    mcmc = getattr(result, "mcmc", None)  # SPLE: filled by its MCMC sampling
     rhat = mcmc.get("rhat") if isinstance(mcmc, dict) else None
     if rhat is not None:
         found += checks.check_rhat(rhat, names)
-    lo, hi = model.prior.support
-    found += checks.check_prior_bounds(result.sample(2000, 0), lo, hi, names)
     root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     rng = np.random.default_rng(np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + (98,)))
     sims = model.simulate(model.prior.sample(n_predictive, rng), rng)
@@ -132,7 +133,9 @@ def infer(
         The observed privatised statistic.
     method
         ``"auto"`` (module docstring), ``"exact"`` (tempered SMC with the mechanism density),
-        ``"importance"`` (mechanism-density importance sampling), ``"smc-abc"`` or ``"sppe"``.
+        ``"importance"`` (mechanism-density importance sampling), ``"smc-abc"``, ``"sppe"`` or
+        ``"sple"`` (neural, 2 rounds × 1000 simulations unless ``rounds`` /
+        ``simulations_per_round`` are given; SPLE's MCMC R-hat is checked).
     seed
         Public randomness only (simulations, resampling, network initialisation).
     backend

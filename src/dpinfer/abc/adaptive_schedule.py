@@ -29,9 +29,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
+from ..diagnostics.checks import check_observed_in_range
 from ..errors import InvalidDataError
 from .weighted import weighted_quantile
 
@@ -121,4 +123,16 @@ def stall_message(
     )
 
 
-__all__ = ["AdaptiveSchedule", "stall_message"]
+def stalled_findings(model: Any, observed: np.ndarray, root: np.random.SeedSequence, n: int = 1000) -> list:
+    """After a stalled tolerance: is the observation outside ``n`` prior-predictive simulations?
+
+    A tolerance that stops shrinking is normal for a discrete statistic, but it is also what an
+    observed value the model cannot reach looks like; the prior predictive tells them apart
+    (:func:`~dpinfer.diagnostics.checks.check_observed_in_range`). Seed ``spawn_key (2,)``.
+    """
+    rng = np.random.default_rng(np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + (2,)))
+    sims = model.simulate(model.prior.sample(n, rng), rng)
+    return check_observed_in_range(observed, sims)
+
+
+__all__ = ["AdaptiveSchedule", "stall_message", "stalled_findings"]

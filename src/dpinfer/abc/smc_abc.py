@@ -35,10 +35,11 @@ from typing import Any
 
 import numpy as np
 
+from ..diagnostics.checks import emit
 from ..errors import DPInferError, ImpossibleObservationError, InvalidDataError
 from ..execution import Backend, batch_seeds, get_backend
 from ..privacy.deprecation import moved_names
-from .adaptive_schedule import stall_message
+from .adaptive_schedule import stall_message, stalled_findings
 from .kernel import BatchTask, PerturbationKernel, population_batch
 from .schedule import make_schedule as _make_schedule
 from .smc_result import PopulationDiagnostics as _Diagnostics
@@ -391,6 +392,8 @@ def smc_abc(
     result = partial(True, "")
     assert result is not None
     hook.end("finished", "", len(pops))
+    if "stalled" in settings.get("schedule_stop", ""):
+        emit(stalled_findings(model, obs, root))
     if checkpoint is not None:
         result.save(checkpoint)
     return result

@@ -107,7 +107,9 @@ class WeightedSample(ResultFile):
         ]
 
     def to_arviz(self, n_draws: int | None = None, seed: int = 0) -> Any:
-        """An ``arviz.InferenceData`` of equal-weight draws (multinomial resampling).
+        """An ``arviz.InferenceData`` of equal-weight draws (multinomial resampling) under the
+        parameter names; the weighted particles and their weights as ``constant_data``, ε and δ of
+        the analysed release as attributes.
 
         arviz is optional and imported here.
         """
@@ -116,7 +118,15 @@ class WeightedSample(ResultFile):
         except ImportError as exc:
             raise ImportError("to_arviz() needs arviz: pip install arviz") from exc
         draws = self.sample(n_draws or self.weights.size, seed)
-        return az.from_dict(posterior={name: draws[None, :, i] for i, name in enumerate(self.param_names)})
+        privacy = getattr(self, "privacy", None)
+        attrs = {} if privacy is None else {"epsilon": float(privacy.epsilon), "delta": float(privacy.delta)}
+        return az.from_dict(
+            posterior={name: draws[None, :, i] for i, name in enumerate(self.param_names)},
+            constant_data={"particles": self.particles, "weights": self.weights},
+            dims={"particles": ["particle", "parameter"], "weights": ["particle"]},
+            coords={"parameter": list(self.param_names)},
+            attrs=attrs,
+        )
 
 
 __all__ = ["WeightedSample", "ess", "release_facts", "weighted_cov", "weighted_quantile"]

@@ -85,7 +85,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--epsilon", type=float, default=1.0, help="privacy level (registry models)")
     p.add_argument("--model-args", default="{}", help="JSON object of keyword arguments for the model")
     p.add_argument(
-        "--method", default="auto", choices=("auto", "exact", "importance", "smc-abc", "sppe"),
+        "--method", default="auto", choices=("auto", "exact", "importance", "smc-abc", "sppe", "sple"),
         help="inference method to calibrate",
     )
     p.add_argument(

@@ -9,6 +9,9 @@ Every result — :class:`~dpinfer.abc.ABCResult` / :class:`~dpinfer.abc.ABCDPRes
 
 * ``mean()`` — the posterior mean of θ, shape ``(dim,)`` (a method everywhere);
 * ``sample(n, seed)`` — ``n`` draws of θ, shape ``(n, dim)`` (the same seed gives the same draws);
+* ``sd()`` and ``interval(level)`` — marginal standard deviations and equal-tailed credible
+  intervals ``(dim, 2)`` (weighted for particle methods; by default from 4000 draws, seed 0);
+* ``to_arviz()`` — an ``arviz.InferenceData`` with the parameter names;
 * ``param_names`` — the names of the ``dim`` parameters;
 * ``privacy`` — the :class:`~dpinfer.privacy.PrivacyReport` of the release the result is about
   (its own release for ABCDP and DPVI; the analysed release for post-processing methods), or None;
@@ -75,6 +78,18 @@ class PosteriorResult(Protocol):
 
     def sample(self, n: int, seed: Any = None) -> np.ndarray:
         """``n`` draws of θ, shape ``(n, dim)``."""
+        ...
+
+    def sd(self) -> np.ndarray:
+        """Marginal posterior standard deviations, shape ``(dim,)``."""
+        ...
+
+    def interval(self, level: float = 0.95) -> np.ndarray:
+        """Equal-tailed marginal credible intervals, shape ``(dim, 2)``."""
+        ...
+
+    def to_arviz(self) -> Any:
+        """An ``arviz.InferenceData`` of draws under the parameter names."""
         ...
 
     def save(self, path: str | Path) -> Any:
@@ -274,6 +289,29 @@ class ResultFile:
     @classmethod
     def _from_record(cls: type[R], record: Record, **kwargs: Any) -> R:  # pragma: no cover
         raise NotImplementedError
+
+    # -- default posterior summaries from draws (particle methods override them) ---------------
+    def sd(self) -> np.ndarray:
+        """Marginal standard deviations of 4000 draws (seed 0)."""
+        return np.asarray(self.sample(4000, seed=0), dtype=np.float64).std(axis=0, ddof=1)  # type: ignore[attr-defined]
+
+    def interval(self, level: float = 0.95) -> np.ndarray:
+        """Equal-tailed marginal credible intervals of 4000 draws (seed 0), shape ``(dim, 2)``."""
+        draws = np.asarray(self.sample(4000, seed=0), dtype=np.float64)  # type: ignore[attr-defined]
+        return np.quantile(draws, [0.5 - level / 2, 0.5 + level / 2], axis=0).T
+
+    def to_arviz(self, n_draws: int = 4000, seed: Any = 0) -> Any:
+        """An ``arviz.InferenceData`` of ``n_draws`` draws under the parameter names, with ε and δ
+        of the release as attributes (arviz is optional and imported here)."""
+        try:
+            import arviz as az
+        except ImportError as exc:
+            raise ImportError("to_arviz() needs arviz: pip install arviz") from exc
+        draws = np.asarray(self.sample(int(n_draws), seed=seed), dtype=np.float64)  # type: ignore[attr-defined]
+        privacy = getattr(self, "privacy", None)
+        attrs = {} if privacy is None else {"epsilon": float(privacy.epsilon), "delta": float(privacy.delta)}
+        names = self.param_names  # type: ignore[attr-defined]
+        return az.from_dict(posterior={n: draws[None, :, i] for i, n in enumerate(names)}, attrs=attrs)
 
     def save(self, path: str | Path) -> Path:
         """Write the result to ``path`` (``.npz`` appended when it has no suffix); returns the path."""
