@@ -98,6 +98,8 @@ def compare(
     warnings.filterwarnings("ignore")
     model = GaussianMean(n=100, clamp=(-2.0, 2.0), epsilon=1.0)
     obs = [observed]
+    # one-off imports (torch's optimiser wrappers load torch._dynamo on the first step) before timing
+    SPPE(model, rounds=1, simulations_per_round=40, training={"max_epochs": 1}, seed=seed).fit(obs)
     exact = model.exact_posterior(obs)
     out: dict[str, Any] = {"exact": {"mean": exact.mean, "sd": exact.sd}, "protocols": {}}
     for name in protocols or tuple(PROTOCOLS):

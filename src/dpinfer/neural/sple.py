@@ -201,7 +201,7 @@ class SPLE(SequentialEstimator):
         return self.model.obs_dim, self.model.theta_dim
 
     def _standardize(self, flow: ConditionalFlow, theta: np.ndarray, x: np.ndarray) -> None:
-        flow.fit_standardization(x.reshape(-1, x.shape[-1]), theta)
+        flow.fit_standardization(x.reshape(-1, x.shape[-1]), np.repeat(theta, x.shape[1], axis=0))
 
     def _loss(self, round_index: int) -> LossFn:
         flow = self._flow
