@@ -22,6 +22,8 @@ Run from benchmarks/neural.py (``--vs-sbi``) or directly; writes ``results/neura
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import platform
 import time
@@ -83,7 +85,8 @@ def run_sbi(kind: str, model: Any, obs: list[float], rounds: int, n: int, seed: 
             inference.append_simulations(theta, x, proposal=proposal)
         else:
             inference.append_simulations(theta, x)
-        inference.train(show_train_summary=False)
+        with contextlib.redirect_stdout(io.StringIO()):  # sbi prints "converged after ..." itself
+            inference.train(show_train_summary=False)
         epochs.append(int(inference._summary["epochs_trained"][-1]))
         proposal = inference.build_posterior().set_default_x(x_o)
     draws = proposal.sample((4000,), show_progress_bars=False).double().numpy()
