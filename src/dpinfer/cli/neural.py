@@ -149,7 +149,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         "--training",
         default="fast",
         choices=("fast", "paper"),
-        help="training preset: fast (batch 200, lr 1e-3, patience 10) or paper "
+        help="training preset: fast (batch 200, lr 1e-3, patience 5) or paper "
         "(batch 100, lr 5e-4, patience 20)",
     )
     p.add_argument("--max-epochs", type=int, default=None, help="epoch cap per round (default: preset's)")
