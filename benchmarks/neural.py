@@ -26,6 +26,10 @@ privacy noise, so it may not reach the target within ``--sir-max-populations``; 
 records its budget and final C2ST (the ratio to SPPE is then a lower bound).
 
 Usage: ``python benchmarks/neural.py [--sir] [--max-rounds 6]``; writes benchmarks/results/neural.json.
+
+``--vs-sbi`` instead runs the wall-time and accuracy comparison with sbi's NPE / NLE of issue 14
+(:mod:`neural_vs_sbi`: Gaussian mean, n = 100, ε = 1, 3 × 1000 and 1 × 3000 simulations, exact
+reference) and writes benchmarks/results/neural_vs_sbi.json.
 """
 
 from __future__ import annotations
@@ -244,7 +248,15 @@ def main() -> None:
     p.add_argument("--max-populations", type=int, default=12)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default=str(Path(__file__).parent / "results" / "neural.json"))
-    args = p.parse_args()
+    p.add_argument("--vs-sbi", action="store_true", help="SPPE/SPLE vs sbi NPE/NLE wall time (issue 14)")
+    args, rest = p.parse_known_args()
+    if args.vs_sbi:
+        from neural_vs_sbi import main as vs_sbi
+
+        vs_sbi(rest)
+        return
+    if rest:
+        p.error(f"unrecognized arguments: {' '.join(rest)}")
     torch.set_num_threads(1)
 
     out: dict[str, Any] = {

@@ -9,7 +9,8 @@ Two protocols, each with the same number of confidential simulations for every m
 * ``sequential``: 3 rounds × 1000 simulations (round r > 0 simulates at the current posterior);
 * ``one-round``: 3000 prior simulations (amortised).
 
-dpinfer privatises each simulated confidential mean M = 8 times (nested RQMC, the paper's method);
+dpinfer privatises each simulated confidential mean M = 8 times (nested RQMC, the paper's method;
+the row "SPPE M=4" uses 4 copies);
 sbi gets the mechanism inside the simulator (one noise draw per simulation) and its defaults
 (NPE: NSF, atomic loss in later rounds; NLE: NSF likelihood + slice-sampling MCMC). Wall time:
 everything from the first simulation to 4000 posterior draws (so MCMC counts for SPLE and NLE).
@@ -22,6 +23,8 @@ Run from benchmarks/neural.py (``--vs-sbi``) or directly; writes ``results/neura
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import platform
 import time
@@ -49,10 +52,11 @@ def _accuracy(draws: np.ndarray, exact: Any) -> dict[str, float]:
 
 
 def run_dpinfer(
-    klass: Any, model: Any, obs: list[float], rounds: int, n: int, seed: int, training: Any
+    klass: Any, model: Any, obs: list[float], rounds: int, n: int, seed: int, training: Any, m: int = 8
 ) -> dict:
     t0 = time.perf_counter()
-    post = klass(model, rounds=rounds, simulations_per_round=n, seed=seed, training=training).fit(obs)
+    est = klass(model, rounds=rounds, simulations_per_round=n, seed=seed, training=training, rqmc_points=m)
+    post = est.fit(obs)
     draws = post.sample(4000, seed=seed + 1)
     wall = time.perf_counter() - t0
     return {
@@ -83,7 +87,8 @@ def run_sbi(kind: str, model: Any, obs: list[float], rounds: int, n: int, seed: 
             inference.append_simulations(theta, x, proposal=proposal)
         else:
             inference.append_simulations(theta, x)
-        inference.train(show_train_summary=False)
+        with contextlib.redirect_stdout(io.StringIO()):  # sbi prints "converged after ..." itself
+            inference.train(show_train_summary=False)
         epochs.append(int(inference._summary["epochs_trained"][-1]))
         proposal = inference.build_posterior().set_default_x(x_o)
     draws = proposal.sample((4000,), show_progress_bars=False).double().numpy()
@@ -98,6 +103,8 @@ def compare(
     warnings.filterwarnings("ignore")
     model = GaussianMean(n=100, clamp=(-2.0, 2.0), epsilon=1.0)
     obs = [observed]
+    # one-off imports (torch's optimiser wrappers load torch._dynamo on the first step) before timing
+    SPPE(model, rounds=1, simulations_per_round=40, training={"max_epochs": 1}, seed=seed).fit(obs)
     exact = model.exact_posterior(obs)
     out: dict[str, Any] = {"exact": {"mean": exact.mean, "sd": exact.sd}, "protocols": {}}
     for name in protocols or tuple(PROTOCOLS):
@@ -112,6 +119,7 @@ def compare(
         runs: list[tuple[str, Any, tuple[Any, ...]]] = [
             ("SPPE", run_dpinfer, (SPPE, model, obs, rounds, n, seed, training)),
             ("SPLE", run_dpinfer, (SPLE, model, obs, rounds, n, seed, training)),
+            ("SPPE M=4", run_dpinfer, (SPPE, model, obs, rounds, n, seed, training, 4)),
         ]
         if have_sbi:
             runs += [
@@ -128,7 +136,7 @@ def compare(
                 flush=True,
             )
         ratios = {}
-        for ours, theirs in (("SPPE", "sbi NPE"), ("SPLE", "sbi NLE")):
+        for ours, theirs in (("SPPE", "sbi NPE"), ("SPLE", "sbi NLE"), ("SPPE M=4", "sbi NPE")):
             if theirs in res:
                 ratios[f"{ours} / {theirs} wall time"] = res[ours]["wall_time"] / res[theirs]["wall_time"]
         for k, v in ratios.items():

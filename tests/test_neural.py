@@ -238,9 +238,11 @@ def test_standardization_comes_from_simulations_not_the_observed_data(model):
     a = SPPE(model, **kw).fit([0.6]).flow
     b = SPPE(model, **kw).fit([1.9]).flow
     # round 0 only sees prior simulations: identical z-scoring (and weights) whatever was observed
-    for name in ("x_mean", "x_std", "c_mean", "c_std"):
+    for name in ("x_mean", "x_std", "x_coef", "c_mean", "c_std"):
         assert torch.equal(getattr(a, name), getattr(b, name))
-    assert abs(float(a.c_mean[0]) - 1.9) > 1.0 and float(a.x_std[0]) > 0.5  # prior moments, not s_obs
+    assert abs(float(a.c_mean[0]) - 1.9) > 1.0  # prior moments, not s_obs
+    # θ is centred on its linear prediction from the release: residual sd below the prior sd 1
+    assert 0.05 < float(a.x_std[0]) < 0.8 and float(a.x_coef[0, 0]) > 0.3
 
 
 @pytest.mark.slow

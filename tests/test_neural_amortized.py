@@ -151,3 +151,37 @@ def test_losses_condition_once_per_context_and_equal_the_pairwise_formula(kind, 
         xs, th = torch.randn(B, M, features), torch.randn(B, context)
         want_nle = -torch.stack([flow.log_prob(xs[:, m], th) for m in range(M)]).mean()
         assert float(nle_loss(flow, th, xs)) == pytest.approx(float(want_nle), rel=1e-5, abs=1e-5)
+
+
+def test_regression_standardization_centres_on_the_linear_prediction():
+    rng = np.random.default_rng(0)
+    c = rng.normal(1.0, 2.0, size=(5000, 1))
+    x = 2.0 + 3.0 * c + 0.1 * rng.standard_normal((5000, 1))
+    flow = build_flow({"kind": "nsf", "transforms": 1, "hidden": 8}, 1, 1)
+    flow.fit_standardization(x, c)
+    assert float(flow.x_std[0]) == pytest.approx(0.1, rel=0.05)  # the residual sd
+    assert float(flow.x_coef[0, 0]) == pytest.approx(6.0, rel=0.02)  # 3 per unit c, c_sd = 2
+    assert float(flow.x_mean[0]) == pytest.approx(5.0, abs=0.05)  # prediction at the mean context
+    # broken variant: plain z-scoring leaves the marginal spread (about 6)
+    plain = build_flow({"kind": "nsf", "transforms": 1, "hidden": 8, "regress": False}, 1, 1)
+    plain.fit_standardization(x, c)
+    assert float(plain.x_std[0]) > 5.0 and float(plain.x_coef.abs().sum()) == 0.0
+    # the density is the flow's on (x - centre(c)) / x_std, with the change of variables
+    xt, ct = torch.tensor([[8.0]]), torch.tensor([[2.0]])
+    with torch.no_grad():
+        z = (xt - flow.x_mean - (ct - flow.c_mean) / flow.c_std * flow.x_coef[0, 0]) / flow.x_std
+        want = flow.flow((ct - flow.c_mean) / flow.c_std).log_prob(z) - torch.log(flow.x_std).sum()
+        assert float(flow.log_prob(xt, ct)) == pytest.approx(float(want), abs=1e-5)
+
+
+def test_posteriors_saved_before_regression_standardization_still_load(amortized_sppe):
+    fields, arrays = amortized_sppe._to_record()
+    state = {
+        k[5:]: torch.as_tensor(v) for k, v in arrays.items() if k.startswith("flow.") and k != "flow.x_coef"
+    }
+    meta = dict(fields)
+    config = {k: v for k, v in meta["flow"]["config"].items() if k != "regress"}
+    meta["flow"] = dict(meta["flow"], config=config)
+    old = type(amortized_sppe)._build(meta, state, {}, arrays["observed"], amortized_sppe.param_names,
+                                      None, amortized_sppe.prior, None)
+    assert old.flow.config.regress is False and float(old.flow.x_coef.abs().sum()) == 0.0

@@ -64,7 +64,7 @@ def _estimator(args: argparse.Namespace, model: Any) -> Any:
         simulations_per_round=args.simulations,
         rqmc_points=args.rqmc_points,
         qmc=not args.monte_carlo,
-        training={"max_epochs": args.max_epochs, "patience": args.patience},
+        training=_training(args),
         seed=args.seed,
         backend=args.backend,
         n_workers=args.n_workers,
@@ -74,6 +74,12 @@ def _estimator(args: argparse.Namespace, model: Any) -> Any:
     if args.command == "sppe":
         return SPPE(model, atoms=args.atoms, **common)
     return SPLE(model, mcmc_method=args.mcmc, chains=args.chains, warmup=args.warmup, **common)
+
+
+def _training(args: argparse.Namespace) -> dict[str, Any]:
+    """The training preset with the options given on the command line."""
+    given = {"max_epochs": args.max_epochs, "patience": args.patience}
+    return {"preset": args.training, **{k: v for k, v in given.items() if v is not None}}
 
 
 def _print(args: argparse.Namespace, post: Any, summary: dict[str, Any]) -> None:
@@ -141,8 +147,15 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hidden", type=int, default=50, help="hidden units")
     p.add_argument("--bins", type=int, default=10, help="spline bins")
     p.add_argument("--tail-bound", type=float, default=5.0, help="spline tail bound")
-    p.add_argument("--max-epochs", type=int, default=1000, help="epoch cap per round")
-    p.add_argument("--patience", type=int, default=20, help="early-stopping patience")
+    p.add_argument(
+        "--training",
+        default="fast",
+        choices=("fast", "paper"),
+        help="training preset: fast (batch 200, lr 1e-3, patience 5) or paper "
+        "(batch 100, lr 5e-4, patience 20)",
+    )
+    p.add_argument("--max-epochs", type=int, default=None, help="epoch cap per round (default: preset's)")
+    p.add_argument("--patience", type=int, default=None, help="early-stopping patience (default: preset's)")
     add_backend_options(
         p, "serial", "worker processes for the simulations", "simulation/training seed (never privacy noise)"
     )
@@ -164,8 +177,8 @@ def register(subparsers: Any) -> None:
     q = add_command(subparsers, "sple", help="SPLE neural likelihood + MCMC from privatised statistics")
     _add_common(q)
     q.add_argument("--mcmc", default="slice", choices=("slice", "adaptive-metropolis"), help="MCMC sampler")
-    q.add_argument("--chains", type=int, default=20, help="MCMC chains")
-    q.add_argument("--warmup", type=int, default=100, help="MCMC warm-up steps per chain")
+    q.add_argument("--chains", type=int, default=100, help="MCMC chains")
+    q.add_argument("--warmup", type=int, default=50, help="MCMC warm-up steps per chain")
     q.set_defaults(func=_run, command="sple")
 
 

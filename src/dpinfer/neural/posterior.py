@@ -302,8 +302,9 @@ class NeuralPosterior(ResultFile):
                 "the prior is not a Gaussian prior and was not stored; pass prior= or model= to load()."
             )
         fl = meta["flow"]
-        config = {"affine": False, **fl["config"]}  # files written before the affine layer
+        config = {"regress": False, **fl["config"]}  # files written before regression z-scoring
         flow = ConditionalFlow(FlowConfig(**config), fl["features"], fl["context"])
+        flow_state.setdefault("x_coef", torch.zeros_like(flow.x_coef))
         flow.load_state_dict(flow_state)
         flow.eval()
         obj = cls.__new__(cls)

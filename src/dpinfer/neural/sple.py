@@ -151,7 +151,9 @@ class SPLE(SequentialEstimator):
     mcmc_method
         ``"slice"`` (default) or ``"adaptive-metropolis"``.
     chains, warmup, thin
-        MCMC chains (run together), warm-up steps per chain, thinning.
+        MCMC chains (run together: one flow evaluation serves all, so many short chains cost
+        little more than a few long ones; default 100), warm-up steps per chain (default 50; the
+        chains start at the previous round's draws or likelihood-weighted prior draws), thinning.
     posterior_draws
         Draws of the final MCMC run kept in ``posterior.draws``.
     reproduce_authors_proposal
@@ -169,8 +171,8 @@ class SPLE(SequentialEstimator):
         rqmc_points: int = 8,
         *,
         mcmc_method: str = "slice",
-        chains: int = 20,
-        warmup: int = 100,
+        chains: int = 100,
+        warmup: int = 50,
         thin: int = 1,
         posterior_draws: int = 2000,
         reproduce_authors_proposal: bool = False,
@@ -201,7 +203,7 @@ class SPLE(SequentialEstimator):
         return self.model.obs_dim, self.model.theta_dim
 
     def _standardize(self, flow: ConditionalFlow, theta: np.ndarray, x: np.ndarray) -> None:
-        flow.fit_standardization(x.reshape(-1, x.shape[-1]), theta)
+        flow.fit_standardization(x.reshape(-1, x.shape[-1]), np.repeat(theta, x.shape[1], axis=0))
 
     def _loss(self, round_index: int) -> LossFn:
         flow = self._flow

@@ -147,7 +147,8 @@ class SPPE(SequentialEstimator):
         return self.model.theta_dim, self.model.obs_dim
 
     def _standardize(self, flow: ConditionalFlow, theta: np.ndarray, x: np.ndarray) -> None:
-        flow.fit_standardization(theta, x.reshape(-1, x.shape[-1]))
+        # pairs (θ_i, x_{i,m}): θ_i repeated for each of its M copies
+        flow.fit_standardization(np.repeat(theta, x.shape[1], axis=0), x.reshape(-1, x.shape[-1]))
 
     def _loss(self, round_index: int) -> LossFn:
         flow = self._flow
