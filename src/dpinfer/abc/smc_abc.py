@@ -6,18 +6,15 @@ followed by the known release mechanism with fresh uniforms, so the ABC posterio
 
 Population ``t`` (tolerance ``ε_t`` from the schedule, :mod:`dpinfer.abc.schedule`):
 
-* ``t = 0``: draw ``θ`` from the prior, keep those with ``||s_dp(θ) - s_obs||₂ <= ε_0``;
-  weights uniform.
+* ``t = 0``: draw ``θ`` from the prior, keep those within ``ε_0``; weights uniform.
 * ``t > 0``: propose from the perturbation kernel built on population ``t - 1`` (resampled first
   when its ESS is low), keep the proposals within ``ε_t`` and weight them by the PMC weights
   ``w_i ∝ π(θ_i) / Σ_j w_j K_Σ(θ_i - θ_j)`` (:mod:`dpinfer.abc.kernel`).
-* Stop when the schedule returns no further tolerance; the result is
-  :class:`~dpinfer.abc.smc_result.SMCABCResult`.
+* Stop when the schedule returns no further tolerance (:class:`~dpinfer.abc.smc_result.SMCABCResult`).
 
-Reproducibility: batch ``j`` of population ``t`` draws all its randomness from
-``SeedSequence(seed, spawn_key=(0, t, j))`` and the population keeps the first ``n_particles``
-accepted proposals in batch order, so a seed (and ``batch_size``) fixes the result on every
-backend and worker count.
+Reproducibility: batch ``j`` of population ``t`` draws from ``SeedSequence(seed, spawn_key=(0, t,
+j))``; the first ``n_particles`` accepted in batch order are kept, so a seed (and ``batch_size``)
+fixes the result on every backend and worker count.
 
 The schedules, weighted statistics and result that used to live here moved to
 :mod:`~dpinfer.abc.schedule`, :mod:`~dpinfer.abc.weighted` and :mod:`~dpinfer.abc.smc_result`;
