@@ -117,3 +117,23 @@ def test_cli_synthesize(covid_release, tmp_path, capsys):
     assert len(rows) == 26 and rows[0][0] == "day_0"
     assert main(["synthesize", "--release", str(tmp_path / "nope.json"), "--n", "5", "--out", str(out)]) == 1
     assert "not found" in capsys.readouterr().err
+
+
+def test_private_data_posterior_synthesis_and_cli_model(tmp_path, capsys):
+    """Exact private-data posterior (importance sampling) of the Gaussian-mean model: its synthetic
+    records have the posterior-predictive mean, and the CLI needs --model for such a file."""
+    from dpinfer.abc import mechanism_importance_sampling
+
+    model = GaussianMean(epsilon=1.0)
+    post = mechanism_importance_sampling(model, [0.4], n_theta=4000, n_inner=50, seed=0)
+    syn = post.synthesize(4000, model, seed=1)
+    assert syn.columns == ("x",) and syn.privacy_report()["additional_epsilon"] == 0.0
+    sd = np.sqrt(post.sd()[0] ** 2 + model.noise_sd**2)
+    assert abs(syn.records[:, 0].mean() - post.mean()[0]) < 5 * sd / np.sqrt(min(4000, post.ess))
+    path = post.save(tmp_path / "post.npz")
+    out = tmp_path / "s.csv"
+    assert main(["synthesize", "--release", str(path), "--n", "10", "--out", str(out)]) == 1
+    assert "--model" in capsys.readouterr().err
+    assert main(["synthesize", "--release", str(path), "--n", "10", "--out", str(out),
+                 "--model", "gaussian-mean"]) == 0
+    assert len(out.read_text().splitlines()) == 11

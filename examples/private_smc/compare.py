@@ -75,11 +75,12 @@ def main() -> None:
     ap.add_argument("--problems", default="toy,tb")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--out", default=str(Path(__file__).parent / "out"))
+    ap.add_argument("--replot", action="store_true", help="only redraw compare.png from the CSVs in --out")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     makers = {"toy": toy, "tb": tb}
-    for key in args.problems.split(","):
+    for key in [] if args.replot else args.problems.split(","):
         with warnings.catch_warnings():  # an example: nothing is charged to a ledger
             warnings.simplefilter("ignore", PrivacyWarning)
             rows = run(makers[key](), args.repeats)
@@ -95,6 +96,32 @@ def main() -> None:
                 se = e.std(ddof=1) / np.sqrt(e.size)
                 print(f"{key} eps={eps:g} {meth:12s} error {e.mean():.4f} ± {se:.4f}  "
                       f"simulations {s.mean():.0f}")
+    plot(out)
+
+
+def plot(out: Path) -> None:
+    """Error against simulations, one point per run, from every compare_*.csv in ``out``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    files = sorted(out.glob("compare_*.csv"))
+    fig, axes = plt.subplots(1, len(files), figsize=(4.8 * len(files), 3.6), squeeze=False)
+    for ax, f in zip(axes[0], files, strict=True):
+        rows = list(csv.DictReader(f.open()))
+        groups = sorted({(r["method"], r["epsilon"]) for r in rows})
+        for (meth, eps), marker in zip(groups, "osdv^<>", strict=False):
+            sel = [r for r in rows if r["method"] == meth and r["epsilon"] == eps and r["error"] != "nan"]
+            ax.plot([float(r["simulations"]) for r in sel], [float(r["error"]) for r in sel], marker,
+                    label=f"{meth}, ε={float(eps):g}", alpha=0.7)
+        ax.set_xscale("log")
+        ax.set_xlabel("simulations")
+        ax.set_ylabel("posterior-mean error")
+        ax.set_title(f.stem.replace("compare_", ""))
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out / "compare.png", dpi=120)
 
 
 if __name__ == "__main__":
