@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import sys
 import warnings
 from collections.abc import Callable, Iterator
@@ -85,6 +86,10 @@ def run_command(func: Callable[[argparse.Namespace], int | None], args: argparse
     """Run a command; a refusal exits with status 2, a usage or data error with status 1."""
     try:
         return int(func(args) or 0)
+    except BrokenPipeError:  # `dpinfer ... | head` closed the pipe: stop quietly, as Unix tools do
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # the interpreter's final flush must not fail again
+        return 141
     except UnsupportedEventError as exc:
         error(unsupported_event_advice(exc, args))
         return 2

@@ -8,6 +8,10 @@ the analyst's commands read (``dpinfer smc-abc / exact-posterior / sppe / sple -
     dpinfer release --model gaussian-mean --data x.csv --columns x --epsilon 1 \\
         --model-args '{"clamp": [-2, 2]}' --ledger budget.db --dataset xs --out release.json
 
+A model of your own is named ``--model package.module:factory`` with one ``--columns`` column:
+its mechanism must be a :func:`~dpinfer.models.clamped_release` (which computes the clamped
+statistic of the records), and a factory taking ``n`` gets the file's number of records.
+
 The number of records n is public (replace-one neighbours) and taken from the file. The release
 file is JSON: ``{"observed": [...], "epsilon": ε, "model": NAME, "model_args": {...},
 "privacy": report}``; it holds nothing confidential.
@@ -95,6 +99,39 @@ def statistic(name: str, model: Any, table: np.ndarray) -> np.ndarray:
     )
 
 
+def _user_release(args: argparse.Namespace, model_args: dict[str, Any], ledger: Any, dataset: Any) -> Any:
+    """Build the factory's model for this file and release the records through its mechanism."""
+    import inspect
+
+    from ..models.user_factory import build_user_model, load_factory
+
+    if not args.columns or "," in args.columns:
+        raise Refusal(f"--model {args.model}: name the one column of records with --columns COLUMN.")
+    table = read_columns(args.data, [args.columns.strip()])
+    n = int(table.shape[0])
+    params = inspect.signature(load_factory(args.model)).parameters
+    if "n" in params and "n" not in model_args:
+        model_args = {**model_args, "n": n}
+    model, _ = build_user_model(args.model, args.epsilon, **model_args)
+    mech = model.mechanism
+    if not hasattr(mech, "release_records"):
+        raise Refusal(
+            f"--model {args.model}: its mechanism ({type(mech).__name__}) does not say how records become "
+            "the statistic; build it with dpinfer.models.clamped_release(...) to release from a CSV, "
+            "or release from Python with model.mechanism.release(statistic, ledger=..., dataset=...)."
+        )
+    if getattr(mech, "n", None) is not None and mech.n != n:
+        raise Refusal(
+            f"--model {args.model}: its release is declared for n = {mech.n} records but {args.data} has "
+            f"{n}; give the factory n (an argument named n gets the file's count) or --model-args."
+        )
+    with release_notices(ledger is not None):
+        rel = mech.release_records(
+            table[:, 0], ledger=ledger, dataset=dataset, label=f"release {args.model} eps={args.epsilon:g}"
+        )
+    return rel, model_args, n
+
+
 def _release(args: argparse.Namespace) -> int:
     try:
         model_args = json.loads(args.model_args) if args.model_args else {}
@@ -102,7 +139,18 @@ def _release(args: argparse.Namespace) -> int:
         raise Refusal(f"--model-args is not a JSON object: {args.model_args!r}.") from None
     if not isinstance(model_args, dict):
         raise Refusal(f"--model-args must be a JSON object, got {args.model_args!r}.")
+    from ..models.user_factory import is_user_model
+
+    user = is_user_model(args.model)
+    if not user and args.model not in RELEASABLE:
+        raise Refusal(
+            f"--model {args.model!r}: releasable models are {', '.join(sorted(RELEASABLE))}, or a model of "
+            "your own as package.module:factory whose mechanism is a clamped_release."
+        )
     ledger, dataset = open_release_ledger(args, args.data)  # refusals first: nothing read before
+    if user:
+        rel, model_args, n = _user_release(args, model_args, ledger, dataset)
+        return _write(args, rel, model_args, n, ledger, dataset)
     columns = [c.strip() for c in (args.columns or RELEASABLE[args.model][0]).split(",")]
     table = read_columns(args.data, columns)
     model_args = {**model_args, "n": int(table.shape[0])}  # n is public under replace-one
@@ -115,6 +163,13 @@ def _release(args: argparse.Namespace) -> int:
         rel = model.mechanism.release(
             s, ledger=ledger, dataset=dataset, label=f"release {args.model} eps={args.epsilon:g}"
         )
+    return _write(args, rel, model_args, int(table.shape[0]), ledger, dataset)
+
+
+def _write(
+    args: argparse.Namespace, rel: Any, model_args: dict[str, Any], n: int, ledger: Any, dataset: Any
+) -> int:
+    """Write the release file (module docstring) and say what was done."""
     privacy = rel.privacy.to_dict()
     doc = {
         "observed": np.asarray(rel.value, dtype=np.float64).tolist(),
@@ -126,7 +181,7 @@ def _release(args: argparse.Namespace) -> int:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(doc, indent=2))
-    print(f"released the {args.model} statistic of {table.shape[0]} records at epsilon={args.epsilon:g}")
+    print(f"released the {args.model} statistic of {n} records at epsilon={args.epsilon:g}")
     if ledger is not None:
         print(f"  charged to {dataset!r} in {ledger.location}: spent {ledger.spent(dataset):.4g}")
     print(f"wrote {out} (read it with --model {args.model} --observed {out})")
@@ -146,7 +201,11 @@ def register(subparsers: Any) -> None:
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    p.add_argument("--model", required=True, choices=sorted(RELEASABLE), help="the private-data model")
+    p.add_argument(
+        "--model", required=True,
+        help=f"the private-data model: {', '.join(sorted(RELEASABLE))}, or package.module:factory "
+        "(a model of your own whose mechanism is a clamped_release; one --columns column)",
+    )
     p.add_argument("--data", required=True, help="CSV file of the confidential records (header row)")
     p.add_argument("--columns", default=None, help="comma-separated columns (default: the model's, above)")
     p.add_argument("--epsilon", type=float, required=True, help="privacy level of the release (pure DP)")
