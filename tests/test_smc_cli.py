@@ -176,3 +176,18 @@ def test_short_sir_run_reports_populations(capsys):
                  "--max-populations", "2", "--backend", "serial", "--no-progress"]) == 0
     err = capsys.readouterr().err
     assert "population 1 of 2" in err and "population 2 of 2" in err and "ETA" in err
+
+
+def test_cli_defaults_are_the_librarys_scale_free_ones():
+    """smc-abc's command-line defaults: the adaptive schedule (AdaptiveSchedule, no units) and the
+    auto backend; the paper's schedule on request."""
+    from dpinfer.abc.adaptive_schedule import AdaptiveSchedule
+    from dpinfer.cli import build_parser
+    from dpinfer.cli.smc import _schedule
+
+    argv = ["smc-abc", "--model", "sir", "--observed", "builtin", "--epsilon", "10"]
+    args = build_parser().parse_args(argv)
+    assert args.backend == "auto"
+    assert isinstance(_schedule(args), AdaptiveSchedule)
+    args.schedule = "paper"
+    assert _schedule(args) == "paper"

@@ -200,7 +200,9 @@ def add_backend_options(parser: argparse.ArgumentParser, default: str, workers: 
     """``--backend`` (default ``default``), ``--workers`` (as ``n_workers``) and ``--seed``, with
     the help texts given: the keyword arguments of the backends' callers."""
     parser.add_argument(
-        "--backend", default=default, help="where simulations run: serial | processes | dask | tcp://scheduler:8786"
+        "--backend", default=default,
+        help="where simulations run: auto (times a batch: serial for cheap simulators, else processes) | "
+        "serial | processes | dask | tcp://scheduler:8786"
     )
     parser.add_argument("--workers", type=int, dest="n_workers", metavar="WORKERS", help=workers)
     parser.add_argument("--seed", type=int, default=0, help=seed)

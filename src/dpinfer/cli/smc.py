@@ -44,11 +44,14 @@ _SEED = "simulation seed (never privacy noise)"
 
 
 def _schedule(args: argparse.Namespace) -> Any:
+    from ..abc.adaptive_schedule import AdaptiveSchedule
     from ..abc.schedule import QuantileSchedule
 
     if args.schedule == "paper":
         return "paper"
-    if args.schedule == "adaptive":
+    if args.schedule == "adaptive":  # the library's default: scale-free stopping rule
+        return AdaptiveSchedule(alpha=args.quantile, max_populations=args.max_populations)
+    if args.schedule == "quantile":
         return QuantileSchedule(
             alpha=args.quantile, min_tolerance=args.min_tolerance, max_populations=args.max_populations
         )
@@ -56,7 +59,8 @@ def _schedule(args: argparse.Namespace) -> Any:
         return [float(v) for v in args.schedule.split(",")]
     except ValueError as exc:
         raise ValueError(
-            f"--schedule must be 'paper', 'adaptive' or comma-separated tolerances, got {args.schedule!r}."
+            f"--schedule must be 'adaptive', 'paper', 'quantile' or comma-separated tolerances, got "
+            f"{args.schedule!r}."
         ) from exc
 
 
@@ -112,7 +116,7 @@ def max_populations(args: argparse.Namespace) -> int | None:
         while tolerance > s.stop and k < s.max_populations:
             tolerance, k = tolerance * s.factor, k + 1
         return k
-    if args.schedule == "adaptive":
+    if args.schedule in ("adaptive", "quantile"):
         return args.max_populations
     return len(args.schedule.split(","))
 
@@ -218,15 +222,17 @@ def register(subparsers: Any) -> None:
     add_release_options(p)
     p.add_argument("--particles", type=int, default=2000, help="particles per population")
     p.add_argument(
-        "--schedule", default="paper",
-        help="paper (the authors' tolerances) | adaptive (--quantile) | comma-separated tolerances",
+        "--schedule", default="adaptive",
+        help="adaptive (quantile tolerances, stops when the acceptance rate keeps halving: no units "
+        "involved) | paper (the authors' 1.0*0.7^k down to 0.2) | quantile (--quantile, "
+        "--min-tolerance, --max-populations) | comma-separated tolerances",
     )
-    p.add_argument("--quantile", type=float, default=0.5, help="adaptive schedule: distance quantile")
+    p.add_argument("--quantile", type=float, default=0.5, help="adaptive/quantile: distance quantile")
     p.add_argument(
-        "--min-tolerance", type=float, default=0.0, help="adaptive schedule: stop at this tolerance"
+        "--min-tolerance", type=float, default=0.0, help="quantile schedule: stop at this tolerance"
     )
-    p.add_argument("--max-populations", type=int, default=10, help="adaptive schedule: population cap")
-    add_backend_options(p, "processes", _WORKERS, _SEED)
+    p.add_argument("--max-populations", type=int, default=30, help="adaptive/quantile: population cap")
+    add_backend_options(p, "auto", _WORKERS, _SEED)
     p.add_argument("--batch-size", type=int, default=1000, help="proposals per batch")
     p.add_argument(
         "--max-simulations", type=int, help="stop (incomplete) beyond this many simulations (None: no cap)"
