@@ -185,3 +185,15 @@ def test_posteriors_saved_before_regression_standardization_still_load(amortized
     old = type(amortized_sppe)._build(meta, state, {}, arrays["observed"], amortized_sppe.param_names,
                                       None, amortized_sppe.prior, None)
     assert old.flow.config.regress is False and float(old.flow.x_coef.abs().sum()) == 0.0
+
+
+def test_cli_training_preset_and_overrides():
+    import argparse
+
+    from dpinfer.cli.neural import _training
+
+    args = argparse.Namespace(training="paper", max_epochs=None, patience=7)
+    cfg = TrainingConfig.from_any(_training(args))
+    assert (cfg.batch_size, cfg.patience, cfg.max_epochs) == (100, 7, 10_000)
+    plain = argparse.Namespace(training="fast", max_epochs=None, patience=None)
+    assert TrainingConfig.from_any(_training(plain)) == TrainingConfig()
