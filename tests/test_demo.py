@@ -10,6 +10,7 @@ def test_demo_runs_end_to_end(tmp_path, capsys):
     assert "privacy: (0.5, 0)-DP, replace-one" in out
     report = (tmp_path / "report.md").read_text()
     assert "mean rings (released)" in report
+    assert "rate posterior mean" in report and "Your own model" in report
     ledger = Ledger(tmp_path / "ledger.db")
     assert ledger.spent("abalone") <= 10.0
     assert all(h["status"] == "released" for h in ledger.history("abalone"))

@@ -7,6 +7,8 @@ module of this package that adds rows, text and figures to ``ctx.report``:
 * :mod:`~dpinfer.demo.abcdp`: ABCDP on the COVID-19 Netherlands counts;
 * :mod:`~dpinfer.demo.dpvi`: DPVI on Abalone;
 * :mod:`~dpinfer.demo.smc_abc`: SMC-ABC vs DA-MCMC, linear regression from private statistics;
+* :mod:`~dpinfer.demo.own_model`: a model written from functions, released by the data owner and
+  inferred with ``dpinfer.infer``, against its exact posterior;
 * :mod:`~dpinfer.demo.neural`: SPPE on a privatised SIR epidemic.
 
 Sections are listed in :data:`SECTIONS` as ``"module:function"`` strings with the package they
@@ -31,6 +33,7 @@ SECTIONS: list[tuple[str, str]] = [
     ("dpinfer.demo.abcdp:section_abcdp", "dpinfer.abc"),
     ("dpinfer.demo.dpvi:section_dpvi", "dpinfer.vi"),
     ("dpinfer.demo.smc_abc:section_smc_abc", "dpinfer.abc"),
+    ("dpinfer.demo.own_model:section_own_model", "dpinfer.abc"),
     ("dpinfer.demo.neural:section_sppe", "dpinfer.neural"),
 ]
 
