@@ -11,6 +11,7 @@ def test_demo_runs_end_to_end(tmp_path, capsys):
     report = (tmp_path / "report.md").read_text()
     assert "mean rings (released)" in report
     assert "rate posterior mean" in report and "Your own model" in report
+    assert "DPVI (paper's split)" in report and "synthetic labels" in report
     ledger = Ledger(tmp_path / "ledger.db")
     assert ledger.spent("abalone") <= 10.0
     assert all(h["status"] == "released" for h in ledger.history("abalone"))
