@@ -220,10 +220,16 @@ class SequentialEstimator:
         self._appended = [*getattr(self, "_appended", []), (th, xs)]
         return self
 
+    def _targets(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """What the pool stores for parameters ``theta``: the flow's targets (θ here; SPPE may
+        use z = T⁻¹(θ)) and their prior log density in that space."""
+        theta = np.asarray(theta, dtype=np.float64)
+        return theta, np.asarray(self.model.prior.log_prob(theta), dtype=np.float64)
+
     def _add_appended(self, pool: SimulationPool) -> None:
         for th, xs in getattr(self, "_appended", []):
-            logp = np.asarray(self.model.prior.log_prob(th), dtype=np.float64)
-            pool.add(th, xs, logp, self.training.validation_fraction)
+            targets, logp = self._targets(th)
+            pool.add(targets, xs, logp, self.training.validation_fraction)
 
     def train(self) -> NeuralPosterior:
         """One round on the appended simulations only: an amortised posterior with no observed
@@ -324,8 +330,8 @@ class SequentialEstimator:
             batch_size=self.simulation_batch_size,
             n_workers=self.n_workers,
         )
-        logp = np.asarray(self.model.prior.log_prob(theta), dtype=np.float64)
-        pool.add(theta, x, logp, self.training.validation_fraction)
+        targets, logp = self._targets(theta)
+        pool.add(targets, x, logp, self.training.validation_fraction)
         return theta
 
 

@@ -10,7 +10,9 @@ simulation is privatised ``M`` times with a scrambled Sobol net (their loss uses
 ``rqmc_points=1`` reproduces it), and the flow is z-scored on the simulations.
 
 The result, :class:`SPPEPosterior`, is the flow at ``s_obs`` restricted to the prior support:
-sampling by rejection, ``log q(θ | s_obs) - log P_q(θ ∈ support)`` as its density.
+sampling by rejection, ``log q(θ | s_obs) - log P_q(θ ∈ support)`` as its density. For a prior
+with a bounded support the flow lives on ``z = T⁻¹(θ)`` (:mod:`dpinfer.neural.param_space`), so
+every draw is inside the support; ``space="theta"`` keeps the paper's θ-space flow.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import torch
 from ..errors import InvalidDataError
 from .flows import ConditionalFlow
 from .losses import apt_loss, npe_loss
+from .param_space import ParamSpace
 from .posterior import NeuralPosterior, _seed_int
 from .sequential import SequentialEstimator, _check_int
 from .training import LossFn, torch_threads
@@ -41,12 +44,21 @@ class SPPEPosterior(NeuralPosterior):
     def _restore(self, state: dict[str, Any], meta: dict[str, Any]) -> None:
         self._log_mass = None
 
+    @property
+    def space(self) -> ParamSpace:
+        """θ or z = T⁻¹(θ), as trained (files written before the option: θ)."""
+        if getattr(self, "_space", None) is None:
+            self._space = ParamSpace(self.prior, self.settings.get("space", "theta"))
+        return self._space
+
     def _context(self) -> torch.Tensor:
         return self._tensor(self.observed)
 
     def _raw_sample(self, n: int) -> np.ndarray:
         with torch.no_grad():
-            return self.flow.sample(n, self._context()).double().cpu().numpy()
+            z = self.flow.sample(n, self._context()).double().cpu().numpy()
+        with np.errstate(over="ignore"):
+            return self.space.to_theta(z)
 
     def sample(self, n: int, seed: Any = None, max_tries: int = 1000, x: Any = None) -> np.ndarray:
         """``n`` draws (rejection into the prior support), shape (n, dim); ``x``: another observed
@@ -93,15 +105,23 @@ class SPPEPosterior(NeuralPosterior):
             return self.at(x).log_prob(theta)
         self._require_observed()
         th = self._check_theta(theta)
+        inside = self.prior.in_support(th)
+        z = self.space.to_z(np.where(inside[:, None], th, self._inside_point(th)))
         with torch.no_grad():
             lq = (
-                self.flow.log_prob(self._tensor(th), self._context().expand(th.shape[0], -1))
+                self.flow.log_prob(self._tensor(z), self._context().expand(th.shape[0], -1))
                 .double()
                 .cpu()
                 .numpy()
             )
-        inside = self.prior.in_support(th)
+        lq = lq - self.space.log_det(z)  # change of variables back to θ (0 in θ-space)
         return np.where(inside, lq - self.log_mass_in_support(), -np.inf)
+
+    def _inside_point(self, th: np.ndarray) -> np.ndarray:
+        """A point of the support to stand in for outside θ (their density is -inf anyway)."""
+        if not self.space.active:
+            return th
+        return self.space.to_theta(np.zeros((1, th.shape[1])))
 
 
 class SPPE(SequentialEstimator):
@@ -111,6 +131,10 @@ class SPPE(SequentialEstimator):
 
     atoms
         Atoms per APT normaliser (>= 2; paper: 10), drawn from the same minibatch.
+    space
+        ``"auto"`` (default: the flow lives on ``z = T⁻¹(θ)`` for a prior with a bounded support,
+        on θ otherwise), ``"theta"`` (the paper's: θ-space, rejection into the support) or
+        ``"unconstrained"`` (:mod:`dpinfer.neural.param_space`).
 
     Examples
     --------
@@ -131,9 +155,11 @@ class SPPE(SequentialEstimator):
         simulations_per_round: int = 1000,
         atoms: int = 10,
         rqmc_points: int = 8,
+        space: str = "auto",
         **kwargs: Any,
     ) -> None:
         super().__init__(model, flow, rounds, simulations_per_round, rqmc_points, **kwargs)
+        self.space = ParamSpace(model.prior, space)
         self.atoms = _check_int("atoms", atoms, 2)
         if self.atoms > self.training.batch_size:
             raise InvalidDataError(
@@ -141,7 +167,10 @@ class SPPE(SequentialEstimator):
             )
 
     def settings(self) -> dict[str, Any]:
-        return {**super().settings(), "atoms": self.atoms}
+        return {**super().settings(), "atoms": self.atoms, "space": self.space.name}
+
+    def _targets(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return self.space.targets(self.model.prior, theta)
 
     def _dims(self) -> tuple[int, int]:
         return self.model.theta_dim, self.model.obs_dim
