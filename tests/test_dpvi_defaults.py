@@ -12,7 +12,7 @@ the PLD accountant takes about a minute); the ε each gives is stated next to it
 Tolerances: the averages over 4 seeds (0-3) of (fit mean − exact mean)/exact sd and of the sd
 ratio. Measured (T = 1000): ε = 100 means (0.04, −0.02, 0.05) sd, sd ratios (0.87, 0.87, 0.99),
 which is the exact mean-field optimum's (0.86, 0.85, 0.96: mean-field VI, not DP); the previous
-default (0.59, −0.59, 0.45) sd with ratios 0.69-1.47 over seeds; ε = 1 means (−0.91, 0.44, 1.30)
+default (0.59, −0.59, 0.45) sd with ratios 0.69-1.47 over seeds; ε = 1 means (−0.80, 0.40, 1.21)
 sd; the paper's split about 18 sd. The test checks 0.25 sd and 25% on the sd at ε = 100, 2 sd at
 ε = 1.
 """
