@@ -218,3 +218,25 @@ def test_clip_learning_rate_keeps_the_adaptive_clip_steady_under_a_noisy_count(l
     # known-broken: Andrew et al.'s fixed 0.2 with a count noise std of 0.47 per step
     monkeypatch.setattr(optim, "clip_learning_rate", lambda qn, sb, base=0.2: base)
     assert spread() > 1.0  # measured 2.31
+
+
+def test_default_release_is_the_clipped_theta_gradient_sum(logistic, monkeypatch):
+    """The default releases Σ clip(∇_θ log p(y_i | θ_s)) over the 4 draws (4·D entries, each row
+    of norm <= C_t) plus N(0, (σ_Δ C_t)²); the (u, ω) gradient is computed from it afterwards."""
+    from dpinfer.vi import optim
+
+    X, y, _, _ = logistic
+    seen = []
+    real = optim.DPOptimizer.privatize
+
+    def spy(self, rows):
+        clipped = self.clip(rows)
+        seen.append((rows.shape[1], float(clipped.norm(dim=1).max()), float(self.clip_norm)))
+        return real(self, rows)
+
+    monkeypatch.setattr(optim.DPOptimizer, "privatize", spy)
+    _fits(X, y, LogisticRegression(3), SIGMA_EPS1, [0], steps=20)
+    assert all(width == 4 * 3 and top <= c * (1 + 1e-12) for width, top, c in seen)
+    seen.clear()  # known-different: the "likelihood" split releases the 2D (u, ω) rows, 1 draw
+    _fits(X, y, LogisticRegression(3), SIGMA_EPS1, [0], steps=20, per_example="likelihood")
+    assert {width for width, _, _ in seen} == {6}
