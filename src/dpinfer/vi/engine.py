@@ -37,7 +37,8 @@ outside the clipping, and ``clip="auto"`` adapts C privately to the 0.995 quanti
 per-example norms (Andrew et al. 2021; :mod:`dpinfer.vi.optim`), so almost no row is clipped and
 the fixed point is the ELBO optimum up to the noise. On a standardised logistic regression
 (n = 2000, ε = 100) the means land within 0.05 posterior sd of the exact posterior and the sd at
-the mean-field optimum's. ``per_example="elbo"`` with ``clip=5`` is the DPVI paper's
+the mean-field optimum's (a correlated posterior, e.g. a probit one, needs ``family="fullrank"``
+for its sd: mean-field VI understates it at any ε). ``per_example="elbo"`` with ``clip=5`` is the DPVI paper's
 reproduction: its rows carry the 1/q factor, nearly all are clipped, and the means land about 20
 posterior sd from the exact posterior at any ε. The adaptive clip needs the public qn (replace-one,
 Poisson batches); elsewhere give a numeric clip. Its private count also estimates the clipped

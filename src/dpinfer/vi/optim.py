@@ -227,7 +227,7 @@ class DPOptimizer:
         count_noise: float | None = None,
         expected_batch: float | None = None,
         adaptive: bool = False,
-        target_quantile: float = 0.98,
+        target_quantile: float = 0.995,
         clip_lr: float = 0.2,
     ) -> None:
         if noise_multiplier < 0 or not math.isfinite(noise_multiplier):
