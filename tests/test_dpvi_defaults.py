@@ -9,9 +9,11 @@ tests/glm_reference.py. Each accuracy check also runs the paper's split (``per_e
 draw, quantile 0.98), which must fail it. Noise multipliers are fixed (calibrating to ε = 100 with
 the PLD accountant takes about a minute); the ε each gives is stated next to it.
 
-Tolerances: the averages over 4 seeds (0-3) of (fit mean − exact mean)/exact sd and of the sd
-ratio. Measured (T = 1000): ε = 100 means (0.04, −0.02, 0.05) sd, sd ratios (0.87, 0.87, 0.99),
-which is the exact mean-field optimum's (0.86, 0.85, 0.96: mean-field VI, not DP); the previous
+Tolerances: the averages over seeds of (fit mean − exact mean)/exact sd and of the sd ratio.
+Measured (T = 1000): ε = 100, seeds 0-7, means (0.17, −0.08, 0.02) sd (one fit's own error is
+about 0.2 sd, up to 0.6: the fixed-learning-rate jitter left after tail averaging, as large as the
+non-private fit's at T = 1000), sd ratios (0.89, 0.86, 1.00), which is the exact mean-field
+optimum's (0.86, 0.85, 0.96: mean-field VI, not DP); seeds 0-3 at ε = 1 below; the previous
 default (0.59, −0.59, 0.45) sd with ratios 0.69-1.47 over seeds; ε = 1 means (−0.80, 0.40, 1.21)
 sd; the paper's split about 18 sd. The test checks 0.25 sd and 25% on the sd at ε = 100, 2 sd at
 ε = 1.
@@ -69,7 +71,7 @@ def _z(fits, mean, sd):
 
 def test_default_fit_is_the_posterior_at_eps_100_and_the_old_default_is_not(logistic):
     X, y, mean, sd = logistic
-    z, r = _z(_fits(X, y, LogisticRegression(3), SIGMA_EPS100, range(4)), mean, sd)
+    z, r = _z(_fits(X, y, LogisticRegression(3), SIGMA_EPS100, range(8)), mean, sd)
     assert np.all(np.abs(z) < 0.25), z
     assert np.all(np.abs(np.log(r)) < np.log(1.25)), r
     # known-broken: clip-after-scaling (the DPVI paper's split) lands ~18 sd away
