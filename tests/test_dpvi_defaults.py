@@ -1,16 +1,22 @@
 """DPVI right by default: the posterior of the user's model, not a clipping artefact.
 
 Logistic regression, n = 2000, three standardised features, truth (1.5, -2, 0.5), prior N(0, I):
-the default fit (per-example likelihood gradients clipped before the 1/q scaling, adaptive private
-clip at the 0.98 norm quantile, tail-averaged iterates) is compared with the exact posterior of
-tests/glm_reference.py. Each accuracy check also runs the old default (``per_example="elbo"``,
-``clip=5``, last iterate), which must fail it. Noise multipliers are fixed (calibrating to ε = 100
-with the PLD accountant takes about a minute); the ε each gives is stated next to it.
+the default fit (per-example likelihood θ-gradients clipped before the 1/q scaling and pulled
+back to the variational parameters after the noise, 4 Monte Carlo draws, adaptive private clip at
+the 0.995 norm quantile, tail-averaged iterates) is compared with the exact posterior of
+tests/glm_reference.py. Each accuracy check also runs the paper's split (``per_example="elbo"``,
+``clip=5``, last iterate) and, at ε = 100, the previous default (``per_example="likelihood"``, one
+draw, quantile 0.98), which must fail it. Noise multipliers are fixed (calibrating to ε = 100 with
+the PLD accountant takes about a minute); the ε each gives is stated next to it.
 
-Tolerances: the averages over 4 seeds of (fit mean − exact mean)/exact sd. Measured (4 seeds,
-T = 1000): ε = 100 about 0.5 sd per coordinate (residual bias of clipping 2% of the rows; it
-stays at T = 3000) and sd ratios 0.87-1.04, ε = 1 about 1.3 sd; the old default about 18 sd.
-The 0.25 sd asked for in the issue is not met: the test checks 1 sd and 30% on the sd.
+Tolerances: the averages over seeds of (fit mean − exact mean)/exact sd and of the sd ratio.
+Measured (T = 1000): ε = 100, seeds 0-7, means (0.17, −0.08, 0.02) sd (one fit's own error is
+about 0.2 sd, up to 0.6: the fixed-learning-rate jitter left after tail averaging, as large as the
+non-private fit's at T = 1000), sd ratios (0.89, 0.86, 1.00), which is the exact mean-field
+optimum's (0.86, 0.85, 0.96: mean-field VI, not DP); seeds 0-3 at ε = 1 below; the previous
+default (0.59, −0.59, 0.45) sd with ratios 0.69-1.47 over seeds; ε = 1 means (−0.80, 0.40, 1.21)
+sd; the paper's split about 18 sd. The test checks 0.25 sd and 25% on the sd at ε = 100, 2 sd at
+ε = 1.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ BETA = np.array([1.5, -2.0, 0.5])
 SIGMA_EPS100 = 0.45099949836730957  # PLD, replace-one, q = 0.05, T = 1000, delta = 1e-5: eps = 100
 SIGMA_EPS1 = 11.795616149902344  # the same plan at eps = 1
 OLD = {"per_example": "elbo", "clip": 5.0, "average": False, "clip_count": False}
+PREVIOUS = {"per_example": "likelihood", "mc_samples": 1, "clip_quantile": 0.98}
 
 
 @pytest.fixture(scope="module")
@@ -64,12 +71,16 @@ def _z(fits, mean, sd):
 
 def test_default_fit_is_the_posterior_at_eps_100_and_the_old_default_is_not(logistic):
     X, y, mean, sd = logistic
-    z, r = _z(_fits(X, y, LogisticRegression(3), SIGMA_EPS100, range(4)), mean, sd)
-    assert np.all(np.abs(z) < 1.0), z
-    assert np.all(np.abs(np.log(r)) < np.log(1.3)), r
+    z, r = _z(_fits(X, y, LogisticRegression(3), SIGMA_EPS100, range(8)), mean, sd)
+    assert np.all(np.abs(z) < 0.25), z
+    assert np.all(np.abs(np.log(r)) < np.log(1.25)), r
     # known-broken: clip-after-scaling (the DPVI paper's split) lands ~18 sd away
     z_old, _ = _z(_fits(X, y, LogisticRegression(3), SIGMA_EPS100, range(2), **OLD), mean, sd)
     assert np.max(np.abs(z_old)) > 5.0, z_old
+    # known-broken: the previous default (noise on the scale parameters at full size, one draw,
+    # 2% of the rows clipped) is about 0.6 sd off
+    z_prev, _ = _z(_fits(X, y, LogisticRegression(3), SIGMA_EPS100, range(2), **PREVIOUS), mean, sd)
+    assert np.max(np.abs(z_prev)) > 0.25, z_prev
 
 
 def test_default_fit_at_eps_1_is_within_two_sd(logistic):
@@ -79,10 +90,10 @@ def test_default_fit_at_eps_1_is_within_two_sd(logistic):
     assert np.all(np.abs(z) < 2.0), z
     z_old, _ = _z(_fits(X, y, LogisticRegression(3), SIGMA_EPS1, range(2), **OLD), mean, sd)
     assert np.max(np.abs(z_old)) > 5.0, z_old
-    # the private clipped fraction is reported and sits near 1 - 0.98
+    # the private clipped fraction is reported and sits near 1 - 0.995
     d = fits[0].privacy.details
     assert d["clip"] == "auto" and len(d["clipped_fraction_trace"]) == 1000
-    assert abs(d["clipped_fraction"] - 0.02) < 0.03
+    assert abs(d["clipped_fraction"] - 0.005) < 0.03
     assert d["gradient_noise_multiplier"] > SIGMA_EPS1  # sigma_Delta > sigma: the count's share
 
 
@@ -168,15 +179,66 @@ def _probit() -> Model:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("link", ["poisson", "probit"])
-def test_default_fit_other_glms_at_eps_100(link):
+@pytest.mark.parametrize("link,family", [("poisson", "meanfield"), ("probit", "fullrank")])
+def test_default_fit_other_glms_at_eps_100(link, family):
     beta = np.array([0.5, -0.3, 0.2]) if link == "poisson" else BETA
     X, y = simulate(link, 2000, beta, 1)
     ref = reference_posterior(link, X, y, draws=50_000)
     model = PoissonRegression(3) if link == "poisson" else _probit()
-    # sigma of eps = 100 at T = 1000 (a larger eps at T = 3000). Measured sd ratios: poisson
-    # 1.3-1.8 at T = 1000, 0.68-1.02 at T = 3000; probit 0.79-1.30, 0.69-0.74: the 25% of the
-    # issue is not met for these links, the test checks a factor 1.5 (means within 1 sd)
-    z, r = _z(_fits(X, y, model, SIGMA_EPS100, range(3), steps=3000), ref["mean"], ref["sd"])
-    assert np.all(np.abs(z) < 1.0), z
-    assert np.all(np.abs(np.log(r)) < np.log(1.5)), r
+    # eps = 100 (T = 1000), seeds 0-2. Measured: poisson means (-0.28, 0.20, -0.05) sd, sd ratios
+    # (1.04, 1.03, 1.05) (previous default 1.32-1.78); probit with the full-rank family ratios
+    # (0.98, 1.04, 1.03). The mean-field probit fit gives (0.71, 0.79, 0.97), at the exact
+    # mean-field optimum (0.71, 0.71, 0.94): the posterior is correlated and mean-field VI
+    # understates the marginal sd, whatever the privacy, so the sd target needs family="fullrank".
+    fits = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyWarning)
+        warnings.simplefilter("ignore", UserWarning)
+        for s in range(3):
+            prng = PrivacyRNG.insecure_deterministic(s)
+            fits.append(DPVI(model, family).fit(
+                X, y, seed=s, noise_multiplier=SIGMA_EPS100, delta=1e-5, privacy_rng=prng
+            ))
+    z, r = _z(fits, ref["mean"], ref["sd"])
+    assert np.all(np.abs(z) < 0.5), z
+    assert np.all(np.abs(np.log(r)) < np.log(1.25)), r
+
+
+def test_clip_learning_rate_keeps_the_adaptive_clip_steady_under_a_noisy_count(logistic, monkeypatch):
+    from dpinfer.vi import optim
+
+    assert optim.clip_learning_rate(100.0, 5.0) == 0.2  # Andrew et al.'s regime: sigma_b = qn/20
+    assert optim.clip_learning_rate(100.0, 47.5) == pytest.approx(0.2 * 5.0 / 47.5)
+    X, y, _, _ = logistic
+
+    def spread():  # 5-95% range of log C over steps 200-600 at the noise of eps = 0.12
+        fit = _fits(X, y, LogisticRegression(3), 47.529, [0], steps=600)[0]
+        c = np.log(fit.privacy.details["clip_trace"][200:])
+        return np.percentile(c, 95) - np.percentile(c, 5)
+
+    assert spread() < 0.5  # measured 0.17
+    # known-broken: Andrew et al.'s fixed 0.2 with a count noise std of 0.47 per step
+    monkeypatch.setattr(optim, "clip_learning_rate", lambda qn, sb, base=0.2: base)
+    assert spread() > 1.0  # measured 2.31
+
+
+def test_default_release_is_the_clipped_theta_gradient_sum(logistic, monkeypatch):
+    """The default releases Σ clip(∇_θ log p(y_i | θ_s)) over the 4 draws (4·D entries, each row
+    of norm <= C_t) plus N(0, (σ_Δ C_t)²); the (u, ω) gradient is computed from it afterwards."""
+    from dpinfer.vi import optim
+
+    X, y, _, _ = logistic
+    seen = []
+    real = optim.DPOptimizer.privatize
+
+    def spy(self, rows):
+        clipped = self.clip(rows)
+        seen.append((rows.shape[1], float(clipped.norm(dim=1).max()), float(self.clip_norm)))
+        return real(self, rows)
+
+    monkeypatch.setattr(optim.DPOptimizer, "privatize", spy)
+    _fits(X, y, LogisticRegression(3), SIGMA_EPS1, [0], steps=20)
+    assert all(width == 4 * 3 and top <= c * (1 + 1e-12) for width, top, c in seen)
+    seen.clear()  # known-different: the "likelihood" split releases the 2D (u, ω) rows, 1 draw
+    _fits(X, y, LogisticRegression(3), SIGMA_EPS1, [0], steps=20, per_example="likelihood")
+    assert {width for width, _, _ in seen} == {6}

@@ -167,7 +167,7 @@ def test_cli_defaults_fit_the_posterior_not_a_clipping_artefact(tmp_path):
 
 
 def test_cli_defaults_are_the_librarys(tmp_path):
-    """The CLI's defaults: likelihood clipping, the private adaptive clip, tail averaging; the
+    """The CLI's defaults: theta clipping (4 draws), the private adaptive clip, tail averaging; the
     paper's split on request; a bad --clip is refused and nothing is released."""
     data = tmp_path / "d.csv"
     _logistic_csv(data, n=300)
@@ -175,7 +175,7 @@ def test_cli_defaults_are_the_librarys(tmp_path):
             "--epsilon", "1", "--no-ledger"]
     assert main([*base, "--out", str(tmp_path / "a.json")]) == 0
     fit = DPVIResult.load(tmp_path / "a.json")
-    assert fit.privacy.details["per_example"] == "likelihood"
+    assert fit.privacy.details["per_example"] == "theta" and fit.config["mc_samples"] == 4
     assert fit.privacy.details["clip"] == "auto" or "clip_trace" in str(fit.privacy.details) or (
         "adaptive" in str(fit.privacy.details)
     )
@@ -184,7 +184,7 @@ def test_cli_defaults_are_the_librarys(tmp_path):
                  str(tmp_path / "b.json")]) == 0
     paper = DPVIResult.load(tmp_path / "b.json")
     assert paper.privacy.details["per_example"] == "elbo" and paper.privacy.details["clip"] == 5.0
-    assert paper.config["average"] is False
+    assert paper.config["average"] is False and paper.config["mc_samples"] == 1
     for bad in ("0", "-1", "inf", "big"):
         assert main([*base, "--clip", bad, "--out", str(tmp_path / "c.json")]) == 1
     assert not (tmp_path / "c.npz").exists()

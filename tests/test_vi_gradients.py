@@ -68,7 +68,7 @@ def test_pullback_equals_autograd_per_example_jacobian(family):
 
 
 @pytest.mark.parametrize("family", [MeanFieldGaussian(D), FullRankGaussian(D)])
-@pytest.mark.parametrize("mode", ["elbo", "likelihood"])
+@pytest.mark.parametrize("mode", ["elbo", "likelihood", "theta"])
 def test_summed_rows_give_the_gradient_of_the_elbo_estimate(family, mode):
     model = LogisticRegression(D)
     X, y = _data("logistic")
@@ -86,10 +86,15 @@ def test_summed_rows_give_the_gradient_of_the_elbo_estimate(family, mode):
 
     ref = grad(elbo)(params)
     rows, free = per_example_terms(model, family, params, X, y, eps, scale, mode)
-    assert rows.shape == (X.shape[0], family.n_params)
-    torch.testing.assert_close(combine(rows.sum(0), free, scale, mode), ref)
+    # theta: the θ-gradients at the S = 2 draws, pulled back after the sum (post-processing)
+    assert rows.shape == (X.shape[0], 2 * D if mode == "theta" else family.n_params)
+    total = combine(rows.sum(0), free, scale, mode, family, params, eps)
+    torch.testing.assert_close(total, ref)
     # known-broken variant: dropping the entropy term changes the gradient
-    assert not torch.allclose(combine(rows.sum(0), free, scale, mode) - family.entropy_grad(params), ref)
+    assert not torch.allclose(total - family.entropy_grad(params), ref)
+    if mode == "theta":  # known-broken: pulling back with the first draw only
+        wrong = scale * family.pullback(params, eps[0], rows.sum(0)[:D].unsqueeze(0))[0] * 2 + free
+        assert not torch.allclose(wrong, ref)
 
 
 def test_custom_model_from_callables_fits():

@@ -63,7 +63,7 @@ def accuracies(
     ``noise_multiplier=None`` runs the non-private baseline (no clipping, no noise).
     """
     engine = DPVI(LogisticRegression(X.shape[1]))
-    # the paper's per-example ELBO terms and last iterate (dpinfer's defaults are the likelihood
+    # the paper's per-example ELBO terms, one draw and last iterate (dpinfer's defaults are the theta
     # split and tail averaging): these scripts reproduce the paper's numbers
     kw = {"per_example": "elbo", "average": False, **kw}
     accs, eps = [], None

@@ -7,9 +7,10 @@ Example::
     dpinfer dpvi --data records.csv --target y --model logistic --epsilon 1 --delta 1e-5 \\
         --ledger budget.db --out fit.json
 
-The defaults are the library's: the per-example likelihood gradients are clipped before any
-scaling, at a clip norm estimated privately (``--clip auto``, the 0.98 quantile of the norms, its
-cost inside the same event), and the iterates of the last half are averaged. The DPVI paper's
+The defaults are the library's: the per-example likelihood gradients (with respect to θ, at 4
+Monte Carlo draws) are clipped before any scaling, at a clip norm estimated privately (``--clip
+auto``, the 0.995 quantile of the norms, its cost inside the same event), and the iterates of the
+last half are averaged. The DPVI paper's
 fit is ``--per-example elbo --clip 5 --last-iterate``.
 
 A private fit needs ``--ledger PATH`` (charged to ``--dataset``, default: the file stem, before
@@ -218,7 +219,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--noise-multiplier", type=float, help="fix sigma instead of --epsilon")
     p.add_argument(
         "--clip", default="auto",
-        help="per-example L2 clip norm C, or 'auto': estimated privately (0.98 quantile of the norms; "
+        help="per-example L2 clip norm C, or 'auto': estimated privately (0.995 quantile of the norms; "
         "replace-one, Poisson batches); the paper's is 5 with --per-example elbo",
     )
     p.add_argument("--sampling-rate", type=float, default=0.05, help="Poisson sampling rate q")
@@ -232,12 +233,14 @@ def register(subparsers: Any) -> None:
                    help="minibatch sampling")
     p.add_argument("--paper-accounting", action="store_true", help="report 2*act(2 sigma, delta/2) (paper)")
     p.add_argument("--delta-prime", type=float, help="delta' of the advanced composition")
-    p.add_argument("--per-example", default="likelihood", choices=("elbo", "likelihood"),
-                   help="what is clipped per example: the likelihood gradient before any scaling, "
+    p.add_argument("--per-example", default="theta", choices=("theta", "likelihood", "elbo"),
+                   help="what is clipped per example: the likelihood gradient in theta before any "
+                   "scaling (pulled back after the noise), the same in the variational parameters, "
                    "or the scaled ELBO term (the DPVI paper's reproduction)")
     p.add_argument("--last-iterate", action="store_true",
                    help="return the last iterate (the paper's) instead of the tail average")
-    p.add_argument("--mc-samples", type=int, default=1, help="Monte Carlo draws per step")
+    p.add_argument("--mc-samples", type=int, default=None,
+                   help="Monte Carlo draws per step (default: 4 with --per-example theta, else 1)")
     p.add_argument("--label-rule", default="code", choices=("code", "paper"), help="Abalone label rule")
     p.add_argument("--non-private", action="store_true", help="non-private baseline (no clip, no noise)")
     p.add_argument("--clip-non-private", action="store_true", help="clip in the non-private baseline")

@@ -29,14 +29,18 @@ record still moves the sum by at most 2C; under add-remove it would not, hence a
 ``per_example="likelihood"`` (scale 1/q is public; prior and entropy outside the clipping). For
 the same reason n (and the expected batch size qn) is left out of the result under add-remove.
 
-Defaults (the posterior of the user's model, not a clipping artefact): ``per_example="likelihood"``
-clips each record's likelihood gradient *before* the 1/q scaling, with the prior and entropy
-gradients exact outside the clipping, and ``clip="auto"`` adapts C privately to the 0.98 quantile of
-the per-example norms (Andrew et al. 2021; :mod:`dpinfer.vi.optim`), so most rows are unclipped and
-the fixed point is the ELBO optimum up to the noise. ``per_example="elbo"`` with ``clip=5`` is the
-DPVI paper's reproduction: its rows carry the 1/q factor, nearly all are clipped, and on a
-standardised logistic regression (n = 2000) the means land about 20 posterior sd from the exact
-posterior at any ε. The adaptive clip needs the public expected batch size qn (replace-one,
+Defaults (the posterior of the user's model, not a clipping artefact): ``per_example="theta"``
+clips each record's likelihood gradient with respect to θ (at the 4 shared Monte Carlo draws)
+*before* the 1/q scaling and maps the privatised sum to the variational parameters afterwards
+(post-processing; :mod:`dpinfer.vi.gradients`), with the prior and entropy gradients exact
+outside the clipping, and ``clip="auto"`` adapts C privately to the 0.995 quantile of the
+per-example norms (Andrew et al. 2021; :mod:`dpinfer.vi.optim`), so almost no row is clipped and
+the fixed point is the ELBO optimum up to the noise. On a standardised logistic regression
+(n = 2000, ε = 100) the means land within 0.05 posterior sd of the exact posterior and the sd at
+the mean-field optimum's (a correlated posterior, e.g. a probit one, needs ``family="fullrank"``
+for its sd: mean-field VI understates it at any ε). ``per_example="elbo"`` with ``clip=5`` is the DPVI paper's
+reproduction: its rows carry the 1/q factor, nearly all are clipped, and the means land about 20
+posterior sd from the exact posterior at any ε. The adaptive clip needs the public qn (replace-one,
 Poisson batches); elsewhere give a numeric clip. Its private count also estimates the clipped
 fraction (``report.details["clipped_fraction"]``; with a numeric clip on request,
 ``clip_count=True``); a :class:`UserWarning` says when more than half the rows were clipped. A
@@ -230,7 +234,7 @@ class DPVI:
             ``clip``: ``"auto"`` (default: adaptive, private; replace-one and Poisson batches
             only) or the per-example L2 clip norm C; None only for ``private=False``.
             ``clip_count``: release the private clipped-fraction count with a numeric clip too;
-            ``clip_quantile``: the norm quantile γ the adaptive clip targets (0.98).
+            ``clip_quantile``: the norm quantile γ the adaptive clip targets (0.995).
         accountant, neighbouring, sampling, paper_accounting, delta_prime
             ``"pld"`` (default for Poisson), ``"rdp"`` or ``"advanced"`` (default and required for
             with-replacement batches); ``"replace-one"`` (default) or ``"add-remove"``;
@@ -239,9 +243,9 @@ class DPVI:
         optimizer, lr
             ``"adagrad"`` (windowed, window 10; the paper's, lr 0.1 for DP), ``"adam"`` or ``"sgd"``.
         sampling_rate, steps, mc_samples, init_scale, per_example, average, dtype, track_elbo, elbo_every
-            Training (defaults: q = 0.05, T = 1000, 1 draw, u = 0, ``"likelihood"`` (``"elbo"``
-            reproduces the DPVI paper), tail averaging of the iterates (``average=False``: the last
-            iterate, the paper's), ``"float64"``,
+            Training (defaults: q = 0.05, T = 1000, u = 0, ``"theta"`` with 4 draws (``"elbo"``
+            with 1 draw reproduces the DPVI paper), tail averaging of the iterates
+            (``average=False``: the last iterate, the paper's), ``"float64"``,
             ELBO trace only for non-private fits; see :mod:`dpinfer.vi.gradients` for the split).
         schedule
             Phases with their own q, σ (relative to the one calibrated σ) or C, composed by the

@@ -7,6 +7,9 @@ For t = 1..T::
     g̃_t   = Σ_{i ∈ B_t} clip(∇ ELBO_i, C) + N(0, (σC)² I)         (the release of step t)
     u, L  ← ascent step of the optimizer on s·g̃_t (+ the data-free terms)
 
+(with the default ``per_example="theta"`` the clipped rows are ∇_θ log p(y_i | θ_s) and g̃_t is
+pulled back to (u, L) after the noise; :mod:`dpinfer.vi.gradients`)
+
 with ``s = 1/q`` (Poisson) or ``n/B`` (fixed batches). With ``clip="auto"`` (or ``clip_count``)
 each step also releases the private count of unclipped rows, and C_t adapts to it
 (:mod:`dpinfer.vi.optim`); the per-step private estimates are returned for the report.
@@ -169,7 +172,7 @@ def run_loop(
         Xb, yb = state.X[idx], state.y[idx]
         eps = torch.randn(S, D, generator=state.mc_generator, dtype=state.dtype)
         rows, free = per_example_terms(model, family, params, Xb, yb, eps, scale, mode)
-        gradient = combine(dp.privatize(rows), free, scale, mode)
+        gradient = combine(dp.privatize(rows), free, scale, mode, family, params, eps)
         if state.track_elbo and t % state.every == 0:
             trace.append((t, elbo_estimate(model, family, params, Xb, yb, eps, scale)))
         params = dp.step(params, gradient)

@@ -109,6 +109,8 @@ def validate_fit(
             "the records per step)."
         )
     steps, mc_samples = training.steps, training.mc_samples
+    if mc_samples is None:  # 4 draws with the default theta split, 1 (the paper's) otherwise
+        mc_samples = 4 if training.per_example == "theta" else 1
     if isinstance(steps, bool) or int(steps) != steps or int(steps) < 1:
         raise InvalidPrivacyParameterError(f"steps must be an integer >= 1, got {steps!r}.")
     if int(mc_samples) != mc_samples or int(mc_samples) < 1:
