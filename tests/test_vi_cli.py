@@ -142,7 +142,7 @@ def _logistic_csv(path, n=2000, seed=3):
 
 @pytest.mark.slow
 def test_cli_defaults_fit_the_posterior_not_a_clipping_artefact(tmp_path):
-    """Issue #13: the CLI's defaults are the library's (likelihood clipping, clip auto, tail
+    """Issue #13: the CLI's defaults are the library's (per-example θ-gradients clipped, clip auto, tail
     average). At ε = 1000 the default fit lies within 1 posterior sd of the non-private fit; the
     paper's split (--per-example elbo --clip 5), the old CLI default, is the known-broken variant
     (about 20 sd away) that the same check must reject."""
@@ -163,7 +163,7 @@ def test_cli_defaults_fit_the_posterior_not_a_clipping_artefact(tmp_path):
     z_paper = np.abs(paper.mean() - ref.mean()) / ref.std
     assert z_default.max() < 1.0, z_default
     assert z_paper.max() > 5.0, z_paper
-    assert default.privacy.details["per_example"] == "likelihood"
+    assert default.privacy.details["per_example"] == "theta"
 
 
 def test_cli_defaults_are_the_librarys(tmp_path):
