@@ -11,11 +11,6 @@ count (so draws population 2 with population 0's seeds) must be caught by the sa
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +23,7 @@ from dpinfer.errors import InvalidDataError, RunStoreError
 from dpinfer.execution.runstate import decode_state, encode_state
 from dpinfer.execution.runstore import RunStore
 from dpinfer.models.gaussian_mean import GaussianMean
+from kill_helpers import kill_at_flag
 
 OBS = [1.3]
 TOLERANCES = (1.0, 0.6, 0.4, 0.3, 0.2)
@@ -82,16 +78,7 @@ def _same(a, b) -> bool:
 
 def _killed_run(store, tmp_path) -> str:
     flag = tmp_path / "flag"
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    child = subprocess.Popen([sys.executable, "-c", CHILD, store, str(flag)], env=env)
-    try:
-        deadline = time.monotonic() + 60
-        while not flag.exists():
-            assert child.poll() is None and time.monotonic() < deadline, "the run ended before it was killed"
-            time.sleep(0.05)
-    finally:
-        os.kill(child.pid, signal.SIGKILL)
-        child.wait(10)
+    kill_at_flag(CHILD, [store, str(flag)], flag, timeout=60)
     [run] = RunStore(store).runs()
     assert run["status"] == "running" and run["steps"] == 2  # checkpoint: the start of population 2
     return run["id"]

@@ -7,12 +7,7 @@ trains differently, and the comparison catches it.
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
-import subprocess
-import sys
-import time
 
 import numpy as np
 import pytest
@@ -21,6 +16,7 @@ import torch
 from dpinfer.execution.runstore import RunStore
 from dpinfer.models import GaussianMean
 from dpinfer.neural import SPLE, SPPE
+from kill_helpers import kill_at_flag
 
 SMALL = {"kind": "nsf", "transforms": 2, "hidden": 16, "blocks": 1, "bins": 6}
 FAST = {"max_epochs": 15, "patience": 5}
@@ -66,16 +62,7 @@ def sppe_uninterrupted():
 @pytest.mark.slow
 def test_a_killed_sppe_run_resumes_bit_for_bit(tmp_path, sppe_uninterrupted):
     store, flag = str(tmp_path / "runs.db"), tmp_path / "flag"
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    child = subprocess.Popen([sys.executable, "-c", CHILD, store, str(flag)], env=env)
-    try:
-        deadline = time.monotonic() + 120
-        while not flag.exists():
-            assert child.poll() is None and time.monotonic() < deadline, "the run ended before it was killed"
-            time.sleep(0.05)
-    finally:
-        os.kill(child.pid, signal.SIGKILL)
-        child.wait(10)
+    kill_at_flag(CHILD, [store, str(flag)], flag, timeout=120)
     [run] = RunStore(store).runs()
     assert run["status"] == "running" and run["steps"] == 1
     resumed = SPPE(_model(), atoms=4, **KW).fit(OBS, runs=store, resume=run["id"])
