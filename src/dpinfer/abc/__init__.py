@@ -6,6 +6,7 @@ from .draws import ArrayDraws, DrawSource, SimulatedDraws, as_draw_source
 from .importance_result import ImportanceResult
 from .mechanism_is import mechanism_importance_sampling
 from .private_smc import PrivateSMCResult, private_smc_abc
+from .private_smc_gauss import gaussian_weights_smc_abc
 from .rejection import rejection_abc, rejection_abc_draws
 from .result import ABCDPResult, ABCResult
 from .smc_abc import SMCInterrupted, smc_abc
@@ -29,6 +30,7 @@ __all__ = [
     "TemperedSMCResult",
     "abcdp",
     "as_draw_source",
+    "gaussian_weights_smc_abc",
     "mechanism_importance_sampling",
     "private_smc_abc",
     "rejection_abc",

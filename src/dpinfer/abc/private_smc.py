@@ -140,7 +140,7 @@ def per_population_epsilon(
     return lo
 
 
-def _proposal(prior: SMCPrior, particles: np.ndarray, weights: np.ndarray, n: int,
+def kernel_proposal(prior: SMCPrior, particles: np.ndarray, weights: np.ndarray, n: int,
               rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """n draws (free coordinates) from the truncated kernel mixture, and log q (up to a constant)."""
     cov = 2.0 * np.atleast_2d(np.cov(particles.T, aweights=weights)) + 1e-12 * np.eye(particles.shape[1])
@@ -234,7 +234,7 @@ def private_smc_abc(
                     z = prior.from_theta(prior.sample(n, rng))
                     logq = prior.log_density(z)
                 else:
-                    z, logq = _proposal(prior, particles, weights, n, rng)
+                    z, logq = kernel_proposal(prior, particles, weights, n, rng)
                 ans = engine.process(distance.batch(prepared, model.simulate(prior.to_theta(z), rng)))
                 hit = np.flatnonzero(ans)
                 acc_z.append(z[hit])
@@ -263,4 +263,7 @@ def private_smc_abc(
     return PrivateSMCResult(theta, weights, names, privacy=report, populations=pops)
 
 
-__all__ = ["PrivateSMCResult", "SMCPrior", "per_population_epsilon", "private_smc_abc", "smc_prior"]
+__all__ = [
+    "PrivateSMCResult", "SMCPrior", "kernel_proposal", "per_population_epsilon", "private_smc_abc",
+    "smc_prior",
+]
