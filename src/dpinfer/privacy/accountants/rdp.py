@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import dp_accounting
 import numpy as np
@@ -63,12 +64,23 @@ class RDPAccountant(Accountant):
     (:func:`~dpinfer.privacy.gaussian_svt.gaussian_svt_rdp`). Known events
     with δ > 0 and Poisson-subsampled Gaussians under replace-one have no RDP analysis here:
     use the ``"pld"`` accountant for those.
+
+    Orders beyond the grid: when the best order of the conversion is the largest one (1024 on
+    dp-accounting's default grid), the grid is extended geometrically (ratio 1.05, four times
+    the top per step) until the optimum is interior or :attr:`max_order` (10⁵) is reached.
+    Heavily noised releases (a sparse vector calibrated for large c, long compositions at small
+    ε) have their optimal order there, and a capped grid overstates their ε. Any order gives a
+    valid bound (Mironov 2017, Prop. 3), so extending only tightens the answer.
     """
 
-    def __init__(self, orders: Sequence[float] | None = None) -> None:
+    #: the largest Rényi order the grid is extended to
+    max_order: float = 1e5
+
+    def __init__(self, orders: Sequence[float] | None = None, *, extend: bool = True) -> None:
         self.orders = np.asarray(
             orders if orders is not None else rdp_lib.DEFAULT_RDP_ORDERS, dtype=np.float64
         )
+        self.extend = bool(extend)
 
     def _leaf_supported(self, event: PrivacyEvent) -> str | None:
         if isinstance(event, SampledWithReplacementGaussianEvent):
@@ -84,28 +96,43 @@ class RDPAccountant(Accountant):
             return None
         return "no RDP analysis for this event type."
 
-    def rdp_curve(self, event: PrivacyEvent) -> np.ndarray:
-        """The composed RDP curve of ``event`` at :attr:`orders`."""
-        total = np.zeros_like(self.orders)
+    def rdp_curve(self, event: PrivacyEvent, orders: np.ndarray | None = None) -> np.ndarray:
+        """The composed RDP curve of ``event`` at ``orders`` (default :attr:`orders`)."""
+        orders = self.orders if orders is None else np.asarray(orders, dtype=np.float64)
+        total = np.zeros_like(orders)
         for leaf in flatten(event):
             dpe = to_dp_accounting_event(leaf)
             if isinstance(leaf, GaussianSparseVectorEvent):
-                total += gaussian_svt_rdp(leaf, self.orders)  # Zhu & Wang 2020, Thm 8
+                total += gaussian_svt_rdp(leaf, orders)  # Zhu & Wang 2020, Thm 8
             elif dpe is not None:
-                acc = rdp_lib.RdpAccountant(self.orders)
+                acc = rdp_lib.RdpAccountant(orders)
                 acc.compose(dpe)
                 total += acc.rdp
             else:
-                total += pure_dp_rdp(leaf.epsilon, self.orders)  # type: ignore[attr-defined]
+                total += pure_dp_rdp(leaf.epsilon, orders)  # type: ignore[attr-defined]
         return total
 
+    def _convert(self, event: PrivacyEvent, convert: Any, target: float) -> float:
+        """``convert(orders, curve, target)`` on the grid, extended while the optimum is its top."""
+        orders = self.orders
+        curve = self.rdp_curve(event, orders)
+        value, best = convert(orders, curve, target)
+        while self.extend and best is not None and best >= orders.max() and orders.max() < self.max_order:
+            top = float(orders.max())
+            more = top * 1.05 ** np.arange(1, 30)
+            more = more[more <= self.max_order] if top * 1.05 <= self.max_order else more[:0]
+            if more.size == 0:
+                break
+            orders = np.concatenate([orders, more])
+            curve = np.concatenate([curve, self.rdp_curve(event, more)])
+            value, best = convert(orders, curve, target)
+        return float(value)
+
     def _epsilon(self, event: PrivacyEvent, delta: float) -> float:
-        eps, _ = rdp_lib.compute_epsilon(self.orders, self.rdp_curve(event), delta)
-        return eps
+        return self._convert(event, rdp_lib.compute_epsilon, delta)
 
     def delta(self, event: PrivacyEvent, epsilon: float) -> float:
         self.check_supported(event)
         if not flatten(event):
             return 0.0
-        d, _ = rdp_lib.compute_delta(self.orders, self.rdp_curve(event), float(epsilon))
-        return float(d)
+        return self._convert(event, rdp_lib.compute_delta, float(epsilon))
