@@ -89,6 +89,8 @@ def abcdp(
     meta: dict[str, Any] | None = None,
     noise: str = "laplace",
     delta: float = 0.0,
+    release: str = "svt",
+    seed: Any = 0,
 ) -> ABCDPResult:
     """Run ABCDP (Algorithm 1) and release the accepted θ with an ε_total-DP guarantee.
 
@@ -128,7 +130,18 @@ def abcdp(
         the event is a :class:`GaussianSparseVectorEvent` and the ledger's accountant must be
         ``"rdp"``.
     delta
-        The δ of the guarantee; must be in (0, 1) with ``noise="gaussian"``, 0 with Laplace.
+        The δ of the guarantee; must be in (0, 1) with ``noise="gaussian"`` or
+        ``release="embedding"``, 0 with Laplace.
+    release
+        ``"svt"`` (default): the sparse vector above, whose noise grows with c. ``"embedding"``:
+        release once the RFF mean embedding of the observed data with Gaussian noise (L2
+        sensitivity 2/N, (ε_total, δ)-DP whatever c and T), then accept θ_t whose simulated
+        data's embedding plus simulated mechanism noise lies within ε_abc of it - post-
+        processing, posterior given the release (:mod:`dpinfer.abc.embedding_release`).
+        Needs an :class:`~dpinfer.distances.RFFMMD` distance; ``noise`` and ``resample`` are
+        then unused.
+    seed
+        With ``release="embedding"``: the public randomness of the simulated mechanism noise.
 
     Returns
     -------
@@ -160,6 +173,14 @@ def abcdp(
     gen = as_privacy_rng(privacy_rng)
     if ledger is not None and not dataset:
         raise InvalidPrivacyParameterError("charging a ledger needs the dataset name.")
+    if release == "embedding":
+        from .embedding_release import embedding_abc
+
+        return embedding_abc(observed, source, distance, c, eps_total, delta, eps_abc, seed=seed,
+                             privacy_rng=gen, ledger=ledger, dataset=dataset, label=label,
+                             param_names=tuple(param_names), meta=meta)
+    if release != "svt":
+        raise InvalidPrivacyParameterError(f"release must be 'svt' or 'embedding', got {release!r}.")
     prepared = distance.prepare(observed)  # checks the observed data (finite, shape)
     delta_rho = float(distance.sensitivity(prepared))
     event, b, sigma_q = _noise_event(noise, delta, c, eps_total, delta_rho, resample, source.n_draws)

@@ -20,7 +20,7 @@ The bound is tight up to a constant: with all Y_i equal every coordinate moves t
 Composition. q_k depends on Y* only through the releases of populations < k, so the K releases
 are an adaptive composition of K ``GaussianEvent(s)`` (RDP: Mironov 2017, Prop. 1; PLD: Koskela
 et al. 2020). s is the least multiplier whose K-fold composition the accountant certifies at
-(ε, δ) (:func:`composed_gaussian_multiplier`); the whole composition
+(ε, δ) (:func:`~dpinfer.privacy.calibration.composed_gaussian_multiplier`); the whole composition
 is charged to the ledger before the first noise is drawn, and the noise comes from the
 :class:`~dpinfer.privacy.PrivacyRNG`. Charging one population's event for all K would understate
 ε by about √K.
@@ -41,10 +41,8 @@ import numpy as np
 
 from ..distances.base import Distance
 from ..errors import InvalidPrivacyParameterError
-from ..privacy.accountants import get_accountant
-from ..privacy.calibration import calibrate_noise_multiplier
+from ..privacy.calibration import composed_gaussian_multiplier
 from ..privacy.events import REPLACE_ONE, GaussianEvent, compose
-from ..privacy.gaussian import analytic_gaussian_sigma
 from ..privacy.ledger import charge_or_warn
 from ..privacy.report import PrivacyReport
 from ..privacy.rng import PrivacyRNG, as_privacy_rng
@@ -55,7 +53,7 @@ from .weighted import ess
 if TYPE_CHECKING:
     from ..privacy.ledger import Ledger
 
-__all__ = ["composed_gaussian_multiplier", "gaussian_weights_smc_abc", "weight_noise_std"]
+__all__ = ["gaussian_weights_smc_abc", "weight_noise_std"]
 
 
 def weight_noise_std(noise_multiplier: float, delta_rho: float, n_particles: int) -> float:
@@ -65,26 +63,6 @@ def weight_noise_std(noise_multiplier: float, delta_rho: float, n_particles: int
 
 def _composed(s: float, K: int) -> Any:
     return compose(*[GaussianEvent(s, neighbouring=REPLACE_ONE)] * K)
-
-
-def composed_gaussian_multiplier(epsilon: float, delta: float, K: int, accountant: str) -> float:
-    """The least s with ``accountant``(K × GaussianEvent(s)) <= ε at δ.
-
-    K Gaussian releases with multiplier s compose exactly to one with multiplier s/√K (their
-    privacy-loss distributions are Gaussian; Dong, Roth & Su 2019, Cor. 3.3), so the start is
-    s = √K·σ_analytic(ε, δ) (Balle & Wang 2018). It is kept if the accountant certifies it
-    (up to 10 steps of +0.1%, absorbing a PLD grid's pessimism); otherwise (e.g. the looser
-    ``"rdp"`` conversion) the accountant's own bisection decides.
-    """
-    acc = get_accountant(accountant)
-    s = math.sqrt(K) * analytic_gaussian_sigma(epsilon, delta, 1.0)
-    for _ in range(10):
-        if acc.epsilon(_composed(s, K), delta) <= epsilon:
-            return s
-        if accountant != "pld":
-            break
-        s *= 1.001
-    return calibrate_noise_multiplier(lambda x: _composed(x, K), epsilon, delta, acc, rtol=1e-4)
 
 
 def kernel_bandwidth(noisy: np.ndarray, log_base: np.ndarray, ess_fraction: float) -> float:
