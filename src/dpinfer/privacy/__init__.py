@@ -22,7 +22,7 @@ from .accountants import (
     get_accountant,
     register_accountant,
 )
-from .calibration import calibrate_noise_multiplier
+from .calibration import calibrate_noise_multiplier, composed_gaussian_multiplier
 from .deprecation import moved_names
 from .event_conversion import event_from_dict, event_to_dict, to_replace_one
 from .events import (
@@ -98,6 +98,7 @@ __all__ = [
     "available_accountants",
     "calibrate_gaussian_svt",
     "calibrate_noise_multiplier",
+    "composed_gaussian_multiplier",
     "classical_gaussian_sigma",
     "compose",
     "data_fingerprint",
