@@ -124,3 +124,24 @@ def test_charged_once_before_release_and_bad_input(tmp_path, bernoulli):
             args = dict(distance=dist, delta=DELTA, release="embedding") | kw
             with pytest.raises(InvalidPrivacyParameterError):
                 abcdp(OBS, draws, args["distance"], 5, EPS, 1.0, release=args["release"], delta=args["delta"])
+
+
+def test_cli_release_embedding(tmp_path):
+    from dpinfer.cli import main
+
+    sims = tmp_path / "sims.npz"
+    assert main(["simulate", "covid", "--draws", "2000", "--seed", "3", "--out", str(sims)]) == 0
+    data = tmp_path / "data.csv"
+    rows = [1, 7, 10, 24, 38, 82, 128, 188, 265, 321, 382, 503, 614, 804, 959, 1135, 1413, 1705]
+    data.write_text("cases\n" + "\n".join(map(str, rows)) + "\n")
+    ledger = tmp_path / "budget.db"
+    assert main(["budget", "init", "--ledger", str(ledger), "--dataset", "nl", "--epsilon", "20"]) == 0
+    out = tmp_path / "release.json"
+    assert main(["abcdp", "--observed", str(data), "--simulations", str(sims), "-c", "200", "--epsilon", "13",
+                 "--epsilon-abc", "100", "--release", "embedding", "--delta", "1e-6", "--n-features", "20",
+                 "--ledger", str(ledger), "--dataset", "nl", "--out", str(out), "--no-progress"]) == 0
+    import json
+
+    rel = json.loads(out.read_text())
+    assert len(rel["accepted"]) == 200 and rel["privacy"]["events"][0]["type"] == "GaussianEvent"
+    assert len(Ledger(ledger).history("nl")) == 1

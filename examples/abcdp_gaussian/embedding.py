@@ -109,16 +109,26 @@ def main() -> None:
     ap.add_argument("--problems", default="toy,covid,tb")
     ap.add_argument("--repeats", type=int, default=40)
     ap.add_argument("--features", type=int, default=20)
+    ap.add_argument("--eps", type=float, default=None, help="override each problem's ε")
+    ap.add_argument("--replot", action="store_true", help="only redraw embedding.png from the CSVs in --out")
     ap.add_argument("--out", default=str(Path(__file__).parent / "out"))
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     makers = {"toy": (toy_problem, 10_000), "covid": (covid_problem, 50_000), "tb": (tb_problem, 1000)}
     all_rows = []
+    if args.replot:
+        for f in sorted(out.glob("embedding_*.csv")):
+            all_rows += [{k: (v if k in ("problem", "method") else float(v)) for k, v in r.items()}
+                         for r in csv.DictReader(f.open())]
+        plot(all_rows, out / "embedding.png")
+        return
     for key in args.problems.split(","):
         make, draws = makers[key]
         t0 = time.perf_counter()
         p = make(draws)
+        if args.eps is not None:
+            p["eps"] = args.eps
         cs_emb = [c for c in (1, 3, 10, 30, 100, 300, 1000, 3000) if c <= draws // 10]
         rows = run_problem(p, [1, 10, 100], cs_emb, args.repeats, args.features)
         all_rows += rows

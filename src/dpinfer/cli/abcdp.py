@@ -229,6 +229,8 @@ def _abcdp(args: argparse.Namespace) -> int:
             meta={"simulations": str(args.simulations), "model": meta.get("model"), "seed": meta.get("seed")},
             noise=args.noise,
             delta=args.delta,
+            release=args.release,
+            seed=args.seed,
         )
     mark_unaccounted(res, ledger)
     out = Path(args.out)
@@ -257,7 +259,14 @@ def register(subparsers: Any) -> None:
     ab.add_argument("--noise", default="laplace", choices=("laplace", "gaussian"),
                     help="laplace: pure epsilon-DP (Algorithm 1); gaussian: (epsilon, delta)-DP sparse "
                     "vector in Renyi DP (Zhu & Wang 2020), needs --delta and an rdp ledger budget")
-    ab.add_argument("--delta", type=float, default=0.0, help="delta of the guarantee (with --noise gaussian)")
+    ab.add_argument("--delta", type=float, default=0.0,
+                    help="delta of the guarantee (with --noise gaussian or --release embedding)")
+    ab.add_argument("--release", default="svt", choices=("svt", "embedding"),
+                    help="svt: the sparse vector (noise grows with c); embedding: one Gaussian release of "
+                    "the RFF mean embedding (L2 sensitivity 2/N), then ABC as post-processing, any c at the "
+                    "same cost; needs --delta and --distance rff/auto")
+    ab.add_argument("--seed", type=int, default=0,
+                    help="public seed of the simulated mechanism noise (with --release embedding)")
     add_ledger_options(ab)
     ab.add_argument("--dataset", default=None, help="data set name in the ledger (with --ledger)")
     ab.add_argument(
