@@ -14,7 +14,8 @@ Sensitivity (replace-one, L2). Claim: ||μ(Y*) - μ(Y*')||₂ <= 2/N. Proof: cos
 Gaussian multiplier meeting (ε, δ) (the exact analytic Gaussian, Balle & Wang 2018, certified by
 the ``"pld"`` accountant), makes the release the event ``GaussianEvent(s)``; it is charged to
 the ledger before the noise is drawn, and the noise comes from the
-:class:`~dpinfer.privacy.PrivacyRNG`.
+:class:`~dpinfer.privacy.PrivacyRNG`. A ledger on the ``"rdp"`` accountant accounts the same
+event at a slightly larger ε (its conversion is looser than the exact analytic bound).
 
 Post-processing (no further privacy cost, any number of samples c, any number of simulations T):
 ABC on the observed statistic μ̃ with the mechanism simulated inside the simulator, so that the
