@@ -10,12 +10,15 @@ Two protocols, each with the same number of confidential simulations for every m
 * ``one-round``: 3000 prior simulations (amortised).
 
 dpinfer privatises each simulated confidential mean M = 8 times (nested RQMC, the paper's method;
-the row "SPPE M=4" uses 4 copies);
+the row "SPPE M=4" uses 4 copies; "SPPE all copies" trains on all M copies in every step, the fast
+preset before ``copies_per_step=1``);
 sbi gets the mechanism inside the simulator (one noise draw per simulation) and its defaults
 (NPE: NSF, atomic loss in later rounds; NLE: NSF likelihood + slice-sampling MCMC). Wall time:
 everything from the first simulation to 4000 posterior draws (so MCMC counts for SPLE and NLE).
 Accuracy of those 4000 draws: posterior sd / exact sd and |mean - exact mean| / exact sd.
-torch uses one thread; all methods run one after another in one process.
+torch uses one thread; all methods run one after another in one process. CPU time (process time)
+is recorded beside wall time because the benchmark machine is shared: its ratios are less
+sensitive to other load.
 
 Run from benchmarks/neural.py (``--vs-sbi``) or directly; writes ``results/neural_vs_sbi.json``.
 """
@@ -54,13 +57,14 @@ def _accuracy(draws: np.ndarray, exact: Any) -> dict[str, float]:
 def run_dpinfer(
     klass: Any, model: Any, obs: list[float], rounds: int, n: int, seed: int, training: Any, m: int = 8
 ) -> dict:
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     est = klass(model, rounds=rounds, simulations_per_round=n, seed=seed, training=training, rqmc_points=m)
     post = est.fit(obs)
     draws = post.sample(4000, seed=seed + 1)
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     return {
         "wall_time": wall,
+        "cpu_time": cpu,
         "draws": draws,
         "epochs": [r.epochs for r in post.rounds],
         "training_time": sum(r.training_time for r in post.rounds),
@@ -75,7 +79,7 @@ def run_sbi(kind: str, model: Any, obs: list[float], rounds: int, n: int, seed: 
     mean, cov = (torch.as_tensor(a, dtype=torch.float32) for a in (model.prior.mean, model.prior.cov))
     prior = torch.distributions.MultivariateNormal(mean, cov)
     x_o = torch.as_tensor(np.asarray(obs, dtype=np.float32))[None]
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     inference = (NPE if kind == "npe" else NLE)(prior=prior, show_progress_bars=False)
     proposal: Any = prior
     epochs = []
@@ -92,7 +96,8 @@ def run_sbi(kind: str, model: Any, obs: list[float], rounds: int, n: int, seed: 
         epochs.append(int(inference._summary["epochs_trained"][-1]))
         proposal = inference.build_posterior().set_default_x(x_o)
     draws = proposal.sample((4000,), show_progress_bars=False).double().numpy()
-    return {"wall_time": time.perf_counter() - t0, "draws": draws, "epochs": epochs}
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return {"wall_time": wall, "cpu_time": cpu, "draws": draws, "epochs": epochs}
 
 
 def compare(
@@ -109,6 +114,8 @@ def compare(
     out: dict[str, Any] = {"exact": {"mean": exact.mean, "sd": exact.sd}, "protocols": {}}
     for name in protocols or tuple(PROTOCOLS):
         rounds, n = PROTOCOLS[name]
+        # the fast preset before copies_per_step: all M copies in every step
+        all_copies = {"preset": training or "fast", "copies_per_step": None}
         res: dict[str, Any] = {}
         try:
             import sbi  # noqa: F401
@@ -120,6 +127,7 @@ def compare(
             ("SPPE", run_dpinfer, (SPPE, model, obs, rounds, n, seed, training)),
             ("SPLE", run_dpinfer, (SPLE, model, obs, rounds, n, seed, training)),
             ("SPPE M=4", run_dpinfer, (SPPE, model, obs, rounds, n, seed, training, 4)),
+            ("SPPE all copies", run_dpinfer, (SPPE, model, obs, rounds, n, seed, all_copies)),
         ]
         if have_sbi:
             runs += [
@@ -131,14 +139,20 @@ def compare(
             r.update(_accuracy(r.pop("draws"), exact))
             res[label] = r
             print(
-                f"  [{name}] {label:8s} wall {r['wall_time']:7.2f} s  sd ratio {r['sd_ratio']:.3f}  "
+                f"  [{name}] {label:15s} wall {r['wall_time']:7.2f} s  cpu {r['cpu_time']:6.2f} s  "
+                f"sd ratio {r['sd_ratio']:.3f}  "
                 f"|mean err| {r['mean_error_in_sd']:.3f} sd  epochs {r['epochs']}",
                 flush=True,
             )
         ratios = {}
-        for ours, theirs in (("SPPE", "sbi NPE"), ("SPLE", "sbi NLE"), ("SPPE M=4", "sbi NPE")):
+        pairs = (("SPPE", "sbi NPE"), ("SPLE", "sbi NLE"), ("SPPE M=4", "sbi NPE"),
+                 ("SPPE all copies", "sbi NPE"))
+        for ours, theirs in pairs:
             if theirs in res:
-                ratios[f"{ours} / {theirs} wall time"] = res[ours]["wall_time"] / res[theirs]["wall_time"]
+                for kind in ("wall", "cpu"):
+                    ratios[f"{ours} / {theirs} {kind} time"] = (
+                        res[ours][f"{kind}_time"] / res[theirs][f"{kind}_time"]
+                    )
         for k, v in ratios.items():
             print(f"  [{name}] {k}: {v:.2f}  (target <= 1.5)")
         out["protocols"][name] = {

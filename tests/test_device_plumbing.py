@@ -12,8 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from dpinfer.distances import RFFMMD
-from dpinfer.distances import rff_torch
+from dpinfer.distances import RFFMMD, rff_torch
 from dpinfer.errors import DeviceUnavailableError
 from dpinfer.privacy import Ledger, PrivacyRNG
 from dpinfer.vi import DPVI, LogisticRegression
