@@ -164,13 +164,67 @@ def compare(
     return out
 
 
+def seed_sweep(seeds: list[int], protocol: str = "one-round", observed: float = 0.5) -> dict:
+    """SPPE (fast preset), SPPE on all copies per step and sbi NPE, one after another for each
+    seed (one process, one thread): per-seed CPU-time ratios and accuracies."""
+    torch.set_num_threads(1)
+    warnings.filterwarnings("ignore")
+    model = GaussianMean(n=100, clamp=(-2.0, 2.0), epsilon=1.0)
+    obs = [observed]
+    SPPE(model, rounds=1, simulations_per_round=40, training={"max_epochs": 1}, seed=0).fit(obs)
+    run_sbi("npe", model, obs, 1, 100, 0)  # sbi's one-off imports before timing
+    exact = model.exact_posterior(obs)
+    rounds, n = PROTOCOLS[protocol]
+    rows = []
+    for seed in seeds:
+        runs = [
+            ("SPPE", run_dpinfer, (SPPE, model, obs, rounds, n, seed, None)),
+            ("SPPE all copies", run_dpinfer, (SPPE, model, obs, rounds, n, seed, {"copies_per_step": None})),
+            ("sbi NPE", run_sbi, ("npe", model, obs, rounds, n, seed)),
+        ]
+        for label, fn, fn_args in runs:
+            r = fn(*fn_args)
+            r.update(_accuracy(r.pop("draws"), exact), label=label, seed=seed)
+            rows.append(r)
+            print(
+                f"  [{protocol} seed {seed}] {label:15s} cpu {r['cpu_time']:6.2f} s  "
+                f"sd ratio {r['sd_ratio']:.3f}  |mean err| {r['mean_error_in_sd']:.3f} sd",
+                flush=True,
+            )
+    summary: dict[str, Any] = {}
+    sbi_cpu = {r["seed"]: r["cpu_time"] for r in rows if r["label"] == "sbi NPE"}
+    for label in ("SPPE", "SPPE all copies", "sbi NPE"):
+        mine = [r for r in rows if r["label"] == label]
+        ratios = [r["cpu_time"] / sbi_cpu[r["seed"]] for r in mine]
+        summary[label] = {
+            "cpu_time_median": float(np.median([r["cpu_time"] for r in mine])),
+            "cpu_ratio_to_sbi_npe": ratios,
+            "mean_abs_sd_ratio_minus_1": float(np.mean([abs(r["sd_ratio"] - 1) for r in mine])),
+            "mean_abs_mean_error_in_sd": float(np.mean([r["mean_error_in_sd"] for r in mine])),
+        }
+        print(f"  {label:15s} {summary[label]}")
+    return {"protocol": protocol, "seeds": seeds, "rows": rows, "summary": summary}
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--training", default=None, help="dpinfer training preset (default: fast)")
     p.add_argument("--protocol", action="append", choices=sorted(PROTOCOLS), default=None)
     p.add_argument("--out", default=str(Path(__file__).parent / "results" / "neural_vs_sbi.json"))
+    p.add_argument(
+        "--seeds", default=None,
+        help="comma-separated seeds: SPPE / SPPE all copies / sbi NPE per seed on the one-round protocol "
+        "(writes results/neural_vs_sbi_seeds.json instead)",
+    )
     args = p.parse_args(argv)
+    if args.seeds:
+        sweep = seed_sweep([int(s) for s in args.seeds.split(",")])
+        sweep.update(machine=platform.platform(), torch=torch.__version__, torch_threads=1, device="cpu")
+        out = Path(__file__).parent / "results" / "neural_vs_sbi_seeds.json"
+        out.write_text(json.dumps(sweep, indent=2))
+        print(f"wrote {out}")
+        return
     res = compare(args.seed, training=args.training, protocols=tuple(args.protocol or ()))
     res.update(
         {
