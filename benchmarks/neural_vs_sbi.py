@@ -10,12 +10,15 @@ Two protocols, each with the same number of confidential simulations for every m
 * ``one-round``: 3000 prior simulations (amortised).
 
 dpinfer privatises each simulated confidential mean M = 8 times (nested RQMC, the paper's method;
-the row "SPPE M=4" uses 4 copies);
+the row "SPPE M=4" uses 4 copies; "SPPE all copies" trains on all M copies in every step, the fast
+preset before ``copies_per_step=1``);
 sbi gets the mechanism inside the simulator (one noise draw per simulation) and its defaults
 (NPE: NSF, atomic loss in later rounds; NLE: NSF likelihood + slice-sampling MCMC). Wall time:
 everything from the first simulation to 4000 posterior draws (so MCMC counts for SPLE and NLE).
 Accuracy of those 4000 draws: posterior sd / exact sd and |mean - exact mean| / exact sd.
-torch uses one thread; all methods run one after another in one process.
+torch uses one thread; all methods run one after another in one process. CPU time (process time)
+is recorded beside wall time because the benchmark machine is shared: its ratios are less
+sensitive to other load.
 
 Run from benchmarks/neural.py (``--vs-sbi``) or directly; writes ``results/neural_vs_sbi.json``.
 """
@@ -54,13 +57,14 @@ def _accuracy(draws: np.ndarray, exact: Any) -> dict[str, float]:
 def run_dpinfer(
     klass: Any, model: Any, obs: list[float], rounds: int, n: int, seed: int, training: Any, m: int = 8
 ) -> dict:
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     est = klass(model, rounds=rounds, simulations_per_round=n, seed=seed, training=training, rqmc_points=m)
     post = est.fit(obs)
     draws = post.sample(4000, seed=seed + 1)
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     return {
         "wall_time": wall,
+        "cpu_time": cpu,
         "draws": draws,
         "epochs": [r.epochs for r in post.rounds],
         "training_time": sum(r.training_time for r in post.rounds),
@@ -75,7 +79,7 @@ def run_sbi(kind: str, model: Any, obs: list[float], rounds: int, n: int, seed: 
     mean, cov = (torch.as_tensor(a, dtype=torch.float32) for a in (model.prior.mean, model.prior.cov))
     prior = torch.distributions.MultivariateNormal(mean, cov)
     x_o = torch.as_tensor(np.asarray(obs, dtype=np.float32))[None]
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     inference = (NPE if kind == "npe" else NLE)(prior=prior, show_progress_bars=False)
     proposal: Any = prior
     epochs = []
@@ -92,7 +96,8 @@ def run_sbi(kind: str, model: Any, obs: list[float], rounds: int, n: int, seed: 
         epochs.append(int(inference._summary["epochs_trained"][-1]))
         proposal = inference.build_posterior().set_default_x(x_o)
     draws = proposal.sample((4000,), show_progress_bars=False).double().numpy()
-    return {"wall_time": time.perf_counter() - t0, "draws": draws, "epochs": epochs}
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return {"wall_time": wall, "cpu_time": cpu, "draws": draws, "epochs": epochs}
 
 
 def compare(
@@ -109,6 +114,8 @@ def compare(
     out: dict[str, Any] = {"exact": {"mean": exact.mean, "sd": exact.sd}, "protocols": {}}
     for name in protocols or tuple(PROTOCOLS):
         rounds, n = PROTOCOLS[name]
+        # the fast preset before copies_per_step: all M copies in every step
+        all_copies = {"preset": training or "fast", "copies_per_step": None}
         res: dict[str, Any] = {}
         try:
             import sbi  # noqa: F401
@@ -120,6 +127,7 @@ def compare(
             ("SPPE", run_dpinfer, (SPPE, model, obs, rounds, n, seed, training)),
             ("SPLE", run_dpinfer, (SPLE, model, obs, rounds, n, seed, training)),
             ("SPPE M=4", run_dpinfer, (SPPE, model, obs, rounds, n, seed, training, 4)),
+            ("SPPE all copies", run_dpinfer, (SPPE, model, obs, rounds, n, seed, all_copies)),
         ]
         if have_sbi:
             runs += [
@@ -131,14 +139,20 @@ def compare(
             r.update(_accuracy(r.pop("draws"), exact))
             res[label] = r
             print(
-                f"  [{name}] {label:8s} wall {r['wall_time']:7.2f} s  sd ratio {r['sd_ratio']:.3f}  "
+                f"  [{name}] {label:15s} wall {r['wall_time']:7.2f} s  cpu {r['cpu_time']:6.2f} s  "
+                f"sd ratio {r['sd_ratio']:.3f}  "
                 f"|mean err| {r['mean_error_in_sd']:.3f} sd  epochs {r['epochs']}",
                 flush=True,
             )
         ratios = {}
-        for ours, theirs in (("SPPE", "sbi NPE"), ("SPLE", "sbi NLE"), ("SPPE M=4", "sbi NPE")):
+        pairs = (("SPPE", "sbi NPE"), ("SPLE", "sbi NLE"), ("SPPE M=4", "sbi NPE"),
+                 ("SPPE all copies", "sbi NPE"))
+        for ours, theirs in pairs:
             if theirs in res:
-                ratios[f"{ours} / {theirs} wall time"] = res[ours]["wall_time"] / res[theirs]["wall_time"]
+                for kind in ("wall", "cpu"):
+                    ratios[f"{ours} / {theirs} {kind} time"] = (
+                        res[ours][f"{kind}_time"] / res[theirs][f"{kind}_time"]
+                    )
         for k, v in ratios.items():
             print(f"  [{name}] {k}: {v:.2f}  (target <= 1.5)")
         out["protocols"][name] = {
@@ -150,13 +164,67 @@ def compare(
     return out
 
 
+def seed_sweep(seeds: list[int], protocol: str = "one-round", observed: float = 0.5) -> dict:
+    """SPPE (fast preset), SPPE on all copies per step and sbi NPE, one after another for each
+    seed (one process, one thread): per-seed CPU-time ratios and accuracies."""
+    torch.set_num_threads(1)
+    warnings.filterwarnings("ignore")
+    model = GaussianMean(n=100, clamp=(-2.0, 2.0), epsilon=1.0)
+    obs = [observed]
+    SPPE(model, rounds=1, simulations_per_round=40, training={"max_epochs": 1}, seed=0).fit(obs)
+    run_sbi("npe", model, obs, 1, 100, 0)  # sbi's one-off imports before timing
+    exact = model.exact_posterior(obs)
+    rounds, n = PROTOCOLS[protocol]
+    rows = []
+    for seed in seeds:
+        runs = [
+            ("SPPE", run_dpinfer, (SPPE, model, obs, rounds, n, seed, None)),
+            ("SPPE all copies", run_dpinfer, (SPPE, model, obs, rounds, n, seed, {"copies_per_step": None})),
+            ("sbi NPE", run_sbi, ("npe", model, obs, rounds, n, seed)),
+        ]
+        for label, fn, fn_args in runs:
+            r = fn(*fn_args)
+            r.update(_accuracy(r.pop("draws"), exact), label=label, seed=seed)
+            rows.append(r)
+            print(
+                f"  [{protocol} seed {seed}] {label:15s} cpu {r['cpu_time']:6.2f} s  "
+                f"sd ratio {r['sd_ratio']:.3f}  |mean err| {r['mean_error_in_sd']:.3f} sd",
+                flush=True,
+            )
+    summary: dict[str, Any] = {}
+    sbi_cpu = {r["seed"]: r["cpu_time"] for r in rows if r["label"] == "sbi NPE"}
+    for label in ("SPPE", "SPPE all copies", "sbi NPE"):
+        mine = [r for r in rows if r["label"] == label]
+        ratios = [r["cpu_time"] / sbi_cpu[r["seed"]] for r in mine]
+        summary[label] = {
+            "cpu_time_median": float(np.median([r["cpu_time"] for r in mine])),
+            "cpu_ratio_to_sbi_npe": ratios,
+            "mean_abs_sd_ratio_minus_1": float(np.mean([abs(r["sd_ratio"] - 1) for r in mine])),
+            "mean_abs_mean_error_in_sd": float(np.mean([r["mean_error_in_sd"] for r in mine])),
+        }
+        print(f"  {label:15s} {summary[label]}")
+    return {"protocol": protocol, "seeds": seeds, "rows": rows, "summary": summary}
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--training", default=None, help="dpinfer training preset (default: fast)")
     p.add_argument("--protocol", action="append", choices=sorted(PROTOCOLS), default=None)
     p.add_argument("--out", default=str(Path(__file__).parent / "results" / "neural_vs_sbi.json"))
+    p.add_argument(
+        "--seeds", default=None,
+        help="comma-separated seeds: SPPE / SPPE all copies / sbi NPE per seed on the one-round protocol "
+        "(writes results/neural_vs_sbi_seeds.json instead)",
+    )
     args = p.parse_args(argv)
+    if args.seeds:
+        sweep = seed_sweep([int(s) for s in args.seeds.split(",")])
+        sweep.update(machine=platform.platform(), torch=torch.__version__, torch_threads=1, device="cpu")
+        out = Path(__file__).parent / "results" / "neural_vs_sbi_seeds.json"
+        out.write_text(json.dumps(sweep, indent=2))
+        print(f"wrote {out}")
+        return
     res = compare(args.seed, training=args.training, protocols=tuple(args.protocol or ()))
     res.update(
         {

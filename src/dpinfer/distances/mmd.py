@@ -41,6 +41,7 @@ from .rff_kernels import (
     _rff_sums_fast32,
     _rff_sums_fast_parallel,
 )
+from .rff_torch import resolve_distance_device, rff_sums_torch
 
 __all__ = ["BinnedRFFMMD", "ExactMMD", "RFFMMD", "median_heuristic"]
 
@@ -79,7 +80,16 @@ class RFFMMD(Distance):
         ``"numpy"`` (chunked matrix product then ``np.cos``/``np.sin``) or ``"auto"``
         (numba). In float32 the numba kernel is single-precision SIMD (falling back to numpy
         for projections beyond 2^12 in absolute value); ``"numba-parallel"`` is float64 only
-        (float32 then uses numpy). All compute the same features up to rounding.
+        (float32 then uses numpy), ``"torch"`` (one batched matrix product and torch's sin/cos
+        on ``device``; :mod:`dpinfer.distances.rff_torch`). All compute the same features up to
+        rounding.
+    device
+        ``"cpu"`` (default: the backend above), ``"cuda"`` or ``"auto"`` (CUDA when torch sees a
+        GPU, else the CPU): where the embeddings are computed. A CUDA device uses the torch
+        backend; ``"auto"`` on a machine without a GPU is the CPU path, identical to the default.
+        An unavailable ``"cuda"`` raises :class:`~dpinfer.errors.DeviceUnavailableError` here, at
+        construction (before any release). The frequencies and the simulations stay on the CPU
+        (public randomness), and the sensitivity does not depend on the device.
     """
 
     name = "rff-mmd"
@@ -91,6 +101,7 @@ class RFFMMD(Distance):
         seed: int = 0,
         dtype: str | type = "float64",
         backend: str = "auto",
+        device: Any = "cpu",
     ) -> None:
         self.bandwidth = check_bandwidth(bandwidth)
         if int(n_features) != n_features or n_features < 2 or int(n_features) % 2:
@@ -102,11 +113,17 @@ class RFFMMD(Distance):
         self.dtype = np.dtype(dtype)
         if self.dtype not in (np.dtype(np.float64), np.dtype(np.float32)):
             raise InvalidPrivacyParameterError(f"dtype must be float64 or float32, got {dtype!r}.")
+        self.device = resolve_distance_device(device)
         if backend == "auto":
-            backend = "numba"
-        if backend not in ("numba", "numba-parallel", "numpy"):
+            backend = "numba" if self.device == "cpu" else "torch"
+        if backend not in ("numba", "numba-parallel", "numpy", "torch"):
             raise InvalidPrivacyParameterError(
-                f"backend must be 'auto', 'numba', 'numba-parallel' or 'numpy', got {backend!r}."
+                f"backend must be 'auto', 'numba', 'numba-parallel', 'numpy' or 'torch', got {backend!r}."
+            )
+        if self.device != "cpu" and backend != "torch":
+            raise InvalidPrivacyParameterError(
+                f"backend {backend!r} runs on the CPU only; use backend='torch' (or 'auto') with "
+                f"device={device!r}."
             )
         self.backend = backend
 
@@ -138,6 +155,8 @@ class RFFMMD(Distance):
         J = W.shape[0]
         Wd = np.ascontiguousarray(W, dtype=self.dtype)
         Yd = np.ascontiguousarray(sims, dtype=self.dtype)
+        if self.backend == "torch":
+            return rff_sums_torch(Yd, Wd, self.dtype, self.device)
         out = np.empty((B, 2 * J), dtype=np.float64)
         bound = float(np.abs(Yd).max()) * float(np.abs(Wd).sum(axis=1).max()) if Yd.size else 0.0
         if self.backend == "numba" and self.dtype == np.float32 and bound <= _FAST_TRIG_MAX32:
@@ -204,6 +223,7 @@ class RFFMMD(Distance):
             "n_features": self.n_features,
             "seed": self.seed,
             "dtype": self.dtype.name,
+            **({} if getattr(self, "device", "cpu") == "cpu" else {"device": self.device}),
         }
 
 

@@ -86,7 +86,7 @@ class Real(_Elementwise):
         return self._out(zeta)
 
     def log_abs_det_jacobian(self, zeta: Tensor) -> Tensor:
-        return torch.zeros(zeta.shape[:-1], dtype=zeta.dtype)
+        return torch.zeros(zeta.shape[:-1], dtype=zeta.dtype, device=zeta.device)
 
 
 class Positive(_Elementwise):
@@ -139,7 +139,7 @@ class Simplex(Constraint):
         self.unconstrained_dim = self.K - 1
 
     def _sticks(self, zeta: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        offset = torch.log(torch.arange(self.K - 1, 0, -1, dtype=zeta.dtype))
+        offset = torch.log(torch.arange(self.K - 1, 0, -1, dtype=zeta.dtype, device=zeta.device))
         x = zeta - offset
         log_z, log_1mz = F.logsigmoid(x), F.logsigmoid(-x)
         # log of the stick left before break k: Σ_{j<k} log(1 - z_j)
@@ -178,13 +178,13 @@ class CholeskyFactor(Constraint):
         self._place[torch.arange(self.unconstrained_dim), self._rows * self.d + self._cols] = 1.0
 
     def forward(self, zeta: Tensor) -> Tensor:
-        entries = torch.where(self._diag, torch.exp(zeta), zeta)
+        entries = torch.where(self._diag.to(zeta.device), torch.exp(zeta), zeta)
         # one-hot placement (no in-place writes, so vmap and autograd go through it)
-        flat = entries @ self._place.to(zeta.dtype)
+        flat = entries @ self._place.to(device=zeta.device, dtype=zeta.dtype)
         return flat.reshape(*zeta.shape[:-1], self.d, self.d)
 
     def log_abs_det_jacobian(self, zeta: Tensor) -> Tensor:
-        return (zeta * self._diag.to(zeta.dtype)).sum(-1)
+        return (zeta * self._diag.to(device=zeta.device, dtype=zeta.dtype)).sum(-1)
 
 
 ParamSpec = Mapping[str, Constraint] | Iterable[tuple[str, Constraint]]
@@ -227,7 +227,7 @@ class ParamLayout:
 
     def log_abs_det_jacobian(self, zeta: Tensor) -> Tensor:
         """Σ_b log|det J_b(ζ_b)|, shape (...)."""
-        out = torch.zeros(zeta.shape[:-1], dtype=zeta.dtype)
+        out = torch.zeros(zeta.shape[:-1], dtype=zeta.dtype, device=zeta.device)
         for _, con, sl in self.blocks:
             out = out + con.log_abs_det_jacobian(zeta[..., sl])
         return out

@@ -214,6 +214,7 @@ class DPVI:
         elbo_every: int | None = UNSET,
         dtype: str = UNSET,
         schedule: Any = UNSET,
+        device: Any = UNSET,
         callback: Callable[[int, np.ndarray], None] | None = None,
         privacy_plan: PrivacyPlan | None = None,
     ) -> DPVIResult:
@@ -247,6 +248,8 @@ class DPVI:
             with 1 draw reproduces the DPVI paper), tail averaging of the iterates
             (``average=False``: the last iterate, the paper's), ``"float64"``,
             ELBO trace only for non-private fits; see :mod:`dpinfer.vi.gradients` for the split).
+        device
+            ``"cpu"`` (default), ``"cuda"`` or ``"auto"`` (:class:`~dpinfer.vi.options.TrainingOptions`).
         schedule
             Phases with their own q, σ (relative to the one calibrated σ) or C, composed by the
             accountant (:mod:`dpinfer.vi.schedule`); they replace ``steps``.
@@ -346,10 +349,11 @@ class DPVI:
             "n_train": spec.n if (plan is None or plan.event.neighbouring == "replace-one") else None,
             "private": spec.private,
             "dtype": t.dtype,
+            **({} if spec.device.type == "cpu" else {"device": str(spec.device)}),
         }
         return DPVIResult(
             family=self.family.name,
-            params=params.detach().to(torch.float64).numpy().copy(),
+            params=params.detach().to(torch.float64).cpu().numpy().copy(),
             model_name=self.model.name,
             model_config=self.model.config(),
             privacy=report,

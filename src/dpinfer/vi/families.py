@@ -119,29 +119,32 @@ class FullRankGaussian(GaussianFamily):
 
     def _entries(self, params: Tensor) -> Tensor:
         raw = params[self.dim :]
-        return torch.where(self._diag_mask, torch.exp(raw), raw)
+        return torch.where(self._diag_mask.to(raw.device), torch.exp(raw), raw)
 
     def _L(self, params: Tensor) -> Tensor:
-        L = torch.zeros(self.dim, self.dim, dtype=params.dtype)
-        return L.index_put((self._rows, self._cols), self._entries(params))
+        L = torch.zeros(self.dim, self.dim, dtype=params.dtype, device=params.device)
+        idx = (self._rows.to(params.device), self._cols.to(params.device))
+        return L.index_put(idx, self._entries(params))
 
     def sample(self, params: Tensor, eps: Tensor) -> Tensor:
         return params[: self.dim] + eps @ self._L(params).T
 
     def pullback(self, params: Tensor, eps: Tensor, g: Tensor) -> Tensor:
         """Per-example gradients: ∂/∂u = g_i; ∂/∂L_jk = g_ij ε_k (×L_jj on the log-diagonal)."""
-        dL = g[:, self._rows] * eps[self._cols]
-        dL = torch.where(self._diag_mask, dL * self._entries(params), dL)
+        rows, cols = self._rows.to(g.device), self._cols.to(g.device)
+        dL = g[:, rows] * eps[cols]
+        dL = torch.where(self._diag_mask.to(g.device), dL * self._entries(params), dL)
         return torch.cat([g, dL], dim=-1)
 
     def entropy(self, params: Tensor) -> Tensor:
         """H[q] = Σ log L_jj + D/2 · log(2πe)."""
-        return params[self.dim :][self._diag_mask].sum() + 0.5 * self.dim * (1.0 + math.log(2 * math.pi))
+        diag = params[self.dim :][self._diag_mask.to(params.device)]
+        return diag.sum() + 0.5 * self.dim * (1.0 + math.log(2 * math.pi))
 
     def entropy_grad(self, params: Tensor) -> Tensor:
         """∂H/∂u = 0, ∂H/∂l_jj = 1 on the log-diagonal, 0 off it."""
         out = torch.zeros_like(params)
-        out[self.dim :] = self._diag_mask.to(params.dtype)
+        out[self.dim :] = self._diag_mask.to(device=params.device, dtype=params.dtype)
         return out
 
     def scale_tril(self, params: np.ndarray) -> np.ndarray:

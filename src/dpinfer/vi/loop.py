@@ -98,11 +98,12 @@ def prepare_loop(
     if tr.init_scale > 0:
         u0 = np.random.default_rng(ss_init).normal(0.0, float(tr.init_scale), model.dim)
         params[: model.dim] = torch.as_tensor(u0, dtype=tdtype)
+    dev = spec.device  # everything random is drawn on the CPU and moved (a no-op on the CPU)
     track = (not spec.private) if tr.track_elbo is None else tr.track_elbo
     return LoopState(
-        params=params,
-        X=torch.as_tensor(spec.X, dtype=tdtype),
-        y=torch.as_tensor(spec.y, dtype=tdtype),
+        params=params.to(dev),
+        X=torch.as_tensor(spec.X, dtype=tdtype).to(dev),
+        y=torch.as_tensor(spec.y, dtype=tdtype).to(dev),
         batch_source=batch_source,
         mc_generator=torch.Generator().manual_seed(_seed_ints(ss_mc)),
         scale=1.0 / spec.q if spec.sampling == "poisson" else spec.n / spec.batch,
@@ -168,9 +169,9 @@ def run_loop(
                 expected_batch=q * spec.n,
                 clip=None if spec.adaptive else (spec.clip if ph.clip is None else ph.clip),
             )
-        idx = draw(spec.n, q, state.batch_source, spec.sampling)
+        idx = draw(spec.n, q, state.batch_source, spec.sampling).to(state.X.device)
         Xb, yb = state.X[idx], state.y[idx]
-        eps = torch.randn(S, D, generator=state.mc_generator, dtype=state.dtype)
+        eps = torch.randn(S, D, generator=state.mc_generator, dtype=state.dtype).to(state.X.device)
         rows, free = per_example_terms(model, family, params, Xb, yb, eps, scale, mode)
         gradient = combine(dp.privatize(rows), free, scale, mode, family, params, eps)
         if state.track_elbo and t % state.every == 0:
@@ -179,7 +180,7 @@ def run_loop(
         if spec.training.average and t >= tail:
             total = params.clone() if total is None else total + params
         if callback is not None:
-            callback(t, params.detach().numpy().copy())
+            callback(t, params.detach().cpu().numpy().copy())
     if total is not None:
         params = total / (spec.steps - tail)
     if not bool(torch.all(torch.isfinite(params))):

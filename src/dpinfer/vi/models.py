@@ -148,7 +148,7 @@ class Model:
     def log_det_jacobian(self, zeta: Tensor) -> Tensor:
         """log|det J_T(ζ)| (0 for an unconstrained model): data-free, added with the prior."""
         if self.layout is None:
-            return torch.zeros((), dtype=zeta.dtype)
+            return torch.zeros((), dtype=zeta.dtype, device=zeta.device)
         return self.layout.log_abs_det_jacobian(zeta)
 
     def log_det_jacobian_grad(self, zeta: Tensor) -> Tensor:
@@ -164,7 +164,7 @@ class Model:
         """∇_θ log p(y_i | x_i, θ) for every example, shape (B, dim) (vmap of grad)."""
 
         if X.shape[0] == 0:  # an empty Poisson batch: vmap cannot map over zero examples
-            return torch.zeros(0, theta.shape[-1], dtype=theta.dtype)
+            return torch.zeros(0, theta.shape[-1], dtype=theta.dtype, device=theta.device)
 
         def single(t: Tensor, x: Tensor, yy: Tensor) -> Tensor:
             return self.log_likelihood(t, x.unsqueeze(0), yy.unsqueeze(0)).sum()

@@ -68,7 +68,7 @@ def finite_rows(grads: Tensor) -> tuple[Tensor, int]:
     n_bad = int(grads.shape[0] - int(ok.sum())) if grads.ndim == 2 else int(not bool(ok.all()))
     if n_bad == 0:
         return grads, 0
-    return torch.where(ok, grads, torch.zeros((), dtype=grads.dtype)), n_bad
+    return torch.where(ok, grads, torch.zeros((), dtype=grads.dtype, device=grads.device)), n_bad
 
 
 def count_noise_std(expected_batch: float, noise_multiplier: float) -> float:
@@ -146,7 +146,7 @@ class WindowedAdaGrad:
 
     def step(self, params: Tensor, g: Tensor) -> Tensor:
         if self._hist is None:
-            self._hist = torch.zeros(self.window, g.numel(), dtype=g.dtype)
+            self._hist = torch.zeros(self.window, g.numel(), dtype=g.dtype, device=g.device)
         self._hist[self._i] = g * g
         self._i = (self._i + 1) % self.window
         return params + self.lr * g / torch.sqrt(self._hist.sum(0) + self.stabiliser)
@@ -312,7 +312,7 @@ class DPOptimizer:
         if self.noise_multiplier == 0:
             return summed
         z = torch.from_numpy(np.asarray(self.privacy_rng.normal(1.0, tuple(summed.shape))))  # type: ignore[union-attr]
-        return summed + self.noise_std * z.to(summed.dtype)
+        return summed + self.noise_std * z.to(device=summed.device, dtype=summed.dtype)
 
     def privatize(self, per_example: Tensor) -> Tensor:
         """``noise(accumulate(clip(per_example)))``: the released gradient sum (with the private

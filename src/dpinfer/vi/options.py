@@ -141,6 +141,14 @@ class TrainingOptions:
         A sequence of :class:`dpinfer.vi.schedule.Phase` (σ, C or q per phase, composed by the
         accountant); its phases replace ``steps`` (T is their total) and a phase without a
         sampling rate takes ``sampling_rate``. ``None``: one phase.
+    device
+        ``"cpu"`` (default), ``"cuda"`` or ``"auto"`` (CUDA when torch sees a GPU): where the
+        per-example gradients, clipping, sums and updates run
+        (:func:`dpinfer.execution.device.resolve_device`; an unavailable ``"cuda"`` is refused
+        at validation, before anything is charged). The minibatch indices and the Gaussian noise
+        are still drawn on the CPU from the :class:`~dpinfer.privacy.PrivacyRNG` (and the Monte
+        Carlo draws from the seed) and then moved to the device, so the release has the same
+        distribution on every device; the CPU path is unchanged.
     """
 
     steps: int = 1000
@@ -153,6 +161,7 @@ class TrainingOptions:
     track_elbo: bool | None = None
     elbo_every: int | None = None
     schedule: Any = None
+    device: Any = "cpu"
 
 
 GROUPS: dict[str, type] = {

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidDataError, InvalidPrivacyParameterError
+from ..execution.device import resolve_device
 from ..privacy import Ledger
 from ..privacy.validation import check_positive
 from .gradients import PER_EXAMPLE_MODES
@@ -44,6 +45,8 @@ class FitSpec:
         The (fresh) ascent rule.
     private
         Whether the fit releases noisy gradients.
+    device
+        The resolved ``torch.device`` of the computation (``TrainingOptions.device``).
     """
 
     X: np.ndarray
@@ -62,6 +65,7 @@ class FitSpec:
     adaptive: bool = False
     clip_count: bool = False
     phases: tuple[Phase, ...] | None = None
+    device: Any = "cpu"
 
     @property
     def sampling(self) -> str:
@@ -175,6 +179,7 @@ def validate_fit(
         adaptive=adaptive,
         clip_count=count,
         phases=phases,
+        device=resolve_device(training.device),
     )
 
 
