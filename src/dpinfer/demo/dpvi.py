@@ -76,7 +76,7 @@ def section_dpvi(ctx: DemoContext) -> None:
                 f"confidential {float(data.y_train.mean()):.3f}; post-processing, no further cost",
             )
     path = ctx.out_dir / "dpvi_abalone_coefficients.png"
-    plot_coefficients(fits, FEATURES, "Abalone logistic regression (mean-field q)", path)
+    plot_coefficients(fits, FEATURES, "Abalone logistic regression (Gaussian q)", path)
     ctx.report.add_figure("DPVI on Abalone: posterior mean +- 2 sd of each coefficient", path)
     ctx.report.add_text(
         "DPVI on Abalone",

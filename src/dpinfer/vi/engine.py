@@ -91,8 +91,6 @@ and ``training=TrainingOptions(...)``, or as the equivalent flat keywords.
 
 from __future__ import annotations
 
-import contextlib
-import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -103,12 +101,11 @@ from ..errors import InvalidDataError, InvalidPrivacyParameterError
 from ..privacy import Ledger, PrivacyRNG, as_privacy_rng
 from ..privacy.accountants import Accountant
 from ..privacy.deprecation import moved_names
-from ..privacy.ledger import charge_or_warn
-from .families import FAMILIES, make_family
-from .loop import _seed_ints, prepare_loop, run_loop  # noqa: F401 - _seed_ints: the white-box audit
+from .families import GaussianFamily, choose_family, make_family
+from .loop import _seed_ints, prepare_loop, run_loop, warn_clipped  # noqa: F401 - _seed_ints: the audit
 from .models import Model
 from .options import GROUPS, UNSET, OptimizerOptions, PrivacyOptions, TrainingOptions, resolve_options
-from .planning import check_ledger, epsilon_spent, fit_report, plan_fit, warn_with_replacement
+from .planning import charge_fit, check_ledger, epsilon_spent, fit_report, plan_fit, warn_with_replacement
 from .result import DPVIResult
 from .sampling import draw_batch  # the minibatch sampler run_loop is given (a patch point for audits)
 from .validation import FitSpec, validate_fit
@@ -136,7 +133,10 @@ class DPVI:
     model
         The model (e.g. ``LogisticRegression(dim)``).
     family
-        ``"meanfield"`` (the paper's) or ``"fullrank"``.
+        ``"auto"`` (default: full-rank for D <= 30 with ``per_example="theta"``, mean-field
+        otherwise; :func:`~dpinfer.vi.families.choose_family`), ``"meanfield"`` (the paper's) or
+        ``"fullrank"``. Each fit resolves ``"auto"`` against its own ``per_example``; the family
+        used and the reason are in ``result.family`` and ``result.config["family_choice"]``.
 
     Examples
     --------
@@ -151,15 +151,33 @@ class DPVI:
     >>> fit.accuracy(d.X_test, d.y_test)  # doctest: +SKIP
     """
 
-    def __init__(self, model: Model, family: str = "meanfield") -> None:
+    def __init__(self, model: Model, family: str = "auto") -> None:
         if not isinstance(model, Model):
             raise InvalidDataError(f"model must be a dpinfer.vi Model, got {type(model).__name__}.")
-        if family not in FAMILIES:
-            raise InvalidDataError(f"family must be one of {sorted(FAMILIES)}, got {family!r}.")
+        chosen, reason = choose_family(family, model.dim)  # the default mode's choice until a fit
         self.model = model
-        self.family = make_family(family, model.dim)
+        self.requested_family = family
+        self._family = make_family(chosen, model.dim)
+        self._family_reason = reason
         self._plan: PrivacyPlan | None = None
         self._steps_done = 0
+
+    @property
+    def family(self) -> GaussianFamily:
+        """The variational family of the next (or last) fit; assigning one fixes it (no ``auto``)."""
+        return self._family
+
+    @family.setter
+    def family(self, value: GaussianFamily) -> None:
+        self._family, self.requested_family, self._family_reason = value, value.name, "requested"
+
+    def _resolve_family(self, per_example: str) -> None:
+        """Resolve ``family="auto"`` against this fit's per-example mode."""
+        if self.requested_family != "auto":
+            return
+        chosen, self._family_reason = choose_family("auto", self.model.dim, per_example)
+        if chosen != self._family.name:
+            self._family = make_family(chosen, self.model.dim)
 
     def privacy_spent(self, delta: float | None = None) -> float:
         """ε spent so far by the running (or last) private fit at ``delta`` (default: its δ):
@@ -189,7 +207,7 @@ class DPVI:
         training: TrainingOptions | None = None,
         clip: float | str | None = UNSET,
         clip_count: bool | None = UNSET,
-        clip_quantile: float = UNSET,
+        clip_quantile: float | None = UNSET,
         sampling_rate: float = UNSET,
         steps: int = UNSET,
         noise_multiplier: float | None = UNSET,
@@ -235,7 +253,8 @@ class DPVI:
             ``clip``: ``"auto"`` (default: adaptive, private; replace-one and Poisson batches
             only) or the per-example L2 clip norm C; None only for ``private=False``.
             ``clip_count``: release the private clipped-fraction count with a numeric clip too;
-            ``clip_quantile``: the norm quantile γ the adaptive clip targets (0.995).
+            ``clip_quantile``: the norm quantile γ the adaptive clip targets (None: 0.999 when
+            the noise is small, else 0.995; :func:`~dpinfer.vi.optim.default_clip_quantile`).
         accountant, neighbouring, sampling, paper_accounting, delta_prime
             ``"pld"`` (default for Poisson), ``"rdp"`` or ``"advanced"`` (default and required for
             with-replacement batches); ``"replace-one"`` (default) or ``"add-remove"``;
@@ -284,6 +303,7 @@ class DPVI:
         spec = validate_fit(
             self.model, X, y, p_opts, o_opts, t_opts, private=private, ledger=ledger, dataset=dataset
         )
+        self._resolve_family(spec.per_example)
         # 2. plan privacy: calibrate or account, then the ledger checks (before touching the noise)
         plan = plan_fit(spec, privacy_plan)
         self._plan, self._steps_done = plan, 0
@@ -300,7 +320,7 @@ class DPVI:
             if callback is not None:
                 callback(t, params)
 
-        with _charge(plan, secret, ledger, dataset, label):
+        with charge_fit(plan, secret, ledger, dataset, label):
             params, trace, clipping = run_loop(
                 self.model,
                 self.family,
@@ -312,7 +332,7 @@ class DPVI:
                 progress=progress,
                 callback=on_step,
             )
-        _warn_clipped(clipping)
+        warn_clipped(clipping)
         # 5. the result
         return self._result(spec, plan, secret, ledger is not None, state, params, trace, clipping)
 
@@ -343,6 +363,11 @@ class DPVI:
             "sampling": spec.sampling,
             "clip": "auto" if spec.adaptive else spec.clip,
             "per_example": spec.per_example,
+            "family_choice": {
+                "requested": self.requested_family,
+                "chosen": self.family.name,
+                "reason": self._family_reason,
+            },
             "average": bool(spec.training.average),
             "schedule": None if spec.phases is None else [p.to_dict() for p in spec.phases],
             "mc_samples": spec.mc_samples,
@@ -362,35 +387,6 @@ class DPVI:
             confidential_trace=bool(spec.private and state.track_elbo),
             model=self.model,
         )
-
-
-def _warn_clipped(clipping: dict[str, Any] | None) -> None:
-    """Warn when the private estimate says more than half the rows were clipped."""
-    frac = None if clipping is None else clipping["clipped_fraction"]
-    if frac is not None and frac > 0.5:
-        warnings.warn(
-            f"about {100 * frac:.0f}% of the per-example gradients were clipped (private estimate, "
-            "last half of the steps): the fit may target a clipping artefact rather than the "
-            "posterior. Raise the clip (or use clip='auto') or standardise the features.",
-            UserWarning,
-            stacklevel=3,
-        )
-
-
-def _charge(
-    plan: PrivacyPlan | None,
-    privacy_rng: PrivacyRNG | None,
-    ledger: Ledger | None,
-    dataset: str | None,
-    label: str,
-) -> contextlib.AbstractContextManager[Any]:
-    """The ledger charge of a private fit (warns when a private fit has no ledger)."""
-    if plan is None:  # a non-private fit releases nothing and is never charged
-        return contextlib.nullcontext()
-    insecure = bool(privacy_rng.deterministic)  # type: ignore[union-attr]
-    return charge_or_warn(
-        ledger, dataset, plan.event, label=label, insecure=insecure, what="DPVI fit", stacklevel=4
-    )
 
 
 __all__ = ["DPVI"]

@@ -22,6 +22,7 @@ respectively, the minibatches of a *non-private* baseline, the Monte Carlo draws
 from __future__ import annotations
 
 import sys
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -34,10 +35,13 @@ from ..privacy import PrivacyRNG
 from .families import GaussianFamily
 from .gradients import combine, elbo_estimate, per_example_terms
 from .models import Model
-from .optim import DPOptimizer, count_noise_std
+from .optim import DPOptimizer, count_noise_std, default_clip_quantile
 from .sampling import draw_batch
 from .schedule import phase_of_step
 from .validation import FitSpec
+
+#: the tail average starts at step ⌊AVERAGE_FROM·T⌋ (with ``average=True``)
+AVERAGE_FROM = 0.5
 
 
 def _seed_ints(seq: np.random.SeedSequence) -> int:
@@ -146,12 +150,13 @@ def run_loop(
         count_noise=count_noise_std(spec.q * spec.n, noise_multiplier) if counting else None,
         expected_batch=spec.q * spec.n,
         adaptive=counting and spec.adaptive,
-        target_quantile=spec.privacy.clip_quantile,
+        target_quantile=_target_quantile(spec, noise_multiplier, model.dim),
     )
     params, scale, mode = state.params, state.scale, spec.per_example
     S, D = spec.mc_samples, model.dim
     trace: list[tuple[float, float]] = []
-    tail, total = spec.steps // 2, None  # Polyak–Ruppert average of the last half (post-processing)
+    # Polyak–Ruppert average from step ⌊AVERAGE_FROM·T⌋ on (post-processing)
+    tail, total = int(AVERAGE_FROM * spec.steps), None
     starts = {} if spec.phases is None else dict(phase_of_step(spec.phases))
     q = spec.q
     iterator: Any = range(spec.steps)
@@ -191,6 +196,15 @@ def run_loop(
     return params, trace, clip_record(dp) if counting else None
 
 
+def _target_quantile(spec: FitSpec, noise_multiplier: float, dim: int) -> float:
+    """The adaptive clip's γ: the user's, or :func:`~dpinfer.vi.optim.default_clip_quantile` of
+    the public σ, q, n, T (the averaged steps) and D."""
+    if spec.privacy.clip_quantile is not None:
+        return float(spec.privacy.clip_quantile)
+    averaged = spec.steps - int(AVERAGE_FROM * spec.steps) if spec.training.average else 1
+    return default_clip_quantile(noise_multiplier, spec.q, spec.n, averaged, dim)
+
+
 def clip_record(dp: DPOptimizer) -> dict[str, Any]:
     """The private clipping record of a fit: only post-processing of the released counts.
 
@@ -204,9 +218,23 @@ def clip_record(dp: DPOptimizer) -> dict[str, Any]:
         "clipped_fraction_trace": clipped.tolist(),
         "clip_trace": list(dp.clip_trace),
         "clip_final": float(dp.clip_norm),  # type: ignore[arg-type]
+        "clip_quantile": dp.target_quantile if dp.adaptive else None,
         "gradient_noise_multiplier": dp.gradient_multiplier,
         "count_noise_std": dp.count_noise,
     }
 
 
-__all__ = ["LoopState", "clip_record", "draw_batch", "prepare_loop", "run_loop"]
+def warn_clipped(clipping: dict[str, Any] | None) -> None:
+    """Warn when the private estimate says more than half the rows were clipped."""
+    frac = None if clipping is None else clipping["clipped_fraction"]
+    if frac is not None and frac > 0.5:
+        warnings.warn(
+            f"about {100 * frac:.0f}% of the per-example gradients were clipped (private estimate, "
+            "last half of the steps): the fit may target a clipping artefact rather than the "
+            "posterior. Raise the clip (or use clip='auto') or standardise the features.",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
+__all__ = ["LoopState", "clip_record", "draw_batch", "prepare_loop", "run_loop", "warn_clipped"]

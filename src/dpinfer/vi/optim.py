@@ -83,6 +83,45 @@ def count_noise_std(expected_batch: float, noise_multiplier: float) -> float:
     return max(float(expected_batch) / 20.0, float(noise_multiplier))
 
 
+#: the adaptive clip's quantile γ, and the higher one it targets when the noise is small
+CLIP_QUANTILE, CLIP_QUANTILE_LOW_NOISE, LOW_NOISE = 0.995, 0.999, 0.05
+
+
+def noise_error_per_clip(
+    noise_multiplier: float, sampling_rate: float, n: int, steps_averaged: int, dim: int
+) -> float:
+    """λ = σ·sqrt(D) / (q·sqrt(n·T_avg)): the error the gradient noise leaves in the averaged
+    iterate, in posterior sd, per unit of the clip C measured in rms per-example gradient norms.
+
+    The noise of one step's gradient estimate is σC/q per coordinate; over T_avg averaged steps it
+    shrinks by sqrt(T_avg), and the posterior sd is about 1/sqrt(n·v) for a per-example Fisher
+    information v ≈ rms²/D per coordinate. All public: σ, q, T and D, and n under replace-one (the
+    only relation the adaptive clip allows).
+    """
+    return float(noise_multiplier) * math.sqrt(dim) / (
+        float(sampling_rate) * math.sqrt(max(float(n) * float(steps_averaged), 1.0))
+    )
+
+
+def default_clip_quantile(
+    noise_multiplier: float, sampling_rate: float, n: int, steps_averaged: int, dim: int
+) -> float:
+    """γ of ``clip_quantile=None`` (the default): :data:`CLIP_QUANTILE_LOW_NOISE` (0.999) when
+    λ = :func:`noise_error_per_clip` <= :data:`LOW_NOISE` (0.05), else :data:`CLIP_QUANTILE`
+    (0.995).
+
+    Clipping the largest rows biases the fit (the clipped rows are the informative tails: the
+    misclassified points with large |x| of a logistic regression, the large counts of a Poisson
+    one), and a larger clip costs noise. Raising C from the 0.995 to the 0.999 quantile of the
+    norms adds about one or two rms norms to C, i.e. about λ to 2λ posterior sd of noise error,
+    and removes 0.07-0.09 sd of clipping bias (logistic, probit and Poisson regressions with
+    n = 2000 at ε = 100, 8 seeds each: λ = 0.016); at ε = 1 (λ = 0.41) the same raise adds about
+    0.3 sd of spread (Poisson), so the quantile stays at 0.995.
+    """
+    lam = noise_error_per_clip(noise_multiplier, sampling_rate, n, steps_averaged, dim)
+    return CLIP_QUANTILE_LOW_NOISE if lam <= LOW_NOISE else CLIP_QUANTILE
+
+
 def clip_learning_rate(expected_batch: float, count_noise: float, base: float = 0.2) -> float:
     """η_C = base · min(1, (qn/20)/σ_b): Andrew et al.'s 0.2 at their fraction noise std 0.05,
     scaled down in proportion when σ_b/(qn) is larger (σ_b = σ > qn/20, small ε or batches).

@@ -63,7 +63,9 @@ class PrivacyOptions:
         report; costs the σ → σ_Δ adjustment of the gradient noise, no extra event). Always on
         for ``clip="auto"``; default off for a numeric clip.
     clip_quantile
-        γ: the quantile of the per-example norms the adaptive clip targets (0.995: about 0.5% of
+        γ: the quantile of the per-example norms the adaptive clip targets. ``None`` (default):
+        0.999 when the gradient noise is small (high ε; public rule of
+        :func:`dpinfer.vi.optim.default_clip_quantile`), else 0.995 (about 0.5% of
         the rows clipped at the fixed point; Andrew et al. use 0.5, which clips half and, on a
         standardised logistic regression with n = 2000, moves the means by several posterior
         sd; 0.98 still moves them by about 0.4 sd at ε = 100). Lower quantiles trade this bias
@@ -84,7 +86,7 @@ class PrivacyOptions:
     noise_multiplier: float | None = None
     clip: float | str | None = "auto"
     clip_count: bool | None = None
-    clip_quantile: float = 0.995
+    clip_quantile: float | None = None
     accountant: str | Accountant | None = None
     neighbouring: str = "replace-one"
     sampling: str = "poisson"

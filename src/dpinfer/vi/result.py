@@ -36,7 +36,8 @@ class DPVIResult(ResultFile):
     Attributes
     ----------
     family
-        ``"meanfield"`` or ``"fullrank"``.
+        ``"meanfield"`` or ``"fullrank"``: the family the fit used (with ``family="auto"``, the
+        one chosen; ``config["family_choice"]`` has the request and the reason).
     params
         The flat variational parameters (layout in :mod:`dpinfer.vi.families`).
     model_name, model_config
@@ -279,6 +280,9 @@ class DPVIResult(ResultFile):
     def summary(self) -> str:
         """A few human-readable lines."""
         lines = [f"DPVI {self.family} posterior for model {self.model_name!r} (dim {self.dim})"]
+        choice = self.config.get("family_choice")
+        if isinstance(choice, dict) and choice.get("requested") == "auto":
+            lines.append(f"  family: {choice.get('reason')}")
         lines.append("  mean: " + np.array2string(self.mean(), precision=4))
         lines.append("  std:  " + np.array2string(self.std, precision=4))
         lines.append(self.privacy.summary() if self.privacy is not None else "  NON-PRIVATE fit")

@@ -213,7 +213,7 @@ def _check_clip(privacy: PrivacyOptions, private: bool, dim: int) -> tuple[float
                 "numeric clip (e.g. clip=1.0 for standardised features) and clip_count=False."
             )
         gamma = privacy.clip_quantile
-        if not 0.0 < float(gamma) < 1.0:
+        if gamma is not None and not 0.0 < float(gamma) < 1.0:
             raise InvalidPrivacyParameterError(f"clip_quantile must lie in (0, 1), got {gamma!r}.")
     return float(clip), adaptive, bool(count)
 
