@@ -44,10 +44,12 @@ class TrainingConfig:
     epochs (about 1.25 all-copies epochs of data). SPLE's fast training keeps all copies and
     patience 5 (``SequentialEstimator.fast_training``; :class:`~dpinfer.neural.sple.SPLE`).
     Measured (``benchmarks/neural_vs_sbi.py``): on
-    the one-round Gaussian-mean benchmark (3000 simulations, M = 8) training CPU time fell from
-    5-8 s to 3-4 s over five seeds at the same accuracy; on SIR (K = 10^4, ε = 10, round 0 of
-    1000 simulations) patience 5 with one copy stopped early (held-out loss 0.53-0.65 against
-    0.22-0.23 with all copies), patience 10 reached 0.15-0.27. On harder problems a longer
+    the one-round Gaussian-mean benchmark (3000 simulations, M = 8) the median training CPU time
+    over five seeds fell from 8.2 s to 4.1 s at the same accuracy; on SIR (K = 10^4, ε = 10,
+    round 0 of 1000 simulations) patience 5 with one copy stopped early (held-out loss 0.53-0.65
+    against 0.22-0.23 with all copies), patience 10 reached 0.15-0.27, and two rounds reached
+    C2ST 0.75 against the exact reference in a third to a half of the CPU time of all copies
+    (0.75-0.86; ``benchmarks/neural_sir_training.py``). On harder problems a longer
     patience still buys accuracy: SIR, 2 rounds of 1000 simulations, all copies per step, reached
     C2ST 0.77 against the exact reference with patience 5 (118 s of training) and 0.68 with
     patience 20 (531 s). The ``"paper"`` preset is Xiong et
