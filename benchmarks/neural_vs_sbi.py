@@ -10,8 +10,8 @@ Two protocols, each with the same number of confidential simulations for every m
 * ``one-round``: 3000 prior simulations (amortised).
 
 dpinfer privatises each simulated confidential mean M = 8 times (nested RQMC, the paper's method;
-the row "SPPE M=4" uses 4 copies; "SPPE all copies" trains on all M copies in every step, the fast
-preset before ``copies_per_step=1``);
+the row "SPPE M=4" uses 4 copies; "SPPE all copies" trains on all M copies in every step with
+patience 5, the fast preset before ``copies_per_step=1``, patience 10);
 sbi gets the mechanism inside the simulator (one noise draw per simulation) and its defaults
 (NPE: NSF, atomic loss in later rounds; NLE: NSF likelihood + slice-sampling MCMC). Wall time:
 everything from the first simulation to 4000 posterior draws (so MCMC counts for SPLE and NLE).
@@ -42,6 +42,7 @@ from dpinfer.models import GaussianMean
 from dpinfer.neural import SPLE, SPPE
 
 PROTOCOLS = {"sequential": (3, 1000), "one-round": (1, 3000)}
+BEFORE = {"copies_per_step": None, "patience": 5}  # the fast preset before issue 14's second pass
 
 
 def _accuracy(draws: np.ndarray, exact: Any) -> dict[str, float]:
@@ -114,8 +115,8 @@ def compare(
     out: dict[str, Any] = {"exact": {"mean": exact.mean, "sd": exact.sd}, "protocols": {}}
     for name in protocols or tuple(PROTOCOLS):
         rounds, n = PROTOCOLS[name]
-        # the fast preset before copies_per_step: all M copies in every step
-        all_copies = {"preset": training or "fast", "copies_per_step": None}
+        # the fast preset before copies_per_step: all M copies in every step, patience 5
+        all_copies = {"preset": training or "fast", "copies_per_step": None, "patience": 5}
         res: dict[str, Any] = {}
         try:
             import sbi  # noqa: F401
@@ -165,7 +166,7 @@ def compare(
 
 
 def seed_sweep(seeds: list[int], protocol: str = "one-round", observed: float = 0.5) -> dict:
-    """SPPE (fast preset), SPPE on all copies per step and sbi NPE, one after another for each
+    """SPPE (fast preset), SPPE on all copies per step (patience 5) and sbi NPE, one after another for each
     seed (one process, one thread): per-seed CPU-time ratios and accuracies."""
     torch.set_num_threads(1)
     warnings.filterwarnings("ignore")
@@ -179,7 +180,7 @@ def seed_sweep(seeds: list[int], protocol: str = "one-round", observed: float = 
     for seed in seeds:
         runs = [
             ("SPPE", run_dpinfer, (SPPE, model, obs, rounds, n, seed, None)),
-            ("SPPE all copies", run_dpinfer, (SPPE, model, obs, rounds, n, seed, {"copies_per_step": None})),
+            ("SPPE all copies", run_dpinfer, (SPPE, model, obs, rounds, n, seed, BEFORE)),
             ("sbi NPE", run_sbi, ("npe", model, obs, rounds, n, seed)),
         ]
         for label, fn, fn_args in runs:

@@ -74,6 +74,17 @@ def test_copies_shape_and_all_copies_consume_no_randomness(problem):
 
 
 def test_presets_and_validation():
+    from dpinfer.models import GaussianMean
+    from dpinfer.neural import SPLE, SPPE
+
+    model = GaussianMean(n=20)
+    # SPPE: one copy per step, patience 10; SPLE's fast training keeps all copies, patience 5
+    for training in (None, "fast", {"preset": "fast", "max_epochs": 3}):
+        sppe, sple = SPPE(model, training=training).training, SPLE(model, training=training).training
+        assert (sppe.copies_per_step, sppe.patience) == (1, 10)
+        assert (sple.copies_per_step, sple.patience) == (None, 5)
+    assert SPLE(model, training={"copies_per_step": 2}).training.copies_per_step == 2
+    assert SPLE(model, training="paper").training == TrainingConfig.from_any("paper")
     assert TrainingConfig().copies_per_step == 1
     assert TrainingConfig.from_any("paper").copies_per_step is None
     assert TrainingConfig.from_any({"copies_per_step": None}).copies_per_step is None

@@ -151,8 +151,8 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         "--training",
         default="fast",
         choices=("fast", "paper"),
-        help="training preset: fast (batch 200, lr 1e-3, patience 5) or paper "
-        "(batch 100, lr 5e-4, patience 20)",
+        help="training preset: fast (batch 200, lr 1e-3, patience 10, one of the M copies per step) "
+        "or paper (batch 100, lr 5e-4, patience 20, all M copies)",
     )
     p.add_argument("--max-epochs", type=int, default=None, help="epoch cap per round (default: preset's)")
     p.add_argument("--patience", type=int, default=None, help="early-stopping patience (default: preset's)")

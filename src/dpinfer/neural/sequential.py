@@ -92,6 +92,8 @@ class SequentialEstimator:
     """
 
     kind = "sequential"
+    #: this estimator's values of the ``"fast"`` training preset (:meth:`TrainingConfig.from_any`)
+    fast_training: dict[str, Any] = {}
 
     def __init__(
         self,
@@ -125,7 +127,7 @@ class SequentialEstimator:
         check_points(rqmc_points)
         self.rqmc_points = int(rqmc_points)
         self.qmc = bool(qmc)
-        self.training = TrainingConfig.from_any(training)
+        self.training = TrainingConfig.from_any(training, self.fast_training)
         self.seed = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
         self.backend = backend
         self.n_workers = n_workers

@@ -36,18 +36,23 @@ class TrainingConfig:
     """Optimiser and stopping rule.
 
     The defaults are the ``"fast"`` preset: minibatches of 200 simulations at learning rate 1e-3,
-    10 % of each round held out and a patience of 5 epochs (with regression z-scoring the
-    validation loss of the Gaussian-mean benchmark bottoms out after 2-8 epochs per round, so
-    patience 10-20 spent most of each round past its best state). On harder problems a longer
-    patience buys accuracy: SIR at K = 10^4, ε = 10, 2 rounds of 1000 simulations reached C2ST
-    0.77 against the exact reference with patience 5 (118 s of training) and 0.68 with patience 20
-    (531 s). Each step of the fast preset uses one of the ``M`` privatised copies of each
+    10 % of each round held out, and each step on one of the ``M`` privatised copies of each
     simulation, drawn at random (``copies_per_step=1``): the nested losses are means over
     simulations and copies, so this is an unbiased minibatch estimate of the same loss at ``1/M``
-    of the flow evaluations, and the copies are all used over the epochs (the validation loss
-    keeps all ``M``). On the one-round Gaussian-mean benchmark (3000 simulations, M = 8) it cut
-    training CPU time from 4.5-7.4 s to 2.2-3.8 s over three seeds at the same accuracy
-    (``benchmarks/neural_vs_sbi.py``). The ``"paper"`` preset is Xiong et
+    of the flow evaluations, and all copies are used over the epochs (the validation loss keeps
+    all ``M``). An epoch then costs about ``1/M`` of an all-copies epoch, so the patience is 10
+    epochs (about 1.25 all-copies epochs of data). SPLE's fast training keeps all copies and
+    patience 5 (``SequentialEstimator.fast_training``; :class:`~dpinfer.neural.sple.SPLE`).
+    Measured (``benchmarks/neural_vs_sbi.py``): on
+    the one-round Gaussian-mean benchmark (3000 simulations, M = 8) the median training CPU time
+    over five seeds fell from 8.2 s to 4.1 s at the same accuracy; on SIR (K = 10^4, ε = 10,
+    round 0 of 1000 simulations) patience 5 with one copy stopped early (held-out loss 0.53-0.65
+    against 0.22-0.23 with all copies), patience 10 reached 0.15-0.27, and two rounds reached
+    C2ST 0.75 against the exact reference in a third to a half of the CPU time of all copies
+    (0.75-0.86; ``benchmarks/neural_sir_training.py``). On harder problems a longer
+    patience still buys accuracy: SIR, 2 rounds of 1000 simulations, all copies per step, reached
+    C2ST 0.77 against the exact reference with patience 5 (118 s of training) and 0.68 with
+    patience 20 (531 s). The ``"paper"`` preset is Xiong et
     al. 2025, App. E and the authors' ``main_baseline.py`` (METHODS §2.5): batch 100, lr 5e-4,
     5 % validation, patience 20, at most 10 000 epochs, all ``M`` copies in every step. Both use
     Adam (weight decay 1e-4) and gradient-norm clipping at 5 and restore the state of the best
@@ -62,7 +67,7 @@ class TrainingConfig:
     batch_size: int = 200
     clip_norm: float = 5.0
     validation_fraction: float = 0.1
-    patience: int = 5
+    patience: int = 10
     max_epochs: int = 1000
     copies_per_step: int | None = 1
 
@@ -99,15 +104,18 @@ class TrainingConfig:
         return cls(**{**TRAINING_PRESETS[name], **overrides})
 
     @classmethod
-    def from_any(cls, value: Any) -> TrainingConfig:
+    def from_any(cls, value: Any, fast_defaults: dict[str, Any] | None = None) -> TrainingConfig:
         """From None (``"fast"``), a preset name, a TrainingConfig or a dict of fields (an optional
-        ``"preset"`` key names the preset the other fields override)."""
+        ``"preset"`` key names the preset the other fields override). ``fast_defaults``: an
+        estimator's own values of the ``"fast"`` preset (SPLE: all copies, patience 5), applied
+        under the fields given explicitly."""
+        fd = dict(fast_defaults or {})
         if value is None:
-            return cls()
+            return cls(**fd)
         if isinstance(value, TrainingConfig):
             return value
         if isinstance(value, str):
-            return cls.preset(value)
+            return cls.preset(value, **(fd if value == "fast" else {}))
         if isinstance(value, dict):
             fields = dict(value)
             name = fields.pop("preset", "fast")
@@ -116,7 +124,7 @@ class TrainingConfig:
                 raise InvalidDataError(
                     f"unknown training option(s) {sorted(unknown)}; use {sorted(cls.__dataclass_fields__)}."
                 )
-            return cls.preset(str(name), **fields)
+            return cls.preset(str(name), **{**(fd if name == "fast" else {}), **fields})
         raise InvalidDataError(
             f"training must be a preset name, a TrainingConfig or a dict, got {type(value).__name__}."
         )
