@@ -180,11 +180,16 @@ def test_cli_defaults_are_the_librarys(tmp_path):
         "adaptive" in str(fit.privacy.details)
     )
     assert fit.config["average"] is True
+    # --family auto: full-rank for these 2 coefficients (mode theta), mean-field for the paper's split
+    assert fit.family == "fullrank" and fit.config["family_choice"]["requested"] == "auto"
+    assert main([*base, "--family", "meanfield", "--out", str(tmp_path / "m.json")]) == 0
+    assert DPVIResult.load(tmp_path / "m.json").family == "meanfield"
     assert main([*base, "--per-example", "elbo", "--clip", "5", "--last-iterate", "--out",
                  str(tmp_path / "b.json")]) == 0
     paper = DPVIResult.load(tmp_path / "b.json")
     assert paper.privacy.details["per_example"] == "elbo" and paper.privacy.details["clip"] == 5.0
     assert paper.config["average"] is False and paper.config["mc_samples"] == 1
+    assert paper.family == "meanfield"
     for bad in ("0", "-1", "inf", "big"):
         assert main([*base, "--clip", bad, "--out", str(tmp_path / "c.json")]) == 1
     assert not (tmp_path / "c.npz").exists()
