@@ -142,8 +142,8 @@ def test_clip_quantile_rises_when_the_noise_is_small(logistic):
     from dpinfer.vi.optim import default_clip_quantile, noise_error_per_clip
 
     assert noise_error_per_clip(SIGMA_EPS100, 0.05, 2000, 500, 3) == pytest.approx(0.0156, abs=1e-4)
-    assert default_clip_quantile(SIGMA_EPS100, 0.05, 2000, 500, 3) == 0.999
-    assert default_clip_quantile(SIGMA_EPS1, 0.05, 2000, 500, 3) == 0.995
+    assert default_clip_quantile(noise_error_per_clip(SIGMA_EPS100, 0.05, 2000, 500, 3)) == 0.999
+    assert default_clip_quantile(noise_error_per_clip(SIGMA_EPS1, 0.05, 2000, 500, 3)) == 0.995
     X, y, _, _ = logistic  # 20 steps (10 averaged): lambda = 0.0156 sqrt(50) sigma / 0.45
     high, low, given = (
         _fits(X, y, LogisticRegression(3), s, [0], steps=20, **kw)[0].privacy.details["clip_quantile"]

@@ -227,7 +227,9 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--sampling-rate", type=float, default=0.05, help="Poisson sampling rate q")
     p.add_argument("--steps", type=int, default=1000, help="gradient steps T")
-    p.add_argument("--lr", type=float, default=0.1, help="learning rate")
+    p.add_argument("--lr", type=float, default=None,
+                   help="learning rate (default: 0.05 for adagrad when the gradient noise is small, "
+                   "else 0.1)")
     p.add_argument("--optimizer", default="adagrad", choices=("adagrad", "adam", "sgd"), help="optimizer")
     p.add_argument("--accountant", default=None, help="pld | rdp | advanced (None: pld)")
     p.add_argument("--neighbouring", default="replace-one", choices=("replace-one", "add-remove"),
