@@ -180,10 +180,11 @@ def test_cli_defaults_are_the_librarys(tmp_path):
         "adaptive" in str(fit.privacy.details)
     )
     assert fit.config["average"] is True
-    # --family auto: full-rank for these 2 coefficients (mode theta), mean-field for the paper's split
-    assert fit.family == "fullrank" and fit.config["family_choice"]["requested"] == "auto"
-    assert main([*base, "--family", "meanfield", "--out", str(tmp_path / "m.json")]) == 0
-    assert DPVIResult.load(tmp_path / "m.json").family == "meanfield"
+    # --family auto: mean-field here (eps = 1, 20 steps: the noise dominates), full-rank on request
+    assert fit.family == "meanfield" and fit.config["family_choice"]["requested"] == "auto"
+    assert "noise dominates" in fit.config["family_choice"]["reason"]
+    assert main([*base, "--family", "fullrank", "--out", str(tmp_path / "m.json")]) == 0
+    assert DPVIResult.load(tmp_path / "m.json").family == "fullrank"
     assert main([*base, "--per-example", "elbo", "--clip", "5", "--last-iterate", "--out",
                  str(tmp_path / "b.json")]) == 0
     paper = DPVIResult.load(tmp_path / "b.json")
