@@ -25,6 +25,9 @@ def test_choose_family():
     # the variational-parameter rows grow as D^2 for the full-rank family: auto keeps mean-field
     assert choose_family("auto", 3, "elbo")[0] == "meanfield"
     assert choose_family("auto", 3, "likelihood")[0] == "meanfield"
+    # where the gradient noise dominates (lambda > 0.05, e.g. eps = 1: 0.41) auto is mean-field
+    assert choose_family("auto", 3, "theta", 0.05)[0] == "fullrank"
+    assert choose_family("auto", 3, "theta", 0.41)[0] == "meanfield"
     assert choose_family("meanfield", 3) == ("meanfield", "requested")
     assert choose_family("fullrank", 100, "elbo") == ("fullrank", "requested")
     with pytest.raises(InvalidDataError, match="family must be one of"):
@@ -76,14 +79,18 @@ def test_full_rank_default_releases_the_same_rows_and_noise(monkeypatch):
         return real_noise(self, summed)
 
     monkeypatch.setattr(optim.DPOptimizer, "noise", spy)
-    eps = {}
+    eps, chosen = {}, {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for current in ("auto", "meanfield", "fullrank"):
-            fit = DPVI(LogisticRegression(3), current).fit(
-                X, y, noise_multiplier=2.0, delta=1e-5, steps=10, seed=0,
+        for current, sigma in (("auto", 0.01), ("auto-noisy", 2.0), ("meanfield", 0.01), ("fullrank", 0.01)):
+            fit = DPVI(LogisticRegression(3), current.split("-")[0]).fit(
+                X, y, noise_multiplier=sigma, delta=1e-5, steps=10, seed=0,
                 privacy_rng=PrivacyRNG.insecure_deterministic(0),
             )
-            eps[current] = fit.privacy.epsilon
-    assert widths == {"auto": {12}, "meanfield": {12}, "fullrank": {12}}
+            eps[current], chosen[current] = fit.privacy.epsilon, (fit.family, fit.config["lr"])
+    assert widths == {k: {12} for k in ("auto", "auto-noisy", "meanfield", "fullrank")}
     assert eps["auto"] == eps["meanfield"] == eps["fullrank"]
+    # lambda = sigma sqrt(3) / (0.05 sqrt(300 * 5)): 0.009 at sigma = 0.01, 1.8 at sigma = 2
+    # ... and the default AdaGrad step: 0.05 when the noise is small, 0.1 otherwise
+    assert chosen == {"auto": ("fullrank", 0.05), "auto-noisy": ("meanfield", 0.1),
+                      "meanfield": ("meanfield", 0.05), "fullrank": ("fullrank", 0.05)}

@@ -180,11 +180,17 @@ def test_cli_defaults_are_the_librarys(tmp_path):
         "adaptive" in str(fit.privacy.details)
     )
     assert fit.config["average"] is True
+    # --family auto: mean-field here (eps = 1, 20 steps: the noise dominates), full-rank on request
+    assert fit.family == "meanfield" and fit.config["family_choice"]["requested"] == "auto"
+    assert "noise dominates" in fit.config["family_choice"]["reason"]
+    assert main([*base, "--family", "fullrank", "--out", str(tmp_path / "m.json")]) == 0
+    assert DPVIResult.load(tmp_path / "m.json").family == "fullrank"
     assert main([*base, "--per-example", "elbo", "--clip", "5", "--last-iterate", "--out",
                  str(tmp_path / "b.json")]) == 0
     paper = DPVIResult.load(tmp_path / "b.json")
     assert paper.privacy.details["per_example"] == "elbo" and paper.privacy.details["clip"] == 5.0
     assert paper.config["average"] is False and paper.config["mc_samples"] == 1
+    assert paper.family == "meanfield"
     for bad in ("0", "-1", "inf", "big"):
         assert main([*base, "--clip", bad, "--out", str(tmp_path / "c.json")]) == 1
     assert not (tmp_path / "c.npz").exists()

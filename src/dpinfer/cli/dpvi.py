@@ -10,8 +10,10 @@ Example::
 The defaults are the library's: the per-example likelihood gradients (with respect to θ, at 4
 Monte Carlo draws) are clipped before any scaling, at a clip norm estimated privately (``--clip
 auto``, the 0.995 quantile of the norms, its cost inside the same event), and the iterates of the
-last half are averaged; the variational family is full-rank for up to 30 coefficients (``--family
-auto``: it captures the posterior's correlations at no privacy cost in this mode), mean-field above.
+last half are averaged. When the gradient noise is small (high ε; a public rule) the variational
+family is full-rank for up to 30 coefficients (``--family auto``: it captures the posterior's
+correlations at no privacy cost in this mode), the quantile 0.999 and the AdaGrad step 0.05;
+otherwise mean-field, 0.995 and 0.1.
 The DPVI paper's fit is ``--per-example elbo --clip 5 --last-iterate`` (``auto`` is then
 mean-field).
 
@@ -213,7 +215,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--model", default="logistic", choices=("logistic", "poisson"), help="GLM likelihood")
     p.add_argument("--family", default="auto", choices=("auto", "meanfield", "fullrank"),
                    help="variational family: auto (full-rank Gaussian for at most 30 coefficients with "
-                   "--per-example theta, else diagonal), diagonal (meanfield, the paper's) or full-rank")
+                   "--per-example theta when the noise is small, else diagonal), diagonal (meanfield, "
+                   "the paper's) or full-rank")
     p.add_argument("--epsilon", type=float, help="target epsilon (the noise is calibrated to it)")
     p.add_argument(
         "--delta", type=float, default=None,
@@ -227,7 +230,9 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--sampling-rate", type=float, default=0.05, help="Poisson sampling rate q")
     p.add_argument("--steps", type=int, default=1000, help="gradient steps T")
-    p.add_argument("--lr", type=float, default=0.1, help="learning rate")
+    p.add_argument("--lr", type=float, default=None,
+                   help="learning rate (default: 0.05 for adagrad when the gradient noise is small, "
+                   "else 0.1)")
     p.add_argument("--optimizer", default="adagrad", choices=("adagrad", "adam", "sgd"), help="optimizer")
     p.add_argument("--accountant", default=None, help="pld | rdp | advanced (None: pld)")
     p.add_argument("--neighbouring", default="replace-one", choices=("replace-one", "add-remove"),

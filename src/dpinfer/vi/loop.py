@@ -32,16 +32,18 @@ import torch
 
 from ..errors import InvalidDataError
 from ..privacy import PrivacyRNG
-from .families import GaussianFamily
+from .families import LOW_NOISE, GaussianFamily
 from .gradients import combine, elbo_estimate, per_example_terms
 from .models import Model
-from .optim import DPOptimizer, count_noise_std, default_clip_quantile
+from .optim import DPOptimizer, count_noise_std, default_clip_quantile, noise_error_per_clip
 from .sampling import draw_batch
 from .schedule import phase_of_step
 from .validation import FitSpec
 
 #: the tail average starts at step ⌊AVERAGE_FROM·T⌋ (with ``average=True``)
 AVERAGE_FROM = 0.5
+#: the default AdaGrad learning rate when the gradient noise is small (OptimizerOptions.lr)
+LOW_NOISE_LR = 0.05
 
 
 def _seed_ints(seq: np.random.SeedSequence) -> int:
@@ -152,6 +154,9 @@ def run_loop(
         adaptive=counting and spec.adaptive,
         target_quantile=_target_quantile(spec, noise_multiplier, model.dim),
     )
+    if spec.optimizer_options.lr is None and spec.optimizer_options.optimizer == "adagrad":
+        low_noise = noise_error(spec, noise_multiplier, model.dim) <= LOW_NOISE
+        dp.optimizer.lr = LOW_NOISE_LR if low_noise else dp.optimizer.lr  # options.OptimizerOptions
     params, scale, mode = state.params, state.scale, spec.per_example
     S, D = spec.mc_samples, model.dim
     trace: list[tuple[float, float]] = []
@@ -196,13 +201,18 @@ def run_loop(
     return params, trace, clip_record(dp) if counting else None
 
 
+def noise_error(spec: FitSpec, noise_multiplier: float, dim: int) -> float:
+    """λ of :func:`~dpinfer.vi.optim.noise_error_per_clip` for this fit: public σ, q, n, D and
+    the number of averaged steps (1 for the last iterate); 0 for a non-private fit."""
+    averaged = spec.steps - int(AVERAGE_FROM * spec.steps) if spec.training.average else 1
+    return noise_error_per_clip(noise_multiplier, spec.q, spec.n, averaged, dim)
+
+
 def _target_quantile(spec: FitSpec, noise_multiplier: float, dim: int) -> float:
-    """The adaptive clip's γ: the user's, or :func:`~dpinfer.vi.optim.default_clip_quantile` of
-    the public σ, q, n, T (the averaged steps) and D."""
+    """The adaptive clip's γ: the user's, or :func:`~dpinfer.vi.optim.default_clip_quantile` of λ."""
     if spec.privacy.clip_quantile is not None:
         return float(spec.privacy.clip_quantile)
-    averaged = spec.steps - int(AVERAGE_FROM * spec.steps) if spec.training.average else 1
-    return default_clip_quantile(noise_multiplier, spec.q, spec.n, averaged, dim)
+    return default_clip_quantile(noise_error(spec, noise_multiplier, dim))
 
 
 def clip_record(dp: DPOptimizer) -> dict[str, Any]:
@@ -237,4 +247,6 @@ def warn_clipped(clipping: dict[str, Any] | None) -> None:
         )
 
 
-__all__ = ["LoopState", "clip_record", "draw_batch", "prepare_loop", "run_loop", "warn_clipped"]
+__all__ = [
+    "LoopState", "clip_record", "draw_batch", "noise_error", "prepare_loop", "run_loop", "warn_clipped",
+]

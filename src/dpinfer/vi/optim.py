@@ -55,6 +55,7 @@ import torch
 
 from ..errors import InvalidPrivacyParameterError
 from ..privacy import PrivacyRNG
+from .families import LOW_NOISE
 
 Tensor = torch.Tensor
 
@@ -84,7 +85,7 @@ def count_noise_std(expected_batch: float, noise_multiplier: float) -> float:
 
 
 #: the adaptive clip's quantile γ, and the higher one it targets when the noise is small
-CLIP_QUANTILE, CLIP_QUANTILE_LOW_NOISE, LOW_NOISE = 0.995, 0.999, 0.05
+CLIP_QUANTILE, CLIP_QUANTILE_LOW_NOISE = 0.995, 0.999
 
 
 def noise_error_per_clip(
@@ -103,9 +104,7 @@ def noise_error_per_clip(
     )
 
 
-def default_clip_quantile(
-    noise_multiplier: float, sampling_rate: float, n: int, steps_averaged: int, dim: int
-) -> float:
+def default_clip_quantile(noise_error: float) -> float:
     """γ of ``clip_quantile=None`` (the default): :data:`CLIP_QUANTILE_LOW_NOISE` (0.999) when
     λ = :func:`noise_error_per_clip` <= :data:`LOW_NOISE` (0.05), else :data:`CLIP_QUANTILE`
     (0.995).
@@ -118,8 +117,7 @@ def default_clip_quantile(
     n = 2000 at ε = 100, 8 seeds each: λ = 0.016); at ε = 1 (λ = 0.41) the same raise adds about
     0.3 sd of spread (Poisson), so the quantile stays at 0.995.
     """
-    lam = noise_error_per_clip(noise_multiplier, sampling_rate, n, steps_averaged, dim)
-    return CLIP_QUANTILE_LOW_NOISE if lam <= LOW_NOISE else CLIP_QUANTILE
+    return CLIP_QUANTILE_LOW_NOISE if float(noise_error) <= LOW_NOISE else CLIP_QUANTILE
 
 
 def clip_learning_rate(expected_batch: float, count_noise: float, base: float = 0.2) -> float:

@@ -128,7 +128,7 @@ def validate_fit(
         raise InvalidPrivacyParameterError(f"sampling must be one of {SAMPLING_SCHEMES}, got {sampling!r}.")
     if training.dtype not in ("float64", "float32"):
         raise InvalidDataError(f"dtype must be 'float64' or 'float32', got {training.dtype!r}.")
-    base_opt = make_optimizer(optimizer.optimizer, optimizer.lr)
+    base_opt = make_optimizer(optimizer.optimizer, 0.1 if optimizer.lr is None else optimizer.lr)
     batch = int(q * n)
     if sampling == "with-replacement" and batch < 1:
         raise InvalidPrivacyParameterError(
