@@ -8,7 +8,7 @@ outbreak instead (:meth:`dpinfer.models.SIR.real_outbreak`: K = 10^5, N = 100, p
 
 After every round the script records the simulation and training time, the epochs, the process CPU
 time (the honest cost on a shared machine, where wall time depends on the load), and the
-posterior mean, sd and 95% interval of (log β, log γ) and R0 = β/γ from 2000 draws, appending one
+posterior mean, sd and 95% interval of (log β, log γ) and R0 = β/γ from 1000 draws, appending one
 row to ``neural_sir_paper_observed.csv`` (so an interrupted run keeps its finished rounds). At the
 end of a run with both methods it records the C2ST between the final SPPE and SPLE posteriors. There
 is no exact reference at K = 10^6 here: the mechanism-density importance sampler of
@@ -122,7 +122,7 @@ def main() -> None:
                 "training_s": info.training_time,
                 "wall_s": time.perf_counter() - start,
                 "cpu_s": time.process_time() - cpu0,
-                **summary(post.sample(2000, seed=info.round)),
+                **summary(post.sample(1000, seed=info.round)),
             }
             w.writerow(row)
             fh.flush()
