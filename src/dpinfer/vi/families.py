@@ -203,6 +203,8 @@ def choose_family(
         )
     if dim > AUTO_FULLRANK_MAX_DIM:
         return "meanfield", f"auto: D = {dim} > {AUTO_FULLRANK_MAX_DIM}: mean-field (cost O(D^2) per step)"
+    if math.isinf(noise_error):
+        return "meanfield", "auto: n is secret (add-remove), so the noise level is not public: mean-field"
     if noise_error > LOW_NOISE:
         return "meanfield", (
             f"auto: the gradient noise dominates (noise error per unit clip {noise_error:.3g} > "
