@@ -94,3 +94,12 @@ def test_full_rank_default_releases_the_same_rows_and_noise(monkeypatch):
     # ... and the default AdaGrad step: 0.05 when the noise is small, 0.1 otherwise
     assert chosen == {"auto": ("fullrank", 0.05), "auto-noisy": ("meanfield", 0.1),
                       "meanfield": ("meanfield", 0.05), "fullrank": ("fullrank", 0.05)}
+    # under add-remove n is secret: nothing may depend on it (the rule uses n), so the noisy defaults
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        secret_n = DPVI(LogisticRegression(3)).fit(
+            X, y, noise_multiplier=0.01, delta=1e-5, steps=10, seed=0, clip=1.0,
+            neighbouring="add-remove", privacy_rng=PrivacyRNG.insecure_deterministic(0),
+        )
+    assert (secret_n.family, secret_n.config["lr"]) == ("meanfield", 0.1)
+    assert "secret" in secret_n.config["family_choice"]["reason"]

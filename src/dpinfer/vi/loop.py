@@ -21,6 +21,7 @@ respectively, the minibatches of a *non-private* baseline, the Monte Carlo draws
 
 from __future__ import annotations
 
+import math
 import sys
 import warnings
 from collections.abc import Callable
@@ -203,7 +204,11 @@ def run_loop(
 
 def noise_error(spec: FitSpec, noise_multiplier: float, dim: int) -> float:
     """λ of :func:`~dpinfer.vi.optim.noise_error_per_clip` for this fit: public σ, q, n, D and
-    the number of averaged steps (1 for the last iterate); 0 for a non-private fit."""
+    the number of averaged steps (1 for the last iterate); 0 for a non-private fit. Under
+    add-remove n is secret, so nothing may depend on it: λ = inf there (the defaults for a noisy
+    fit: mean-field, lr 0.1)."""
+    if noise_multiplier > 0 and spec.privacy.neighbouring != "replace-one":
+        return math.inf
     averaged = spec.steps - int(AVERAGE_FROM * spec.steps) if spec.training.average else 1
     return noise_error_per_clip(noise_multiplier, spec.q, spec.n, averaged, dim)
 
