@@ -72,7 +72,7 @@ def _estimator(args: argparse.Namespace, model: Any) -> Any:
         callback=report,
     )
     if args.command == "sppe":
-        return SPPE(model, atoms=args.atoms, **common)
+        return SPPE(model, atoms=args.atoms, proposal=args.proposal, **common)
     return SPLE(model, mcmc_method=args.mcmc, chains=args.chains, warmup=args.warmup, **common)
 
 
@@ -173,6 +173,13 @@ def register(subparsers: Any) -> None:
     )
     _add_common(p)
     p.add_argument("--atoms", type=int, default=10, help="APT atoms")
+    p.add_argument(
+        "--proposal",
+        choices=["apt", "truncated"],
+        default="apt",
+        help="later rounds: apt (the paper's atomic loss on posterior proposals) or truncated "
+        "(prior restricted to the posterior's 1-1e-4 region, plain NPE loss: no leakage over many rounds)",
+    )
     p.set_defaults(func=_run, command="sppe")
     q = add_command(subparsers, "sple", help="SPLE neural likelihood + MCMC from privatised statistics")
     _add_common(q)

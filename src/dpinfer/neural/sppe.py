@@ -30,6 +30,9 @@ from .param_space import ParamSpace
 from .posterior import NeuralPosterior, _seed_int
 from .sequential import SequentialEstimator, _check_int
 from .training import LossFn, torch_threads
+from .truncation import hpr_threshold, sample_truncated_prior
+
+PROPOSALS = ("apt", "truncated")
 
 
 class SPPEPosterior(NeuralPosterior):
@@ -135,6 +138,15 @@ class SPPE(SequentialEstimator):
         ``"auto"`` (default: the flow lives on ``z = T⁻¹(θ)`` for a prior with a bounded support,
         on θ otherwise), ``"theta"`` (the paper's: θ-space, rejection into the support) or
         ``"unconstrained"`` (:mod:`dpinfer.neural.param_space`).
+    proposal
+        ``"apt"`` (default, the paper's Algorithm 1): later rounds draw from the posterior flow and
+        train with the atomic loss; ``"truncated"`` (TSNPE, Deistler et al. 2022): later rounds
+        draw from the prior restricted to the flow's highest-probability region and train with
+        the plain NPE loss (:mod:`dpinfer.neural.truncation`), which cannot leak posterior mass
+        to where no simulation was drawn, the failure of APT over many rounds (measured in
+        ``examples/private_data/README.md``).
+    truncation_quantile
+        ε of the region ``{log q >= t_ε}`` (``"truncated"`` only; default 10⁻⁴, Deistler et al.).
 
     Examples
     --------
@@ -156,10 +168,24 @@ class SPPE(SequentialEstimator):
         atoms: int = 10,
         rqmc_points: int = 8,
         space: str = "auto",
+        proposal: str = "apt",
+        truncation_quantile: float = 1e-4,
         **kwargs: Any,
     ) -> None:
         super().__init__(model, flow, rounds, simulations_per_round, rqmc_points, **kwargs)
         self.space = ParamSpace(model.prior, space)
+        if proposal not in PROPOSALS:
+            raise InvalidDataError(f"proposal must be one of {PROPOSALS}, got {proposal!r}.")
+        self.proposal = proposal
+        try:
+            tq = float(truncation_quantile)
+        except (TypeError, ValueError):
+            tq = math.nan
+        if not 0.0 < tq < 0.5:
+            raise InvalidDataError(
+                f"truncation_quantile must be in (0, 0.5), got {truncation_quantile!r} (default 1e-4)."
+            )
+        self.truncation_quantile = tq
         self.atoms = _check_int("atoms", atoms, 2)
         if self.atoms > self.training.batch_size:
             raise InvalidDataError(
@@ -167,7 +193,10 @@ class SPPE(SequentialEstimator):
             )
 
     def settings(self) -> dict[str, Any]:
-        return {**super().settings(), "atoms": self.atoms, "space": self.space.name}
+        out = {**super().settings(), "atoms": self.atoms, "space": self.space.name}
+        if self.proposal != "apt":  # absent: the paper's APT (and every file written before)
+            out.update(proposal=self.proposal, truncation_quantile=self.truncation_quantile)
+        return out
 
     def _targets(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return self.space.targets(self.model.prior, theta)
@@ -181,7 +210,7 @@ class SPPE(SequentialEstimator):
 
     def _loss(self, round_index: int) -> LossFn:
         flow = self._flow
-        if round_index == 0:
+        if round_index == 0 or self.proposal == "truncated":
             return lambda th, x, lp, gen: npe_loss(flow, th, x)
         atoms = self.atoms
         return lambda th, x, lp, gen: apt_loss(flow, th, x, lp, atoms, gen)
@@ -192,14 +221,63 @@ class SPPE(SequentialEstimator):
 
     def _propose(self, posterior: Any, n: int, round_index: int) -> np.ndarray:
         posterior._log_mass = None
+        if self.proposal == "truncated":
+            return self._truncated_prior(posterior, n, round_index)
         return posterior.sample(n, seed=_seed_int(self._child(3, round_index)))
+
+    def _truncated_prior(self, posterior: SPPEPosterior, n: int, round_index: int) -> np.ndarray:
+        """``n`` draws from the prior restricted to the flow's HPR (:mod:`.truncation`)."""
+        prior, space, flow = self.model.prior, self.space, self._flow
+        seed = self._child(3, round_index)
+        n_region = max(10_000, int(math.ceil(10.0 / self.truncation_quantile)))
+
+        context = posterior._context()[None]
+
+        def log_q(z: np.ndarray) -> np.ndarray:
+            out = [np.zeros(0)]
+            with torch.no_grad():
+                for i in range(0, len(z), 50_000):
+                    zz = posterior._tensor(z[i : i + 50_000])[:, None, :]
+                    out.append(flow.log_prob_grid(zz, context).double().cpu().numpy()[:, 0])
+            return np.concatenate(out)
+
+        def prior_log_prob(z: np.ndarray) -> np.ndarray:
+            with np.errstate(over="ignore", invalid="ignore"):
+                th = space.to_theta(z)
+                inside = np.isfinite(th).all(axis=1) & prior.in_support(th)
+                _, lp = space.targets(prior, np.where(inside[:, None], th, posterior._inside_point(th)))
+            return np.where(inside, lp, -np.inf)
+
+        def prior_sample(m: int, rng: np.random.Generator) -> np.ndarray:
+            return space.to_z(np.asarray(prior.sample(m, rng), dtype=np.float64))
+
+        with torch_threads(self.threads), posterior._fork_rng(), torch.no_grad():
+            torch.manual_seed(_seed_int(seed))
+            region = flow.sample(n_region, posterior._context()).double().cpu().numpy()
+        region = region[np.isfinite(prior_log_prob(region))]
+        lq = log_q(region)
+        threshold = hpr_threshold(lq, self.truncation_quantile)
+        z, info = sample_truncated_prior(
+            n,
+            np.random.default_rng(seed),
+            prior_sample=prior_sample,
+            prior_log_prob=prior_log_prob,
+            log_q=log_q,
+            threshold=threshold,
+            region_draws=region[lq >= threshold],
+        )
+        self._truncation_info = {f"truncation_{k}": v for k, v in info.items()}
+        return space.to_theta(z)
 
     def _end_of_round(self, posterior: Any, round_index: int, last: bool) -> dict[str, Any]:
         posterior._log_mass = None
         with torch.no_grad():
             mass = float(np.exp(posterior.log_mass_in_support(4000)))
         posterior._log_mass = None  # re-estimated lazily with more draws
-        return {"support_mass": mass}
+        extra = {"support_mass": mass}
+        extra.update(getattr(self, "_truncation_info", {}))
+        self._truncation_info = {}
+        return extra
 
 
 __all__ = ["SPPE", "SPPEPosterior"]
