@@ -145,3 +145,34 @@ def test_apt_stays_the_default_and_its_settings_are_unchanged(gm):
 def test_bad_truncation_settings_are_rejected(gm, kwargs, match):
     with pytest.raises(InvalidDataError, match=match):
         SPPE(gm, rounds=2, simulations_per_round=100, **kwargs)
+
+
+def test_two_far_apart_pieces_fall_back_to_importance_resampling_with_prior_weights():
+    """4-D, q a 50/50 mixture of two tight pieces at 1 and 2.5 along the first axis: the prior
+    N(0, I) puts exp((2.5² - 1²)/2) = 13.8 times more mass on the first piece (fraction 0.932)."""
+    d, s = 4, 0.01
+    centres = np.zeros((2, d))
+    centres[:, 0] = [1.0, 2.5]
+    pieces = [stats.multivariate_normal(c, s**2 * np.eye(d)) for c in centres]
+
+    def log_q(z):
+        return np.logaddexp(pieces[0].logpdf(z), pieces[1].logpdf(z)) - np.log(2.0)
+
+    rng = np.random.default_rng(0)
+    region = centres[rng.integers(0, 2, 100_000)] + s * rng.standard_normal((100_000, d))
+    t = hpr_threshold(log_q(region), 1e-4)
+    draws, info = sample_truncated_prior(
+        4000,
+        np.random.default_rng(1),
+        prior_sample=lambda k, g: g.standard_normal((k, d)),
+        prior_log_prob=stats.multivariate_normal(np.zeros(d), np.eye(d)).logpdf,
+        log_q=log_q,
+        threshold=t,
+        region_draws=region,
+        max_candidates=100_000,
+    )
+    # approximate: weights p/q grow towards the region's edge (ESS ~150 of 100 000 here)
+    assert info["route"] == "importance" and info["ess"] > 50
+    assert np.all(log_q(draws) >= t)
+    first = np.mean(draws[:, 0] < 1.75)
+    assert abs(first - 0.932) < 4 * np.sqrt(0.932 * 0.068 / info["ess"])  # q's own weights: 0.5

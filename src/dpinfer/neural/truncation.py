@@ -19,7 +19,10 @@ Sampling ``p̃`` (all in the flow's space, :mod:`dpinfer.neural.param_space`):
   of the farthest draw, kept when inside the region, then accepted with probability
   ``p(θ)/p̂_max`` (``p̂_max`` the largest prior density among all region points seen). This is
   exact for the part of the region inside the ellipsoid when ``p̂_max`` bounds ``p`` there; the
-  part outside the ellipsoid lies beyond every one of ``q``'s draws, i.e. at q-mass of order ε.
+  part outside the ellipsoid lies beyond every one of ``q``'s draws, i.e. at q-mass of order ε;
+* **importance resampling**, only when the ellipsoid yields too few draws (a region of several
+  far-apart pieces in many dimensions): ``q``'s draws inside the region resampled with weights
+  ``p/q`` (approximate; recorded as the route so that a user can see it happened).
 """
 
 from __future__ import annotations
@@ -92,7 +95,7 @@ def sample_truncated_prior(
     Raises
     ------
     RuntimeError
-        When ``max_candidates`` yield fewer than ``n`` draws.
+        When even the prior route finds fewer than ``n`` draws in ``max_candidates``.
     """
     n = int(n)
     pilot = np.asarray(prior_sample(batch, rng), dtype=np.float64)
@@ -135,10 +138,7 @@ def sample_truncated_prior(
     pts = np.concatenate(points)
     accept = rng.random(len(pts)) < np.exp(lps - lp_max)
     if accept.sum() < n:
-        raise RuntimeError(
-            f"the truncated prior gave {int(accept.sum())} of {n} draws from {tried} candidates; "
-            "the posterior region is too irregular for the ellipsoid proposal (use proposal='apt')."
-        )
+        return _importance_resample(n, rng, rd[rd_ok], rd_lp[rd_ok], log_q, tried, prior_mass)
     info = {
         "route": "ellipsoid",
         "candidates": tried,
@@ -146,6 +146,30 @@ def sample_truncated_prior(
         "prior_mass": prior_mass,
     }
     return pts[accept][:n], info
+
+
+def _importance_resample(
+    n: int,
+    rng: np.random.Generator,
+    region: np.ndarray,
+    log_p: np.ndarray,
+    log_q: ArrayFn,
+    tried: int,
+    prior_mass: float,
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """``n`` of ``q``'s region draws resampled with weights ``p/q`` (the approximate last route)."""
+    logw = log_p - np.asarray(log_q(region), dtype=np.float64)
+    w = np.exp(logw - logw.max())
+    w /= w.sum()
+    idx = rng.choice(len(region), size=n, replace=True, p=w)
+    info = {
+        "route": "importance",
+        "candidates": tried,
+        "acceptance": 0.0,
+        "prior_mass": prior_mass,
+        "ess": float(1.0 / np.sum(w**2)),
+    }
+    return region[idx], info
 
 
 __all__ = ["hpr_threshold", "sample_truncated_prior"]
