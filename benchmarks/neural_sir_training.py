@@ -59,7 +59,9 @@ def main(argv: list[str] | None = None) -> None:
     for seed in (int(s) for s in args.seeds.split(",")):
         for label, training in SETTINGS.items():
             c, t = time.process_time(), time.perf_counter()
-            post = SPPE(model, rounds=2, simulations_per_round=1000, seed=seed, training=training).fit(obs)
+            post = SPPE(
+                model, rounds=2, simulations_per_round=1000, seed=seed, training=training, proposal="apt"
+            ).fit(obs)
             d = post.sample(1000, seed=1)
             row = {
                 "seed": seed, "label": label, "cpu_time": time.process_time() - c,

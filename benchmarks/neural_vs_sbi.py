@@ -11,7 +11,8 @@ Two protocols, each with the same number of confidential simulations for every m
 
 dpinfer privatises each simulated confidential mean M = 8 times (nested RQMC, the paper's method;
 the row "SPPE M=4" uses 4 copies; "SPPE all copies" trains on all M copies in every step with
-patience 5, the fast preset before ``copies_per_step=1``, patience 10);
+patience 5, the fast preset before ``copies_per_step=1``, patience 10; "SPPE APT", sequential
+protocol only, uses the paper's atomic APT instead of the default truncated proposals);
 sbi gets the mechanism inside the simulator (one noise draw per simulation) and its defaults
 (NPE: NSF, atomic loss in later rounds; NLE: NSF likelihood + slice-sampling MCMC). Wall time:
 everything from the first simulation to 4000 posterior draws (so MCMC counts for SPLE and NLE).
@@ -56,10 +57,20 @@ def _accuracy(draws: np.ndarray, exact: Any) -> dict[str, float]:
 
 
 def run_dpinfer(
-    klass: Any, model: Any, obs: list[float], rounds: int, n: int, seed: int, training: Any, m: int = 8
+    klass: Any,
+    model: Any,
+    obs: list[float],
+    rounds: int,
+    n: int,
+    seed: int,
+    training: Any,
+    m: int = 8,
+    **kwargs: Any,
 ) -> dict:
     t0, c0 = time.perf_counter(), time.process_time()
-    est = klass(model, rounds=rounds, simulations_per_round=n, seed=seed, training=training, rqmc_points=m)
+    est = klass(
+        model, rounds=rounds, simulations_per_round=n, seed=seed, training=training, rqmc_points=m, **kwargs
+    )
     post = est.fit(obs)
     draws = post.sample(4000, seed=seed + 1)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
@@ -130,6 +141,9 @@ def compare(
             ("SPPE M=4", run_dpinfer, (SPPE, model, obs, rounds, n, seed, training, 4)),
             ("SPPE all copies", run_dpinfer, (SPPE, model, obs, rounds, n, seed, all_copies)),
         ]
+        if rounds > 1:  # the paper's atomic APT beside the default truncated proposals
+            apt_args = (SPPE, model, obs, rounds, n, seed, training)
+            runs.append(("SPPE APT", lambda *a: run_dpinfer(*a, proposal="apt"), apt_args))
         if have_sbi:
             runs += [
                 ("sbi NPE", run_sbi, ("npe", model, obs, rounds, n, seed)),
@@ -147,9 +161,9 @@ def compare(
             )
         ratios = {}
         pairs = (("SPPE", "sbi NPE"), ("SPLE", "sbi NLE"), ("SPPE M=4", "sbi NPE"),
-                 ("SPPE all copies", "sbi NPE"))
+                 ("SPPE all copies", "sbi NPE"), ("SPPE APT", "sbi NPE"))
         for ours, theirs in pairs:
-            if theirs in res:
+            if theirs in res and ours in res:
                 for kind in ("wall", "cpu"):
                     ratios[f"{ours} / {theirs} {kind} time"] = (
                         res[ours][f"{kind}_time"] / res[theirs][f"{kind}_time"]

@@ -122,7 +122,7 @@ def test_flow_ignoring_the_mechanism_is_biased(model, reference):
 def test_apt_loss_equals_npe_loss_in_round_zero(model):
     torch.manual_seed(0)
     flow = build_flow(SMALL, 1, 1)
-    est = SPPE(model, flow=SMALL, rounds=2, simulations_per_round=100, atoms=5, rqmc_points=2)
+    est = SPPE(model, flow=SMALL, rounds=2, simulations_per_round=100, atoms=5, rqmc_points=2, proposal="apt")
     est._flow = flow
     rng = np.random.default_rng(0)
     theta = model.prior.sample(400, rng)
@@ -134,6 +134,10 @@ def test_apt_loss_equals_npe_loss_in_round_zero(model):
         # SPPE's round-0 loss is the NPE loss
         assert float(est._loss(0)(th, xt, lp, None)) == pytest.approx(npe, rel=1e-6)
         assert float(est._loss(1)(th, xt, lp, torch.Generator().manual_seed(0))) != pytest.approx(npe)
+        # truncated proposals (the default) keep the NPE loss in every round
+        trunc = SPPE(model, flow=SMALL, rounds=2, simulations_per_round=100, atoms=5, rqmc_points=2)
+        trunc._flow = flow
+        assert float(trunc._loss(1)(th, xt, lp, None)) == pytest.approx(npe, rel=1e-6)
         # with prior atoms, (1/K) sum_j q(theta_j|x)/p(theta_j) -> 1, so the atomic loss becomes the
         # NPE loss + mean log p(theta_i) + log K
         K = 400

@@ -124,13 +124,14 @@ def test_truncated_sppe_matches_the_exact_private_posterior_and_naive_npe_does_n
     assert info["truncation_route"] in ("prior", "ellipsoid") and 0 < info["truncation_acceptance"] <= 1
     # known-broken: plain NPE loss on posterior proposals (no truncation, no atomic correction)
     monkeypatch.setattr(SPPE, "_loss", lambda self, r: lambda th, x, lp, gen: npe_loss(self._flow, th, x))
-    broken = _fit(gm, 0).sample(4000, seed=1)
+    broken = _fit(gm, 0, proposal="apt").sample(4000, seed=1)
     assert broken.std() / sd < 0.85
 
 
-def test_apt_stays_the_default_and_its_settings_are_unchanged(gm):
+def test_truncated_is_the_default_and_apt_reproduces_the_paper(gm):
     est = SPPE(gm, rounds=2, simulations_per_round=100)
-    assert est.proposal == "apt" and "proposal" not in est.settings()
+    assert est.proposal == "truncated" and est.settings()["proposal"] == "truncated"
+    assert SPPE(gm, rounds=2, simulations_per_round=100, proposal="apt").settings()["proposal"] == "apt"
 
 
 @pytest.mark.parametrize(

@@ -107,6 +107,7 @@ def fit(name: str, model: SIR, obs: np.ndarray, args: argparse.Namespace) -> lis
         simulations_per_round=args.simulations,
         rqmc_points=args.rqmc_points,
         atoms=10,
+        proposal=args.proposal,
         training={"max_epochs": args.max_epochs},
         seed=args.seed,
     ).fit(obs)
@@ -192,6 +193,12 @@ def main() -> None:
     p.add_argument("--particles", type=int, default=300)
     p.add_argument("--populations", type=int, default=4)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--proposal",
+        default="apt",
+        choices=["apt", "truncated"],
+        help="SPPE's later rounds: apt (the measured run of the README) or truncated (dpinfer's default)",
+    )
     p.add_argument("--only", help="run one outbreak (substring of its name)")
     p.add_argument(
         "--exact-theta",

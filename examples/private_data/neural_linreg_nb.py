@@ -15,7 +15,8 @@ Defaults are small (3 rounds of 500 simulations, M = 4; SMC-ABC 1000 particles, 
 populations; DA-MCMC 4000 draws). Writes ``neural_linreg_nb.csv``. ``--paper-observed PATH``
 runs linear regression on the authors' observed statistics (sensitivity 13/n, as in
 ``linreg.py``) for the Tables 2-4 rows; ``--linreg-only`` skips naive Bayes, ``--methods``
-picks the methods (``SPPE-T``: SPPE with truncated proposals, ``proposal="truncated"``).
+picks the methods (``SPPE``: the paper's atomic APT, ``proposal="apt"``; ``SPPE-T``: truncated
+proposals, dpinfer's default).
 
     python examples/private_data/neural_linreg_nb.py --out examples/private_data/out
 """
@@ -71,7 +72,7 @@ def _rows(problem, eps, method, draws, names, ref, seconds, sims):
 def neural(model, obs, args, methods=("SPPE", "SPLE")):
     res = {}
     variants = (
-        ("SPPE", SPPE, {"atoms": 10}),
+        ("SPPE", SPPE, {"atoms": 10, "proposal": "apt"}),  # the paper's Algorithm 1
         ("SPPE-T", SPPE, {"atoms": 10, "proposal": "truncated"}),
         ("SPLE", SPLE, {}),
     )

@@ -17,7 +17,8 @@ is no exact reference at K = 10^6 here: the mechanism-density importance sampler
 Defaults are the paper's 10 rounds of 1000 simulations with the exact Gillespie simulator, M = 4
 and a 5-transform spline flow; ``--simulator hybrid`` uses the exact-then-tau-leaping simulator of
 ``sir_fast_simulator.py`` (an approximation, validated there by C2ST against the exact one).
-``--methods SPPE-T`` runs SPPE with truncated proposals (``SPPE(proposal="truncated")``, TSNPE).
+``--methods SPPE-T`` runs SPPE with truncated proposals (dpinfer's default, TSNPE); ``SPPE`` is
+the paper's atomic APT (``proposal="apt"``).
 
     python examples/private_data/neural_sir_paper_observed.py --epsilon 10 --out examples/private_data/out
 """
@@ -108,7 +109,7 @@ def main() -> None:
     flow = {"kind": "nsf", "transforms": args.transforms, "hidden": 50, "blocks": 2, "bins": 10}
     finals = {}
     methods = (
-        ("SPPE", SPPE, {"atoms": 10}),
+        ("SPPE", SPPE, {"atoms": 10, "proposal": "apt"}),  # the paper's Algorithm 1
         ("SPPE-T", SPPE, {"atoms": 10, "proposal": "truncated"}),
         ("SPLE", SPLE, {}),
     )

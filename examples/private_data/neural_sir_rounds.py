@@ -114,7 +114,8 @@ def main() -> None:
         training={"max_epochs": args.max_epochs},
         seed=args.seed,
     )
-    SPPE(model, atoms=10, callback=callback("SPPE"), **common).fit(obs)
+    # the paper's Algorithm 1 (atomic APT); dpinfer's default is truncated proposals
+    SPPE(model, atoms=10, proposal="apt", callback=callback("SPPE"), **common).fit(obs)
     SPLE(model, callback=callback("SPLE"), **common).fit(obs)
 
     with open(out / "neural_sir_rounds.csv", "w", newline="") as fh:

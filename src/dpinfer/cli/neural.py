@@ -175,10 +175,11 @@ def register(subparsers: Any) -> None:
     p.add_argument("--atoms", type=int, default=10, help="APT atoms")
     p.add_argument(
         "--proposal",
-        choices=["apt", "truncated"],
-        default="apt",
-        help="later rounds: apt (the paper's atomic loss on posterior proposals) or truncated "
-        "(prior restricted to the posterior's 1-1e-4 region, plain NPE loss: no leakage over many rounds)",
+        choices=["truncated", "apt"],
+        default="truncated",
+        help="later rounds: truncated (default: the prior restricted to the posterior's 1-1e-4 region, "
+        "plain NPE loss, no leakage over many rounds) or apt (the paper's atomic loss on posterior "
+        "proposals)",
     )
     p.set_defaults(func=_run, command="sppe")
     q = add_command(subparsers, "sple", help="SPLE neural likelihood + MCMC from privatised statistics")
