@@ -89,6 +89,12 @@ def main() -> None:
     p.add_argument("--rqmc-points", type=int, default=4)
     p.add_argument("--transforms", type=int, default=5)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--no-dequantize",
+        dest="dequantize",
+        action="store_false",
+        help="train on the raw binomial lattice values (the paper's code) instead of dequantized ones",
+    )
     args = p.parse_args()
     torch.set_num_threads(1)
     out = Path(args.out)
@@ -98,7 +104,8 @@ def main() -> None:
         model = SIR(population=args.population or 1_000_000, epsilon=args.epsilon, simulator=args.simulator)
     else:
         model = SIR.real_outbreak(population=args.population or 100_000, simulator=args.simulator)
-    setting = f"{setting}, K={model.population}, {args.simulator}"
+    raw = "" if args.dequantize else ", raw lattice"
+    setting = f"{setting}, K={model.population}, {args.simulator}{raw}"
     print(f"{setting}: observed {obs.tolist()}", flush=True)
     out_csv = out / "neural_sir_paper_observed.csv"
     new = not out_csv.exists()
@@ -153,6 +160,7 @@ def main() -> None:
             rqmc_points=args.rqmc_points,
             callback=callback,
             seed=args.seed,
+            dequantize="auto" if args.dequantize else False,
             **kw,
         ).fit(obs)
         finals[name] = post.sample(2000, seed=args.seed)

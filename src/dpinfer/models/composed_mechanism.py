@@ -62,6 +62,15 @@ class ComposedMechanism(Mechanism):
     def sensitivity(self) -> list[Any]:
         return [p.sensitivity for p in self.parts]
 
+    @property
+    def lattice(self) -> np.ndarray | None:
+        """The parts' spacings side by side (0 for continuous parts); None if all are continuous."""
+        hs = [p.lattice for p in self.parts]
+        if all(h is None for h in hs):
+            return None
+        parts = zip(self.parts, hs, strict=True)
+        return np.concatenate([np.zeros(p.out_dim) if h is None else np.asarray(h, float) for p, h in parts])
+
     def G(self, s: np.ndarray, u: np.ndarray) -> np.ndarray:
         s = np.asarray(s, dtype=np.float64)
         u = np.asarray(u, dtype=np.float64)

@@ -119,6 +119,11 @@ class GeometricMechanism(Mechanism):
         _integers(self.name, s, "the confidential statistic")
         check_in_bounds(self.name, s, self.bounds)
 
+    @property
+    def lattice(self) -> np.ndarray:
+        """Integer statistic plus integer noise: the integers."""
+        return np.ones(self.out_dim)
+
     def check_observed(self, s_dp: Any) -> np.ndarray:
         arr = super().check_observed(s_dp)
         _integers(self.name, arr, "observed releases")
@@ -184,6 +189,11 @@ class RandomizedResponseMechanism(Mechanism):
     @property
     def output_range(self) -> tuple[float, float]:
         return 0.0, float(self.n_records)
+
+    @property
+    def lattice(self) -> np.ndarray:
+        """Counts of reported ones: the integers."""
+        return np.ones(self.out_dim)
 
     def _split(self, s: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         s = np.asarray(s, dtype=np.float64)

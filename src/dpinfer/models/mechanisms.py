@@ -103,6 +103,13 @@ class Mechanism(ABC):
         """Bounds of the mechanism's output (all of R for additive noise)."""
         return -np.inf, np.inf
 
+    @property
+    def lattice(self) -> np.ndarray | None:
+        """Spacing ``h_j`` of the grid ``{k·h_j}`` output ``j`` lives on (0: continuous), or None
+        when every output is continuous; neural estimators dequantize with it
+        (:mod:`dpinfer.neural.dequantize`)."""
+        return None
+
     def simulate_release(self, s: np.ndarray, seed: Any = None) -> np.ndarray:
         """Inference-time simulation of the mechanism: ``G(s, u)`` with ``u`` from a *simulation* seed.
 

@@ -113,6 +113,11 @@ class BinomialTrajectoryMechanism(Mechanism):
     def sensitivity(self) -> float:
         return 1.0  # each I(t_j) moves by at most 1 when one individual's record is replaced
 
+    @property
+    def lattice(self) -> np.ndarray:
+        """Binomial counts over N: the grid ``k/N``."""
+        return np.full(self.out_dim, 1.0 / self.n_trials)
+
     def probabilities(self, s: np.ndarray) -> np.ndarray:
         return (np.asarray(s, dtype=np.float64) + self.M) / (self.population + 2.0 * self.M)
 

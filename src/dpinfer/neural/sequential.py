@@ -25,6 +25,7 @@ import torch
 
 from ..errors import InvalidDataError
 from ..execution.device import resolve_device
+from .dequantize import MODES, dequantize, mechanism_lattice
 from .flows import ConditionalFlow, FlowConfig
 from .posterior import NeuralPosterior
 from .resume import RoundsHook
@@ -89,6 +90,12 @@ class SequentialEstimator:
         initialisation is drawn on the CPU, so one seed gives the same initial flow on every
         device; minibatches and atoms come from a generator on the device, so results agree
         across devices in distribution, not bit for bit.
+    dequantize
+        ``"auto"`` (default): when the mechanism's outputs live on a lattice (binomial, geometric,
+        randomized response: ``mechanism.lattice``), train on simulated releases spread uniformly
+        over their lattice cells (:mod:`dpinfer.neural.dequantize`; the same posterior, and a
+        likelihood SPLE can evaluate); ``False`` trains on the raw lattice values (the paper's
+        code); ``True`` insists on a lattice.
     """
 
     kind = "sequential"
@@ -113,6 +120,7 @@ class SequentialEstimator:
         callback: Callable[[RoundInfo, NeuralPosterior], None] | None = None,
         threads: int | None = 1,
         device: Any = "cpu",
+        dequantize: Any = "auto",
     ) -> None:
         for attr in ("prior", "mechanism", "simulate_confidential", "check_observed"):
             if not hasattr(model, attr):
@@ -136,6 +144,15 @@ class SequentialEstimator:
         self.callback = callback
         self.threads = threads
         self.device = resolve_device(device)
+        if not any(dequantize is m for m in MODES):
+            raise InvalidDataError(f"dequantize must be 'auto', True or False, got {dequantize!r}.")
+        lattice = mechanism_lattice(model.mechanism)
+        if dequantize is True and lattice is None:
+            raise InvalidDataError(
+                f"dequantize=True, but the mechanism {model.mechanism.name!r} declares no lattice "
+                "(its outputs are continuous): leave dequantize='auto'."
+            )
+        self.lattice = lattice if dequantize is not False else None
 
     # -- hooks --------------------------------------------------------------------------------
     def _dims(self) -> tuple[int, int]:
@@ -174,6 +191,7 @@ class SequentialEstimator:
             "qmc": self.qmc,
             "training": self.training.to_dict(),
             "seed_entropy": str(self.seed.entropy),
+            "dequantize": self.lattice is not None,
         }
 
     def check_observed(self, observed: Any) -> np.ndarray:
@@ -228,8 +246,14 @@ class SequentialEstimator:
         theta = np.asarray(theta, dtype=np.float64)
         return theta, np.asarray(self.model.prior.log_prob(theta), dtype=np.float64)
 
+    def _dequantize(self, x: np.ndarray, *key: int) -> np.ndarray:
+        if self.lattice is None:
+            return x
+        return dequantize(x, self.lattice, np.random.default_rng(self._child(5, *key)))
+
     def _add_appended(self, pool: SimulationPool) -> None:
-        for th, xs in getattr(self, "_appended", []):
+        for i, (th, x) in enumerate(getattr(self, "_appended", [])):
+            xs = self._dequantize(x, 1, i)
             targets, logp = self._targets(th)
             pool.add(targets, xs, logp, self.training.validation_fraction)
 
@@ -332,6 +356,7 @@ class SequentialEstimator:
             batch_size=self.simulation_batch_size,
             n_workers=self.n_workers,
         )
+        x = self._dequantize(x, 0, r)
         targets, logp = self._targets(theta)
         pool.add(targets, x, logp, self.training.validation_fraction)
         return theta
