@@ -98,7 +98,7 @@ def run(args, out_csv: Path) -> None:
     releases = [
         r
         for r in read_releases(Path(args.releases))
-        if r[1] < args.replicates and (eps_set is None or r[0] in eps_set)
+        if args.replicate_from <= r[1] < args.replicates and (eps_set is None or r[0] in eps_set)
     ]
     amortised = args.rounds == 1
     if not amortised:
@@ -208,6 +208,13 @@ def main() -> None:
     p.add_argument("--observed", default=str(DATA / "xiong_observed_private_stats.csv"))
     p.add_argument("--epsilons", default=None, help="comma-separated subset of the file's ε")
     p.add_argument("--replicates", type=int, default=3)
+    p.add_argument(
+        "--replicate-from",
+        type=int,
+        default=0,
+        help="skip the replicates below this one (amortised fits depend on the seed only, so a later run "
+        "reproduces the earlier fits)",
+    )
     p.add_argument("--rounds", type=int, default=1)
     p.add_argument("--simulations", type=int, default=3000)
     p.add_argument("--rqmc-points", type=int, default=4)
