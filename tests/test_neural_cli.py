@@ -109,3 +109,18 @@ def test_sppe_help_shows_defaults_once(capsys):
     out = " ".join(capsys.readouterr().out.split())
     assert "(default: 10)" in out and "(default: 1000)" in out and "(default 10)" not in out
     assert "round, simulations, elapsed, ETA" in out
+
+
+@pytest.mark.parametrize("proposal", ["apt", "truncated"])
+def test_cli_proposal_reaches_the_saved_posterior(tmp_path, capsys, proposal):
+    obs = tmp_path / "obs.json"
+    obs.write_text(json.dumps({"observed": [0.4], "epsilon": 1.0, "model_args": {"n": 30}}))
+    out = tmp_path / "post.pt"
+    fast = [a if a != "1" else "2" for a in FAST[:2]] + FAST[2:]  # two rounds
+    rc = main(["sppe", "--model", "gaussian-mean", "--observed", str(obs), "--json", "--out", str(out),
+               "--proposal", proposal, *fast])  # fmt: skip
+    assert rc == 0
+    assert SPPEPosterior.load(out).settings["proposal"] == proposal
+    with pytest.raises(SystemExit) as exc:
+        main(["sppe", "--model", "gaussian-mean", "--observed", str(obs), "--proposal", "x", *FAST])
+    assert exc.value.code == 2 and "invalid choice" in capsys.readouterr().err
