@@ -108,6 +108,7 @@ def fit(name: str, model: SIR, obs: np.ndarray, args: argparse.Namespace) -> lis
         rqmc_points=args.rqmc_points,
         atoms=10,
         proposal=args.proposal,
+        dequantize="auto" if args.dequantize else False,
         training={"max_epochs": args.max_epochs},
         seed=args.seed,
     ).fit(obs)
@@ -195,9 +196,15 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
         "--proposal",
-        default="apt",
+        default="truncated",
         choices=["apt", "truncated"],
-        help="SPPE's later rounds: apt (the measured run of the README) or truncated (dpinfer's default)",
+        help="SPPE later rounds: truncated (the default) or apt (the paper; the README measured run)",
+    )
+    p.add_argument(
+        "--no-dequantize",
+        dest="dequantize",
+        action="store_false",
+        help="SPPE on the raw binomial lattice values (the README measured run), not dequantized",
     )
     p.add_argument("--only", help="run one outbreak (substring of its name)")
     p.add_argument(
