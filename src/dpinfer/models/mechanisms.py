@@ -41,7 +41,9 @@ class Mechanism(ABC):
 
     Subclasses set ``stat_dim`` (length of ``s``), ``out_dim`` (length of ``s_dp``),
     ``noise_dim`` (``k``), ``sensitivity``, ``neighbouring`` and implement :meth:`G`,
-    :meth:`event` and, where tractable, :meth:`log_density`.
+    :meth:`event` and, where tractable, :meth:`log_density`. A mechanism whose outputs are
+    counts (or any grid ``k·h``) overrides :attr:`lattice`, so that neural estimators train on
+    dequantized simulations.
     """
 
     stat_dim: int
