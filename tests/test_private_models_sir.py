@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
 from scipy import optimize, stats
 
-from dpinfer.errors import InvalidDataError
+from dpinfer.errors import InferenceWarning, InvalidDataError
 from dpinfer.models.sir import SIR, BinomialTrajectoryMechanism, binom_ppf, gillespie_sir
 from dpinfer.privacy import KnownEvent, Ledger
 
@@ -94,6 +95,13 @@ def test_sir_release_and_observed_checks(tmp_path, test_rng):
     real = SIR.real_outbreak()
     assert real.mechanism.M == pytest.approx(100.0)
     assert real.privacy_report().epsilon == pytest.approx(10 * 100 * math.log(1.01))
+    # the published Guinea statistic is off the k/N grid: read as its nearest grid point, loudly
+    guinea = [0.001, 0.01105, 0.00845, 0.0129, 0.05095, 0.052, 0.0224, 0.02115, 0.00835, 0.00225]
+    with pytest.warns(InferenceWarning, match="not multiples of 1/N"):
+        real.check_observed(guinea)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        real.check_observed(np.rint(np.array(guinea) * 100) / 100)
 
 
 def test_hybrid_poisson_sampler_matches_poisson():

@@ -24,11 +24,12 @@ and ``DEFAULT_TIMES`` stay importable from this module.
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidDataError
+from ..errors import InferenceWarning, InvalidDataError
 from ..privacy import KnownEvent
 from ..privacy.events import PrivacyEvent
 from ..privacy.validation import check_epsilon
@@ -162,6 +163,22 @@ class BinomialTrajectoryMechanism(Mechanism):
     @property
     def output_range(self) -> tuple[float, float]:
         return 0.0, 1.0
+
+    def check_observed(self, s_dp: Any) -> np.ndarray:
+        """Range and shape as for every mechanism; values off the grid ``k/N`` (which this
+        mechanism never outputs, e.g. the published outbreak statistics) are read as the nearest
+        grid point, with a warning (the density rounds; neural estimators use the grid cell)."""
+        arr = super().check_observed(s_dp)
+        k = arr * self.n_trials
+        if np.any(np.abs(k - np.rint(k)) > 1e-6):
+            warnings.warn(
+                f"{self.name}: observed values {arr.tolist()} are not multiples of 1/N = "
+                f"{1 / self.n_trials:g}, so this mechanism cannot have produced them; they are read "
+                f"as the nearest grid points {(np.rint(k) / self.n_trials).tolist()}.",
+                InferenceWarning,
+                stacklevel=2,
+            )
+        return arr
 
     def validate_statistic_range(self, s: np.ndarray) -> None:
         if np.any(s < 0) or np.any(s > self.population) or np.any(s != np.rint(s)):
