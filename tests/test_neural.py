@@ -98,6 +98,8 @@ def test_sple_matches_the_exact_private_posterior(sple_post, reference):
     draws = sple_post.sample(1000, seed=1)
     assert c2st(draws, reference) <= 0.6
     assert sple_post.mcmc["max_rhat"] < 1.1
+    last = sple_post.rounds[-1].extra  # the round summary comes from the MCMC draws
+    assert last["shift_sd"] >= 0 and abs(last["posterior_sd"][0] / reference.std() - 1) < 0.25
     assert all("mcmc" in r.extra for r in sple_post.rounds)
 
 

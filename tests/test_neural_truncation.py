@@ -206,3 +206,17 @@ def test_truncated_sppe_on_a_bounded_prior_and_a_lattice_release_matches_quadrat
     assert np.all((d > 0) & (d < 1))
     assert abs(d.mean() - mean) < 0.25 * sd
     assert 0.85 < d.std() / sd < 1.15
+
+
+def test_every_round_records_how_far_it_moved_the_posterior(gm):
+    """The round summary (mean, sd, shift in sd, sd change) is what a user reads to decide on more
+    rounds; it must describe the posterior actually returned (last round) and start at round 1."""
+    post = _fit(gm, 0)
+    first, *later = [r.extra for r in post.rounds]
+    assert "posterior_mean" in first and "shift_sd" not in first
+    for e in later:
+        assert e["shift_sd"] >= 0 and e["sd_change"] >= 0
+    d = post.sample(4000, seed=3)
+    last = post.rounds[-1].extra
+    assert abs(last["posterior_mean"][0] - d.mean()) < 4 * d.std() / np.sqrt(2000)
+    assert abs(last["posterior_sd"][0] / d.std() - 1) < 0.1

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from typing import Any
@@ -47,7 +48,13 @@ def _estimator(args: argparse.Namespace, model: Any) -> Any:
                 f"round {done} of {args.rounds}: {info.n_simulations_total} simulations so far, elapsed "
                 f"{elapsed:.1f} s, ETA {eta:.0f} s; {info.epochs} epochs, "
                 f"validation loss {info.best_validation_loss:.4g}, simulation {info.simulation_time:.1f} s, "
-                f"training {info.training_time:.1f} s",
+                f"training {info.training_time:.1f} s"
+                + (
+                    f"; the posterior moved {info.extra['shift_sd']:.2f} sd, its sd changed by a factor "
+                    f"{math.exp(info.extra['sd_change']):.2f}"
+                    if "shift_sd" in info.extra
+                    else ""
+                ),
                 file=sys.stderr,
                 flush=True,
             )

@@ -173,6 +173,28 @@ class SequentialEstimator:
     def _end_of_round(self, posterior: NeuralPosterior, round_index: int, last: bool) -> dict[str, Any]:
         return {}
 
+    def _summary_draws(self, posterior: NeuralPosterior, round_index: int) -> np.ndarray | None:
+        """Posterior draws after a round, for :meth:`_round_summary` (None: none available)."""
+        return None
+
+    def _round_summary(self, posterior: NeuralPosterior, round_index: int) -> dict[str, Any]:
+        """The posterior mean and sd after this round and how far the round moved them: the
+        largest mean shift in current posterior sds (``shift_sd``) and the largest
+        ``|log(sd / previous sd)|`` (``sd_change``). Small values over several rounds say that
+        more rounds will change little; a jump says that a round changed the answer."""
+        draws = self._summary_draws(posterior, round_index)
+        if draws is None or draws.shape[0] < 2:
+            return {}
+        mean, sd = draws.mean(axis=0), draws.std(axis=0)
+        out: dict[str, Any] = {"posterior_mean": mean.tolist(), "posterior_sd": sd.tolist()}
+        prev = posterior.rounds[-1].extra if posterior.rounds else {}
+        if "posterior_mean" in prev:
+            pm, ps = np.asarray(prev["posterior_mean"]), np.asarray(prev["posterior_sd"])
+            tiny = np.finfo(float).tiny
+            out["shift_sd"] = float(np.max(np.abs(mean - pm) / np.maximum(sd, tiny)))
+            out["sd_change"] = float(np.max(np.abs(np.log(np.maximum(sd, tiny) / np.maximum(ps, tiny)))))
+        return out
+
     # -- helpers ------------------------------------------------------------------------------
     def _child(self, *key: int) -> np.random.SeedSequence:
         return np.random.SeedSequence(
@@ -308,6 +330,8 @@ class SequentialEstimator:
                     fit = train_flow(flow, self._loss(r), train, val, self.training, gen)
                     t2 = timer()
                     extra = self._end_of_round(posterior, r, r == rounds - 1) if obs is not None else {}
+                    if obs is not None:
+                        extra.update(self._round_summary(posterior, r))
                     t3 = timer()
                     info = RoundInfo(
                         round=r,

@@ -230,6 +230,9 @@ class SPLE(SequentialEstimator):
             raise RuntimeError("internal: SPLE proposal draws missing.")  # pragma: no cover
         return draws[:n]
 
+    def _summary_draws(self, posterior: Any, round_index: int) -> np.ndarray | None:
+        return posterior.draws
+
     def _end_of_round(self, posterior: Any, round_index: int, last: bool) -> dict[str, Any]:
         n = self.posterior_draws if last else self.simulations_per_round
         previous = posterior.draws

@@ -280,6 +280,12 @@ class SPPE(SequentialEstimator):
         self._truncation_info = {f"truncation_{k}": v for k, v in info.items()}
         return space.to_theta(z)
 
+    def _summary_draws(self, posterior: Any, round_index: int) -> np.ndarray | None:
+        try:
+            return posterior.sample(2000, seed=_seed_int(self._child(7, round_index)))
+        except RuntimeError:  # almost no mass in the support: nothing to summarise
+            return None
+
     def _end_of_round(self, posterior: Any, round_index: int, last: bool) -> dict[str, Any]:
         posterior._log_mass = None
         with torch.no_grad():
