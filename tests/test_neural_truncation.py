@@ -220,3 +220,30 @@ def test_every_round_records_how_far_it_moved_the_posterior(gm):
     last = post.rounds[-1].extra
     assert abs(last["posterior_mean"][0] - d.mean()) < 4 * d.std() / np.sqrt(2000)
     assert abs(last["posterior_sd"][0] / d.std() - 1) < 0.1
+
+
+def test_ellipsoid_route_in_ten_dimensions_fills_the_region_uniformly():
+    """10-D: q = N(m, 0.01² I) far out in a N(0, I) prior; over the region (a ball of radius
+    0.01·r, r² the χ²₁₀ quantile at 1 - 10⁻⁴) the prior is nearly flat, so ‖z - m‖/(0.01 r) has
+    CDF t¹⁰. Known-broken: q's own draws (CDF of a χ₁₀ radius) are far more central."""
+    d, s = 10, 0.01
+    m = np.full(d, 0.3)
+    q = stats.multivariate_normal(m, s**2 * np.eye(d))
+    region = q.rvs(100_000, random_state=np.random.default_rng(0))
+    t = hpr_threshold(q.logpdf(region), 1e-4)
+    draws, info = sample_truncated_prior(
+        4000,
+        np.random.default_rng(1),
+        prior_sample=lambda k, g: g.standard_normal((k, d)),
+        prior_log_prob=stats.multivariate_normal(np.zeros(d), np.eye(d)).logpdf,
+        log_q=q.logpdf,
+        threshold=t,
+        region_draws=region,
+    )
+    assert info["route"] == "ellipsoid" and info["acceptance"] > 0.02
+    r = s * np.sqrt(stats.chi2.ppf(1 - 1e-4, d))
+    radius = np.linalg.norm(draws - m, axis=1) / r
+    assert radius.max() <= 1 + 1e-9
+    assert stats.kstest(radius, lambda x: np.clip(x, 0, 1) ** d).statistic < KS_CRIT
+    wrong = np.linalg.norm(region[:4000] - m, axis=1) / r
+    assert stats.kstest(wrong, lambda x: np.clip(x, 0, 1) ** d).statistic > 4 * KS_CRIT

@@ -68,7 +68,7 @@ def sample_truncated_prior(
     threshold: float,
     region_draws: np.ndarray,
     prior_fraction: float = 0.02,
-    margin: float = 1.25,
+    margin: float = 1.1,
     batch: int = 20_000,
     max_candidates: int = 5_000_000,
 ) -> tuple[np.ndarray, dict[str, Any]]:
@@ -85,6 +85,10 @@ def sample_truncated_prior(
         ``t_ε`` (:func:`hpr_threshold`).
     region_draws
         Draws from ``q`` (they span the ellipsoid of the second route).
+    margin
+        The ellipsoid's radius over that of the farthest draw (default 1.1: with ``10/ε`` draws
+        the farthest already lies beyond the region's edge; a larger margin costs acceptance as
+        ``margin^-d``).
 
     Returns
     -------
