@@ -320,14 +320,18 @@ def test_small_noise_multipliers_are_accounted_without_exhausting_memory():
     assert get_accountant("pld").epsilon(ev, 1e-5) >= get_accountant("rdp").epsilon(ev, 1e-5) * 0.5
 
 
-def test_inference_law_of_the_laplace_mechanism_matches_what_it_releases():
-    """G(s, u) / log_density (continuous, scale b) vs the grid release: below Monte Carlo error."""
+def test_inference_law_of_the_laplace_mechanism_matches_what_it_releases(test_rng):
+    """G(s, u) / log_density (continuous, scale b) vs the grid release: below Monte Carlo error.
+
+    The release noise comes from a seeded (insecure, test-only) PrivacyRNG so that the KS test is
+    reproducible: with OS entropy its 10⁻³ threshold fails by design in about one run in a
+    thousand (it did once, in a fresh-clone CI run)."""
     from dpinfer.models import LaplaceMechanism
 
     mech = LaplaceMechanism(1, sensitivity=0.04, epsilon=1.0)
     s = np.array([0.3712345])
     with _quiet():
-        released = np.array([mech.release(s).value[0] for _ in range(20_000)])
+        released = np.array([mech.release(s, test_rng).value[0] for _ in range(20_000)])
     law = stats.laplace(loc=s[0], scale=mech.scale)
     assert stats.kstest(released, law.cdf).pvalue > 1e-3
     simulated = mech.simulate_release(np.repeat(s[None, :], 20_000, 0), seed=1)[:, 0]
@@ -340,14 +344,14 @@ def test_inference_law_of_the_laplace_mechanism_matches_what_it_releases():
     assert report.details["grid"] == mech.grid.gamma
 
 
-def test_sir_release_draws_exact_binomial_counts():
+def test_sir_release_draws_exact_binomial_counts(test_rng):
     """The Prop. 4 release uses exact integer Bernoulli trials (no uniforms, no tail residual)."""
     from fractions import Fraction
 
     from dpinfer.models.sir import BinomialTrajectoryMechanism
     from dpinfer.privacy.discrete import sample_binomial
 
-    rng = PrivacyRNG()
+    rng = test_rng  # seeded: the chi-square test is reproducible
     p = Fraction(3, 10)
     draws = np.array([sample_binomial(20, p, rng) for _ in range(20_000)])
     k = np.arange(21)
