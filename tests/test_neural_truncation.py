@@ -43,7 +43,7 @@ PRIOR = {
 def test_truncated_prior_is_the_exact_truncated_normal(m, s, route):
     region, log_q, t, half = _setup(m, s)
     draws, info = sample_truncated_prior(
-        4000, np.random.default_rng(1), log_q=log_q, threshold=t, region_draws=region, **PRIOR
+        4000, np.random.default_rng(1), log_q=log_q, q_draws=region, quantile=1e-4, **PRIOR
     )
     assert info["route"] == route
     lo, hi = m - half, m + half
@@ -70,8 +70,8 @@ def test_ellipsoid_route_on_a_narrow_correlated_region_matches_quadrature():
         prior_sample=lambda k, g: g.standard_normal((k, 2)),
         prior_log_prob=prior.logpdf,
         log_q=q.logpdf,
-        threshold=t,
-        region_draws=region,
+        q_draws=region,
+        quantile=1e-4,
     )
     assert info["route"] == "ellipsoid" and info["prior_mass"] < 1e-3
     assert np.all(q.logpdf(draws) >= t)
@@ -168,8 +168,8 @@ def test_two_far_apart_pieces_fall_back_to_importance_resampling_with_prior_weig
         prior_sample=lambda k, g: g.standard_normal((k, d)),
         prior_log_prob=stats.multivariate_normal(np.zeros(d), np.eye(d)).logpdf,
         log_q=log_q,
-        threshold=t,
-        region_draws=region,
+        q_draws=region,
+        quantile=1e-4,
         max_candidates=100_000,
     )
     # approximate: weights p/q grow towards the region's edge (ESS ~150 of 100 000 here)
@@ -230,15 +230,14 @@ def test_ellipsoid_route_in_ten_dimensions_fills_the_region_uniformly():
     m = np.full(d, 0.3)
     q = stats.multivariate_normal(m, s**2 * np.eye(d))
     region = q.rvs(100_000, random_state=np.random.default_rng(0))
-    t = hpr_threshold(q.logpdf(region), 1e-4)
     draws, info = sample_truncated_prior(
         4000,
         np.random.default_rng(1),
         prior_sample=lambda k, g: g.standard_normal((k, d)),
         prior_log_prob=stats.multivariate_normal(np.zeros(d), np.eye(d)).logpdf,
         log_q=q.logpdf,
-        threshold=t,
-        region_draws=region,
+        q_draws=region,
+        quantile=1e-4,
     )
     assert info["route"] == "ellipsoid" and info["acceptance"] > 0.02
     r = s * np.sqrt(stats.chi2.ppf(1 - 1e-4, d))

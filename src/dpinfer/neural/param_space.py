@@ -62,6 +62,24 @@ class ParamSpace:
             return np.zeros(np.shape(z)[:-1])
         return np.asarray(self.transform.log_abs_det_jacobian(np.asarray(z, np.float64)))  # type: ignore[union-attr]
 
+    def stand_in(self, theta: np.ndarray) -> np.ndarray:
+        """A point of the support to stand in for θ outside it (their density is -inf anyway)."""
+        if not self.active:
+            return theta
+        return self.to_theta(np.zeros((1, np.shape(theta)[1])))
+
+    def prior_sample(self, prior: Any, n: int, rng: np.random.Generator) -> np.ndarray:
+        """``n`` prior draws in the flow's space."""
+        return self.to_z(np.asarray(prior.sample(n, rng), dtype=np.float64))
+
+    def prior_log_prob(self, prior: Any, z: np.ndarray) -> np.ndarray:
+        """The prior's log density in the flow's space at ``z`` (``-inf`` outside its support)."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            th = self.to_theta(z)
+            inside = np.isfinite(th).all(axis=1) & prior.in_support(th)
+            _, lp = self.targets(prior, np.where(inside[:, None], th, self.stand_in(th)))
+        return np.where(inside, lp, -np.inf)
+
     def targets(self, prior: Any, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The flow's training targets and their prior log density in the same space."""
         theta = np.asarray(theta, dtype=np.float64)

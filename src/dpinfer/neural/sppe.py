@@ -40,7 +40,7 @@ from .param_space import ParamSpace
 from .posterior import NeuralPosterior, _seed_int
 from .sequential import SequentialEstimator, _check_int
 from .training import LossFn, torch_threads
-from .truncation import hpr_threshold, sample_truncated_prior
+from .truncation import sample_truncated_prior
 
 PROPOSALS = ("apt", "truncated")
 
@@ -119,7 +119,7 @@ class SPPEPosterior(NeuralPosterior):
         self._require_observed()
         th = self._check_theta(theta)
         inside = self.prior.in_support(th)
-        z = self.space.to_z(np.where(inside[:, None], th, self._inside_point(th)))
+        z = self.space.to_z(np.where(inside[:, None], th, self.space.stand_in(th)))
         with torch.no_grad():
             lq = (
                 self.flow.log_prob(self._tensor(z), self._context().expand(th.shape[0], -1))
@@ -129,12 +129,6 @@ class SPPEPosterior(NeuralPosterior):
             )
         lq = lq - self.space.log_det(z)  # change of variables back to θ (0 in θ-space)
         return np.where(inside, lq - self.log_mass_in_support(), -np.inf)
-
-    def _inside_point(self, th: np.ndarray) -> np.ndarray:
-        """A point of the support to stand in for outside θ (their density is -inf anyway)."""
-        if not self.space.active:
-            return th
-        return self.space.to_theta(np.zeros((1, th.shape[1])))
 
 
 class SPPE(SequentialEstimator):
@@ -197,6 +191,7 @@ class SPPE(SequentialEstimator):
                 f"truncation_quantile must be in (0, 0.5), got {truncation_quantile!r} (default 1e-4)."
             )
         self.truncation_quantile = tq
+        self._truncation_info: dict[str, Any] = {}  # from _propose to this round's extra
         self.atoms = _check_int("atoms", atoms, 2)
         if self.atoms > self.training.batch_size:
             raise InvalidDataError(
@@ -241,7 +236,6 @@ class SPPE(SequentialEstimator):
         prior, space, flow = self.model.prior, self.space, self._flow
         seed = self._child(3, round_index)
         n_region = max(10_000, int(math.ceil(10.0 / self.truncation_quantile)))
-
         context = posterior._context()[None]
 
         def log_q(z: np.ndarray) -> np.ndarray:
@@ -252,30 +246,17 @@ class SPPE(SequentialEstimator):
                     out.append(flow.log_prob_grid(zz, context).double().cpu().numpy()[:, 0])
             return np.concatenate(out)
 
-        def prior_log_prob(z: np.ndarray) -> np.ndarray:
-            with np.errstate(over="ignore", invalid="ignore"):
-                th = space.to_theta(z)
-                inside = np.isfinite(th).all(axis=1) & prior.in_support(th)
-                _, lp = space.targets(prior, np.where(inside[:, None], th, posterior._inside_point(th)))
-            return np.where(inside, lp, -np.inf)
-
-        def prior_sample(m: int, rng: np.random.Generator) -> np.ndarray:
-            return space.to_z(np.asarray(prior.sample(m, rng), dtype=np.float64))
-
         with torch_threads(self.threads), posterior._fork_rng(), torch.no_grad():
             torch.manual_seed(_seed_int(seed))
-            region = flow.sample(n_region, posterior._context()).double().cpu().numpy()
-        region = region[np.isfinite(prior_log_prob(region))]
-        lq = log_q(region)
-        threshold = hpr_threshold(lq, self.truncation_quantile)
+            q_draws = flow.sample(n_region, posterior._context()).double().cpu().numpy()
         z, info = sample_truncated_prior(
             n,
             np.random.default_rng(seed),
-            prior_sample=prior_sample,
-            prior_log_prob=prior_log_prob,
+            prior_sample=lambda m, rng: space.prior_sample(prior, m, rng),
+            prior_log_prob=lambda zz: space.prior_log_prob(prior, zz),
             log_q=log_q,
-            threshold=threshold,
-            region_draws=region[lq >= threshold],
+            q_draws=q_draws,
+            quantile=self.truncation_quantile,
         )
         self._truncation_info = {f"truncation_{k}": v for k, v in info.items()}
         return space.to_theta(z)
@@ -292,7 +273,7 @@ class SPPE(SequentialEstimator):
             mass = float(np.exp(posterior.log_mass_in_support(4000)))
         posterior._log_mass = None  # re-estimated lazily with more draws
         extra = {"support_mass": mass}
-        extra.update(getattr(self, "_truncation_info", {}))
+        extra.update(self._truncation_info)
         self._truncation_info = {}
         return extra
 

@@ -65,14 +65,14 @@ def sample_truncated_prior(
     prior_sample: Callable[[int, np.random.Generator], np.ndarray],
     prior_log_prob: ArrayFn,
     log_q: ArrayFn,
-    threshold: float,
-    region_draws: np.ndarray,
+    q_draws: np.ndarray,
+    quantile: float,
     prior_fraction: float = 0.02,
     margin: float = 1.1,
     batch: int = 20_000,
     max_candidates: int = 5_000_000,
 ) -> tuple[np.ndarray, dict[str, Any]]:
-    """``n`` draws from the prior restricted to ``{log q >= threshold}`` (module docstring).
+    """``n`` draws from the prior restricted to ``{log q >= t_ε}`` (module docstring).
 
     Parameters
     ----------
@@ -81,10 +81,10 @@ def sample_truncated_prior(
         ``prior_log_prob(z)`` their log density (``-inf`` outside the support).
     log_q
         The posterior flow's log density at the observed release.
-    threshold
-        ``t_ε`` (:func:`hpr_threshold`).
-    region_draws
-        Draws from ``q`` (they span the ellipsoid of the second route).
+    q_draws, quantile
+        Draws from ``q`` and ε: ``t_ε`` is :func:`hpr_threshold` over the draws inside the prior's
+        support, and the draws inside the region span the ellipsoid of the second route. Their
+        ``log_q`` and prior densities are evaluated once here and reused by every route.
     margin
         The ellipsoid's radius over that of the farthest draw (default 1.1: with ``10/ε`` draws
         the farthest already lies beyond the region's edge; a larger margin costs acceptance as
@@ -102,6 +102,13 @@ def sample_truncated_prior(
         When even the prior route finds fewer than ``n`` draws in ``max_candidates``.
     """
     n = int(n)
+    qd = np.asarray(q_draws, dtype=np.float64)
+    qd_lp = np.asarray(prior_log_prob(qd), dtype=np.float64)
+    qd, qd_lp = qd[np.isfinite(qd_lp)], qd_lp[np.isfinite(qd_lp)]
+    qd_lq = np.asarray(log_q(qd), dtype=np.float64)
+    threshold = hpr_threshold(qd_lq, quantile)
+    in_region = np.isfinite(qd_lq) & (qd_lq >= threshold)
+    rd, rd_lp, rd_lq = qd[in_region], qd_lp[in_region], qd_lq[in_region]
     pilot = np.asarray(prior_sample(batch, rng), dtype=np.float64)
     ok, _ = _inside(pilot, log_q, threshold, prior_log_prob)
     prior_mass = float(ok.mean())
@@ -117,15 +124,13 @@ def sample_truncated_prior(
         info = {"route": "prior", "candidates": tried, "acceptance": prior_mass, "prior_mass": prior_mass}
         return out, info
 
-    rd = np.asarray(region_draws, dtype=np.float64)
     d = rd.shape[1]
     mu = rd.mean(axis=0)
     cov = np.atleast_2d(np.cov(rd, rowvar=False)) + 1e-12 * np.eye(d)
     chol = np.linalg.cholesky(cov)
     u = np.linalg.solve(chol, (rd - mu).T).T
     radius = margin * float(np.max(np.linalg.norm(u, axis=1)))
-    rd_ok, rd_lp = _inside(rd, log_q, threshold, prior_log_prob)
-    lp_max = float(np.max(rd_lp[rd_ok])) if rd_ok.any() else -np.inf
+    lp_max = float(np.max(rd_lp)) if rd_lp.size else -np.inf
     points, logps = [], []
     tried = 0
     while True:
@@ -142,7 +147,7 @@ def sample_truncated_prior(
     pts = np.concatenate(points)
     accept = rng.random(len(pts)) < np.exp(lps - lp_max)
     if accept.sum() < n:
-        return _importance_resample(n, rng, rd[rd_ok], rd_lp[rd_ok], log_q, tried, prior_mass)
+        return _importance_resample(n, rng, rd, rd_lp - rd_lq, tried, prior_mass)
     info = {
         "route": "ellipsoid",
         "candidates": tried,
@@ -156,13 +161,12 @@ def _importance_resample(
     n: int,
     rng: np.random.Generator,
     region: np.ndarray,
-    log_p: np.ndarray,
-    log_q: ArrayFn,
+    logw: np.ndarray,
     tried: int,
     prior_mass: float,
 ) -> tuple[np.ndarray, dict[str, Any]]:
-    """``n`` of ``q``'s region draws resampled with weights ``p/q`` (the approximate last route)."""
-    logw = log_p - np.asarray(log_q(region), dtype=np.float64)
+    """``n`` of ``q``'s region draws resampled with weights ``p/q`` (``logw``; the approximate
+    last route)."""
     w = np.exp(logw - logw.max())
     w /= w.sum()
     idx = rng.choice(len(region), size=n, replace=True, p=w)
