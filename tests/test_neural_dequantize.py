@@ -72,3 +72,10 @@ def test_simulated_releases_are_dequantized_by_default_and_recorded():
 def test_bad_dequantize_settings_are_rejected(model, value, match):
     with pytest.raises(InvalidDataError, match=match):
         SPLE(model or _counts_model(), rounds=1, simulations_per_round=50, dequantize=value)
+
+
+def test_auto_given_as_a_built_string_is_accepted():
+    """'auto' from a config file or the command line is not the interned literal: compared by value."""
+    built = "".join(["au", "to"])
+    est = SPPE(_counts_model(), rounds=1, simulations_per_round=50, dequantize=built)
+    assert est.settings()["dequantize"] is True

@@ -27,8 +27,6 @@ import numpy as np
 
 from ..errors import InvalidDataError
 
-MODES = ("auto", True, False)
-
 
 def mechanism_lattice(mechanism: Any) -> np.ndarray | None:
     """The mechanism's per-output lattice spacing (0: continuous), or None if all continuous."""
@@ -49,4 +47,4 @@ def dequantize(x: np.ndarray, spacing: np.ndarray, rng: np.random.Generator) -> 
     return x + spacing * (v - 0.5)
 
 
-__all__ = ["MODES", "dequantize", "mechanism_lattice"]
+__all__ = ["dequantize", "mechanism_lattice"]

@@ -25,7 +25,7 @@ import torch
 
 from ..errors import InvalidDataError
 from ..execution.device import resolve_device
-from .dequantize import MODES, dequantize, mechanism_lattice
+from .dequantize import dequantize, mechanism_lattice
 from .flows import ConditionalFlow, FlowConfig
 from .posterior import NeuralPosterior
 from .resume import RoundsHook
@@ -144,7 +144,7 @@ class SequentialEstimator:
         self.callback = callback
         self.threads = threads
         self.device = resolve_device(device)
-        if not any(dequantize is m for m in MODES):
+        if not (isinstance(dequantize, bool) or (isinstance(dequantize, str) and dequantize == "auto")):
             raise InvalidDataError(f"dequantize must be 'auto', True or False, got {dequantize!r}.")
         lattice = mechanism_lattice(model.mechanism)
         if dequantize is True and lattice is None:
