@@ -118,10 +118,6 @@ class PLDAccountant(Accountant):
             return None
         return "no PLD analysis for this event type."
 
-    def _leaf_pld(self, event: PrivacyEvent, count: int, vdi: float) -> pld_lib.PrivacyLossDistribution:
-        """The PLD of ``count`` compositions of ``event`` on the loss grid ``vdi``."""
-        return _leaf_pld(event, count, vdi)
-
     def _resolution(self, leaves: list[PrivacyEvent]) -> float:
         """The loss grid: the configured one, coarsened where a tiny noise multiplier would need
         more than ~2e5 grid points per leaf (a coarser pessimistic grid is still a valid upper
@@ -164,7 +160,7 @@ class PLDAccountant(Accountant):
         vdi = self._resolution(leaves)
         total = pld_lib.identity(value_discretization_interval=vdi)
         for leaf, count in Counter(leaves).items():
-            total = total.compose(self._leaf_pld(leaf, count, vdi))
+            total = total.compose(_leaf_pld(leaf, count, vdi))
         return total
 
     def _epsilon(self, event: PrivacyEvent, delta: float) -> float:

@@ -120,7 +120,7 @@ class RDPAccountant(Accountant):
         while self.extend and best is not None and best >= orders.max() and orders.max() < self.max_order:
             top = float(orders.max())
             more = top * 1.05 ** np.arange(1, 30)
-            more = more[more <= self.max_order] if top * 1.05 <= self.max_order else more[:0]
+            more = more[more <= self.max_order]
             if more.size == 0:
                 break
             orders = np.concatenate([orders, more])
