@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import warnings
 
 import numpy as np
 import pytest
@@ -24,18 +23,11 @@ from dpinfer.errors import InvalidDataError
 from dpinfer.models.mixture_uniform import MixtureOfUniforms
 from dpinfer.privacy import (
     BudgetExceededError,
-    InsecureRandomnessWarning,
     InvalidPrivacyParameterError,
     Ledger,
-    PrivacyRNG,
     SparseVectorEvent,
 )
-
-
-def prng(seed: int) -> PrivacyRNG:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", InsecureRandomnessWarning)
-        return PrivacyRNG.insecure_deterministic(seed)
+from seeded_privacy_rng import prng
 
 
 @pytest.fixture(scope="module")

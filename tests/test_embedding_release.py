@@ -15,22 +15,16 @@ from dpinfer.distances import RFFMMD, ExactMMD
 from dpinfer.privacy import (
     BudgetExceededError,
     GaussianEvent,
-    InsecureRandomnessWarning,
     InvalidPrivacyParameterError,
     Ledger,
-    PrivacyRNG,
     PrivacyWarning,
     analytic_gaussian_epsilon,
 )
+from seeded_privacy_rng import prng
 
 N, EPS, DELTA = 5, 2.0, 1e-6
 OBS = np.array([[1.0], [1.0], [1.0], [0.0], [1.0]])
 
-
-def prng(seed: int) -> PrivacyRNG:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", InsecureRandomnessWarning)
-        return PrivacyRNG.insecure_deterministic(seed)
 
 
 @pytest.fixture(scope="module")

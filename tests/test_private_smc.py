@@ -13,21 +13,14 @@ from dpinfer.distances import ExactMMD
 from dpinfer.models.covid import CovidPolynomial
 from dpinfer.privacy import (
     BudgetExceededError,
-    InsecureRandomnessWarning,
     InvalidPrivacyParameterError,
     Ledger,
-    PrivacyRNG,
     PrivacyWarning,
     SparseVectorEvent,
     compose,
     get_accountant,
 )
-
-
-def prng(seed: int) -> PrivacyRNG:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", InsecureRandomnessWarning)
-        return PrivacyRNG.insecure_deterministic(seed)
+from seeded_privacy_rng import prng
 
 
 @pytest.mark.parametrize("accountant", ["pld", "rdp"])

@@ -17,21 +17,14 @@ from dpinfer.models.mixture_uniform import MixtureOfUniforms
 from dpinfer.privacy import (
     BudgetExceededError,
     GaussianEvent,
-    InsecureRandomnessWarning,
     InvalidPrivacyParameterError,
     Ledger,
-    PrivacyRNG,
     PrivacyWarning,
     calibrate_noise_multiplier,
     compose,
     get_accountant,
 )
-
-
-def prng(seed: int) -> PrivacyRNG:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", InsecureRandomnessWarning)
-        return PrivacyRNG.insecure_deterministic(seed)
+from seeded_privacy_rng import prng
 
 
 def run(*args, **kw):

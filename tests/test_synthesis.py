@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import json
-import warnings
 
 import numpy as np
 import pytest
@@ -17,13 +16,8 @@ from dpinfer.errors import InvalidDataError
 from dpinfer.models.covid import CovidPolynomial
 from dpinfer.models.gaussian_mean import GaussianMean
 from dpinfer.models.synthesis import POST_PROCESSING, synthesize_from
-from dpinfer.privacy import InsecureRandomnessWarning, Ledger, PrivacyRNG
-
-
-def prng(seed: int) -> PrivacyRNG:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", InsecureRandomnessWarning)
-        return PrivacyRNG.insecure_deterministic(seed)
+from dpinfer.privacy import Ledger
+from seeded_privacy_rng import prng
 
 
 @pytest.fixture(scope="module")
