@@ -1,18 +1,14 @@
 """Shared test configuration."""
 
-import warnings
-
 import pytest
 
-from dpinfer.privacy import InsecureRandomnessWarning, PrivacyRNG
+from seeded_privacy_rng import prng
 
 
 @pytest.fixture
 def test_rng():
     """A deterministic privacy RNG (INSECURE; tests only)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", InsecureRandomnessWarning)
-        return PrivacyRNG.insecure_deterministic(12345)
+    return prng(12345)
 
 
 @pytest.fixture(scope="session")
