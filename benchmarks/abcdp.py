@@ -2,7 +2,7 @@
 
 Reports, measured in one run:
 
-* draws per second of ``dpinfer.abc.abcdp`` end to end (prior + simulator + embeddings + SVT);
+* draws per second of ``dpinfer.release.abcdp`` end to end (prior + simulator + embeddings + SVT);
 * peak traced memory for T/4 and T draws (must not grow with T: the stream is consumed in batches);
 * the floor ratio: our end-to-end time / the time numpy needs just for cos and sin of the
   T·N·D/2 projections (float64, and the same in float32); target <= 1.5;
@@ -28,10 +28,10 @@ from pathlib import Path
 
 import numpy as np
 
-from dpinfer.abc import SimulatedDraws, abcdp
 from dpinfer.distances import RFFMMD, BinnedRFFMMD
-from dpinfer.models.mixture_uniform import MixtureOfUniforms
+from dpinfer.models.shipped.mixture_uniform import MixtureOfUniforms
 from dpinfer.privacy import InsecureRandomnessWarning, PrivacyRNG
+from dpinfer.release import SimulatedDraws, abcdp
 
 N, D, BANDWIDTH = 5000, 100, 0.6
 # Single-threaded variants are timed in process CPU time: the machine is shared, and CPU time is

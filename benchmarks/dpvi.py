@@ -5,7 +5,7 @@ Two set-ups, one run each:
 * Abalone (3341 x 8), Poisson sampling with q = 0.05 (expected batch 167);
 * the paper's synthetic set (40 000 x 7 training rows), q = 500/40 000 (expected batch 500).
 
-For each: steps/s of ``dpinfer.vi.DPVI`` (mean-field, per-example ELBO gradients with respect to
+For each: steps/s of ``dpinfer.release.dpvi.DPVI`` (mean-field, per-example ELBO gradients with respect to
 the 2D variational parameters, clipping, noise, windowed AdaGrad; float64 and float32), of the same
 engine without privacy (no clipping, no noise), and of Opacus (``bench`` extra) doing DP-SGD on
 ``nn.Linear(D, 1, bias=False)`` with the same batch, clip norm, noise multiplier and Poisson
@@ -30,7 +30,7 @@ import torch
 
 from dpinfer.datasets import load_abalone, make_synthetic_logistic
 from dpinfer.privacy import InsecureRandomnessWarning, PrivacyRNG
-from dpinfer.vi import DPVI, LogisticRegression
+from dpinfer.release.dpvi import DPVI, LogisticRegression
 
 CLIP, SIGMA = 5.0, 2.0
 

@@ -7,7 +7,7 @@ the family, so the families differ only in the draws θ = u + Lε, the pullback 
 privatised sum and the optimizer state (2D against D + D(D+1)/2 parameters). The two families are
 timed alternately (one torch thread), median of ``--repeats`` runs, loop only (the step callback
 brackets it). The ratio full-rank / mean-field is what ``family="auto"`` trades against the
-full-rank family's better sd on correlated posteriors (:func:`dpinfer.vi.families.choose_family`).
+full-rank family's better sd on correlated posteriors (:func:`dpinfer.release.dpvi.families.choose_family`).
 
 Usage: ``python benchmarks/dpvi_family.py [--steps 300] [--repeats 3]``; writes
 benchmarks/results/dpvi_family.json.
@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from dpinfer.privacy import PrivacyRNG
-from dpinfer.vi import DPVI, LogisticRegression
+from dpinfer.release.dpvi import DPVI, LogisticRegression
 
 DIMS = (3, 8, 16, 30, 50, 100)
 

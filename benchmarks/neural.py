@@ -7,7 +7,7 @@ minutes on a 2-core machine):
   the exact private posterior (quadrature).
 * SIR at ε = 10 (``--sir``; population reduced to K = 10^4 by default, see ``--population``),
   θ* = (-0.5, -3); reference: the exact private posterior by mechanism-density importance
-  sampling (:func:`dpinfer.abc.mechanism_importance_sampling`: 20 000 θ-draws × 200 confidential
+  sampling (:func:`dpinfer.inference.mechanism_importance_sampling`: 20 000 θ-draws × 200 confidential
   simulations, about 8 minutes; or ``--sir-reference`` with a saved result of
   ``examples/private_data/sir_reference.py``). Two independent runs of it agree at C2ST 0.488.
 
@@ -44,12 +44,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from dpinfer.abc import ImportanceResult, mechanism_importance_sampling
-from dpinfer.abc.schedule import QuantileSchedule
-from dpinfer.abc.smc_abc import smc_abc
 from dpinfer.diagnostics import c2st
+from dpinfer.inference import ImportanceResult, mechanism_importance_sampling
+from dpinfer.inference.neural import SPLE, SPPE
+from dpinfer.inference.smc.schedule import QuantileSchedule
+from dpinfer.inference.smc.smc_abc import smc_abc
 from dpinfer.models import SIR, GaussianMean
-from dpinfer.neural import SPLE, SPPE
 
 TARGET = 0.6
 

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from dpinfer.inference.neural import SPLE, SPPE
 from dpinfer.models import GaussianMean
-from dpinfer.neural import SPLE, SPPE
 
 
 def main() -> None:

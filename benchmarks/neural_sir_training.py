@@ -25,10 +25,10 @@ from typing import Any
 
 import torch
 
-from dpinfer.abc import mechanism_importance_sampling
-from dpinfer.abc.importance_result import ImportanceResult
 from dpinfer.diagnostics import c2st
-from dpinfer.neural import SPPE
+from dpinfer.inference import mechanism_importance_sampling
+from dpinfer.inference.exact.importance_result import ImportanceResult
+from dpinfer.inference.neural import SPPE
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "examples" / "private_data"))
 from sir_reference import synthetic_release  # noqa: E402

@@ -3,7 +3,7 @@
 Before issue 14 the losses expanded every (atom θ_j, copy x_{i,m}) pair and ran the whole flow on
 each (``B·M·K`` conditioner evaluations for APT, ``B·M`` for NLE). Now the flow is conditioned once
 per distinct context and evaluated at all the points sharing it
-(:meth:`dpinfer.neural.flows.ConditionalFlow.log_prob_grid`); for a one-dimensional modelled
+(:meth:`dpinfer.inference.neural.flows.ConditionalFlow.log_prob_grid`); for a one-dimensional modelled
 variable zuko's conditioner then runs ``B·M`` (APT) or ``B`` (NLE) times. Both versions run side by
 side in one process on the same flow (one torch thread, Adam step included).
 
@@ -11,7 +11,7 @@ For a θ of two or more dimensions zuko's autoregressive conditioner takes θ as
 shared context saves only the context's z-scoring: the APT step still runs the whole flow on
 ``B·M·K`` pairs (393 ms at B = 200, M = 8, K = 10 on the SIR-like shape). What removes that cost is
 the ``"fast"`` training preset's ``copies_per_step=1``: a step uses one randomly drawn copy of each
-simulation (an unbiased minibatch estimate of the same nested loss, :mod:`dpinfer.neural.training`),
+simulation (an unbiased minibatch estimate of the same nested loss, :mod:`dpinfer.inference.neural.training`),
 so ``B·K`` pairs. The columns ``apt_one_copy_ms`` / ``nle_one_copy_ms`` time that step (the copy
 selection included) beside the all-copies step, in the same process.
 
@@ -28,9 +28,9 @@ from typing import Any
 
 import torch
 
-from dpinfer.neural.flows import build_flow
-from dpinfer.neural.losses import apt_loss, choose_atoms, nle_loss
-from dpinfer.neural.training import _copies
+from dpinfer.inference.neural.flows import build_flow
+from dpinfer.inference.neural.losses import apt_loss, choose_atoms, nle_loss
+from dpinfer.inference.neural.training import _copies
 
 
 def pairwise_apt(flow: Any, theta: Any, x: Any, lp: Any, atoms: int, gen: Any) -> Any:

@@ -39,8 +39,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from dpinfer.inference.neural import SPLE, SPPE
 from dpinfer.models import GaussianMean
-from dpinfer.neural import SPLE, SPPE
 
 PROTOCOLS = {"sequential": (3, 1000), "one-round": (1, 3000)}
 BEFORE = {"copies_per_step": None, "patience": 5}  # the fast preset before issue 14's second pass

@@ -50,14 +50,14 @@ from typing import Any
 import numba
 import numpy as np
 
-from dpinfer.abc.baselines import da_mcmc_linreg
-from dpinfer.abc.smc_abc import smc_abc
-from dpinfer.abc.smc_result import SMCABCResult
 from dpinfer.datasets.private_data import load_linreg, load_sir_synthetic
 from dpinfer.diagnostics.metrics import c2st
+from dpinfer.inference.exact.baselines import da_mcmc_linreg
+from dpinfer.inference.smc.result import SMCABCResult
+from dpinfer.inference.smc.smc_abc import smc_abc
 from dpinfer.models import SIR, GaussianMean, LinearRegression
-from dpinfer.models.gillespie import DEFAULT_TIMES, gillespie_sir
-from dpinfer.models.sir_tau_leap import hybrid_sir
+from dpinfer.models.shipped.gillespie import DEFAULT_TIMES, gillespie_sir
+from dpinfer.models.shipped.sir_tau_leap import hybrid_sir
 
 THETA_SIR = (-0.5, -3.0)
 K_SIR = 1_000_000
@@ -88,7 +88,8 @@ def python_gillespie(
     max_events: int | None = None,
     numpy_rng: bool = False,
 ) -> tuple[list[int], int]:
-    """Gillespie's direct method in plain Python: the algorithm of ``dpinfer.models.sir`` line by line.
+    """Gillespie's direct method in plain Python: the algorithm of ``dpinfer.models.shipped.sir`` line by
+    line.
 
     ``I(t_j)`` is the state just before the first event after ``t_j``. ``max_events`` stops early
     (for a rate measurement only). ``numpy_rng`` draws each uniform with a scalar call of a numpy

@@ -28,8 +28,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from dpinfer.abc import mechanism_importance_sampling, smc_abc, tempered_smc  # noqa: E402
-from dpinfer.models.gaussian_mean import GaussianMean  # noqa: E402
+from dpinfer.inference import mechanism_importance_sampling, smc_abc
+from dpinfer.inference.exact import tempered as tempered_smc
+from dpinfer.models.shipped.gaussian_mean import GaussianMean
 from user_problems import PoissonClampedSum, TwoClampedMeans  # noqa: E402
 
 

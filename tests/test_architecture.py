@@ -1,38 +1,50 @@
-"""The layout explains the architecture: layers, no import cycles, no oversized modules.
+"""The layout is the architecture: what can spend privacy budget is visible from the tree.
 
 Layers, bottom to top (a module may import only from its own layer or below):
 
-0. ``errors``, ``_version``, ``privacy``                      — the privacy core
-1. ``models``, ``distances``, ``execution``, ``datasets``, ``diagnostics``
-2. ``abc``, ``vi``, ``neural``                                — the method families (print nothing)
-3. ``cli``, ``demo``, ``report``, ``plots``, ``inference``, ``posterior`` — the face
+0. ``errors``, ``_version``, ``randomness``, ``privacy``, ``results`` — the privacy core (noise and
+   samplers, mechanisms, accounting, ledger) and the result contract;
+1. ``models``, ``distances``, ``execution``, ``datasets``, ``diagnostics``;
+2. ``release`` (reads confidential data and spends budget) and ``inference`` (post-processes a
+   release only; it may never import ``release``);
+3. ``cli``, ``demo``, ``report`` — the face, the only layer that prints (``plots`` draws figures
+   from arrays at layer 1, so that every result can offer ``.plot()``).
 
-Every import counts, including those inside functions. The known-broken variants (a face import
-planted in an algorithm module, a two-module cycle) are checked against the same functions.
+Further rules: no import cycle, package ``__init__`` edges included; no module outside
+``privacy/`` touches secret randomness (``PrivacyRNG``, ``as_privacy_rng``, the exact samplers);
+``inference/`` takes from ``privacy/`` only events and reports, so "post-processing spends no
+budget" is a checked claim; at most 3 imports of another module's private names.
+
+Every import counts, including those inside functions. Each rule has a known-broken variant
+checked against the same functions.
 """
 
 from __future__ import annotations
 
 import ast
-import statistics
 from pathlib import Path
-
-import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "dpinfer"
 LAYERS = {
-    "errors": 0, "_version": 0, "privacy": 0, "__init__": 3, "__main__": 3,
+    "errors": 0, "_version": 0, "randomness": 0, "privacy": 0, "results": 0,
     "models": 1, "distances": 1, "execution": 1, "datasets": 1, "diagnostics": 1,
-    "abc": 2, "vi": 2, "neural": 2,
-    "cli": 3, "demo": 3, "report": 3, "plots": 3, "inference": 3, "posterior": 3,
+    "release": 2, "inference": 2,
+    "plots": 1,  # draws figures from arrays and prints nothing: results offer .plot()
+    "__init__": 3, "__main__": 3, "cli": 3, "demo": 3, "report": 3,
 }
-MAX_LINES, MAX_MEDIAN = 400, 200
+# What touches secret randomness: the privacy RNG and the exact samplers.
+SECRET_MODULES = ("dpinfer.privacy.rng", "dpinfer.privacy.discrete", "dpinfer.privacy.discrete_scalar",
+                  "dpinfer.privacy.discrete_vector")
+SECRET_NAMES = {"PrivacyRNG", "as_privacy_rng"}
+# What post-processing may take from the privacy core.
+INFERENCE_MAY_USE = ("dpinfer.privacy.events", "dpinfer.privacy.report", "dpinfer.privacy.event_conversion")
+MAX_PRIVATE_IMPORTS = 3
 
 
 def _module_name(path: Path) -> str:
     rel = path.relative_to(SRC).with_suffix("")
     parts = list(rel.parts)
-    if parts[-1] == "__init__" and len(parts) > 1:
+    if parts[-1] == "__init__":
         parts = parts[:-1]
     return ".".join(["dpinfer", *parts])
 
@@ -82,10 +94,11 @@ def layer_violations(graph: dict[str, set[str]]) -> list[str]:
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components with more than one module (Tarjan), ignoring the edges
-    from a package's ``__init__`` to its own submodules (re-exports, not dependencies)."""
+    """Strongly connected components with more than one module (Tarjan). A package's
+    ``__init__`` counts as a module: a submodule importing its own package while the package
+    re-exports it is a cycle."""
     def deps(m: str) -> set[str]:
-        return {d for d in graph[m] if not d.startswith(m + ".")}
+        return graph[m]
 
     index: dict[str, int] = {}
     low: dict[str, int] = {}
@@ -133,7 +146,7 @@ def test_no_algorithm_or_core_module_imports_a_higher_layer():
     assert layer_violations(import_graph(_sources())) == []
     # known-broken variant: an algorithm module importing the face is caught
     planted = {
-        "dpinfer.abc.x": ("from ..cli import main\n", False),
+        "dpinfer.release.x": ("from ..cli import main\n", False),
         "dpinfer.cli": ("", True),
     }
     assert layer_violations(import_graph(planted))
@@ -148,9 +161,69 @@ def test_the_import_graph_has_no_cycles():
     assert cycles(import_graph(planted)) == [["dpinfer.models.a", "dpinfer.models.b"]]
 
 
-@pytest.mark.parametrize("limit", [MAX_LINES])
-def test_module_sizes(limit):
-    sizes = {p.relative_to(SRC).as_posix(): len(p.read_text(encoding="utf-8").splitlines())
-             for p in SRC.rglob("*.py")}
-    assert statistics.median(sizes.values()) < MAX_MEDIAN
-    assert {name: n for name, n in sizes.items() if n > limit} == {}
+def secret_randomness_users(sources: dict[str, tuple[str, bool]]) -> list[str]:
+    """Modules outside ``dpinfer.privacy`` that import the privacy RNG or an exact sampler."""
+    out = []
+    for mod, (text, is_pkg) in sources.items():
+        if mod == "dpinfer" or mod == "dpinfer.privacy" or mod.startswith("dpinfer.privacy."):
+            continue  # the top-level package re-exports the public API
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ImportFrom):
+                target = _resolve(mod, is_pkg, node)
+                names = {a.name for a in node.names}
+                if target in SECRET_MODULES or any(f"{target}.{n}" in SECRET_MODULES for n in names) or (
+                    target.startswith("dpinfer") and names & SECRET_NAMES
+                ):
+                    out.append(f"{mod}: from {target} import {sorted(names)}")
+            elif isinstance(node, ast.Import):
+                out += [f"{mod}: import {a.name}" for a in node.names if a.name in SECRET_MODULES]
+    return out
+
+
+def test_no_module_outside_privacy_touches_secret_randomness():
+    assert secret_randomness_users(_sources()) == []
+    planted = {"dpinfer.release.x": ("from ..privacy.rng import PrivacyRNG\n", False),
+               "dpinfer.models.y": ("def f():\n    from ..privacy import as_privacy_rng\n", False),
+               "dpinfer.inference.z": ("from dpinfer.privacy.discrete import sample_binomial\n", False)}
+    assert len(secret_randomness_users(planted)) == 3
+
+
+def inference_privacy_imports(graph: dict[str, set[str]]) -> list[str]:
+    """What ``dpinfer.inference`` takes from ``dpinfer.privacy`` beyond events and reports."""
+    return sorted(
+        f"{m} imports {d}"
+        for m, deps in graph.items()
+        if m == "dpinfer.inference" or m.startswith("dpinfer.inference.")
+        for d in deps
+        if (d == "dpinfer.privacy" or d.startswith("dpinfer.privacy.")) and d not in INFERENCE_MAY_USE
+    )
+
+
+def test_inference_takes_only_events_and_reports_from_privacy():
+    graph = import_graph(_sources())
+    assert inference_privacy_imports(graph) == []
+    assert not any(d.startswith("dpinfer.release") for m, deps in graph.items()
+                   if m.startswith("dpinfer.inference") for d in deps)
+    planted = {"dpinfer.inference.x": ("from ..privacy.ledger import Ledger\n", False),
+               "dpinfer.privacy.ledger": ("", False)}
+    assert inference_privacy_imports(import_graph(planted)) == [
+        "dpinfer.inference.x imports dpinfer.privacy.ledger"]
+
+
+def private_name_imports(sources: dict[str, tuple[str, bool]]) -> list[str]:
+    """``from other_module import _private`` within dpinfer (a module's own package excluded)."""
+    out = []
+    for mod, (text, is_pkg) in sources.items():
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ImportFrom):
+                target = _resolve(mod, is_pkg, node)
+                if target.startswith("dpinfer") and target != mod:
+                    out += [f"{mod}: {target}.{a.name}" for a in node.names
+                            if a.name.startswith("_") and not a.name.startswith("__")]
+    return out
+
+
+def test_few_imports_of_other_modules_private_names():
+    found = private_name_imports(_sources())
+    assert len(found) <= MAX_PRIVATE_IMPORTS, found
+    assert private_name_imports({"dpinfer.a": ("from .b import _x\n", False)}) == ["dpinfer.a: dpinfer.b._x"]

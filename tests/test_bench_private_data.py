@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpinfer.models.sir import gillespie_sir
+from dpinfer.models.shipped.sir import gillespie_sir
 
 _PATH = Path(__file__).resolve().parent.parent / "benchmarks" / "private_data.py"
 

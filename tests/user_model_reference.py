@@ -5,7 +5,7 @@
   round-off, ~1e-16 of the largest mass), and ``p(s_dp | λ) = Σ_s p(s | λ)·DL(s_dp - s)`` is a
   finite sum: the posterior is exact on the λ-grid (enumeration).
 * Log-normal records released as a clamped mean with the Gaussian mechanism: the clamped mean on
-  a lattice by FFT (as :func:`dpinfer.models.gaussian_mean.clipped_mean_lattice_pmf`; the lattice
+  a lattice by FFT (as :func:`dpinfer.models.shipped.gaussian_mean.clipped_mean_lattice_pmf`; the lattice
   rounding adds sd ``h/sqrt(12 n)`` to the mean, far below the noise sd) convolved with the
   Gaussian noise density.
 """

@@ -17,11 +17,11 @@ from scipy import fft as sfft
 from scipy import stats
 
 from dpinfer.models.contract import PrivateDataModel
-from dpinfer.models.gaussian_mean import GaussianMean
-from dpinfer.models.mechanisms import LaplaceMechanism
 from dpinfer.models.posteriors import GridPosterior
 from dpinfer.models.priors import GaussianPrior
-from dpinfer.models.randomness import as_generator
+from dpinfer.models.shipped.gaussian_mean import GaussianMean
+from dpinfer.privacy.mechanisms.base import LaplaceMechanism
+from dpinfer.randomness import as_generator
 
 
 class PoissonClampedSum(PrivateDataModel):

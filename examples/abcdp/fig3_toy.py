@@ -8,7 +8,7 @@ MSE; the authors' code computes this mean absolute error).
 
 All configurations of one repeat share the same public stream (θ_t, Y_t): its distances are
 computed once (streaming, batch by batch) and Algorithm 1 is run on them for every
-configuration with dpinfer's SparseVector engine - the same computation as dpinfer.abc.abcdp
+configuration with dpinfer's SparseVector engine - the same computation as dpinfer.release.abcdp
 on that stream. Non-private: rejection ABC stopping after c acceptances on the same stream.
 
 Default 3 repeats (--repeats 60 for the paper's run script, 10 for its figure script).
@@ -24,12 +24,13 @@ from pathlib import Path
 
 import numpy as np
 
-from dpinfer.abc import SimulatedDraws, SparseVector
 from dpinfer.diagnostics import svt_noise_scale
 from dpinfer.distances import RFFMMD
-from dpinfer.models.mixture_uniform import MixtureOfUniforms
+from dpinfer.models.shipped.mixture_uniform import MixtureOfUniforms
 from dpinfer.plots import plot_error_vs_threshold
 from dpinfer.privacy import PrivacyRNG
+from dpinfer.privacy.mechanisms import SparseVector
+from dpinfer.release import SimulatedDraws
 
 C_VALUES = (10, 100, 1000)
 EPS_ABC = (0.05, 0.1, 0.2, 0.5)

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import numpy as np
 
-from dpinfer.abc import ArrayDraws, SimulatedDraws, abcdp, rejection_abc_draws
 from dpinfer.datasets.abcdp_data import load_covid_nl
 from dpinfer.distances import ExactMMD, median_heuristic
-from dpinfer.models.covid import CovidPolynomial
+from dpinfer.models.shipped.covid import CovidPolynomial
 from dpinfer.plots import plot_covid_fit
+from dpinfer.release import ArrayDraws, SimulatedDraws, abcdp, rejection_abc_draws
 
 
 def main() -> None:

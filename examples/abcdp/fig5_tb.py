@@ -22,11 +22,12 @@ from pathlib import Path
 
 import numpy as np
 
-from dpinfer.abc import SimulatedDraws, SparseVector
 from dpinfer.diagnostics import svt_noise_scale
-from dpinfer.models.tuberculosis import Tuberculosis
+from dpinfer.models.shipped.tuberculosis import Tuberculosis
 from dpinfer.plots import plot_posterior_histograms
 from dpinfer.privacy import PrivacyRNG
+from dpinfer.privacy.mechanisms import SparseVector
+from dpinfer.release import SimulatedDraws
 
 
 def run_n(n: int, draws: int, seed: int, c: int, eps: float, eps_abc: float, clip: float, batch: int):

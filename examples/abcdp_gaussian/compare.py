@@ -4,7 +4,7 @@ For each problem one public stream of T prior draws is simulated and its distanc
 confidential data computed once; then, for each c in a grid, R independent private runs of each
 sparse vector (Laplace: Algorithm 1, b = (c+1)Δρ/ε; Gaussian: σ1, σ2 from
 ``calibrate_gaussian_svt(ε, δ, c, k=T)``, one threshold for both) release c accepted θ, and the
-error of their mean is recorded. The runs call the same engines as ``dpinfer.abc.abcdp`` on the
+error of their mean is recorded. The runs call the same engines as ``dpinfer.release.abcdp`` on the
 same distances (one abcdp call per problem checks the wiring). Reported per problem:
 
 * mean error (± standard error over the R runs) against c, both mechanisms;
@@ -28,17 +28,18 @@ from pathlib import Path
 
 import numpy as np
 
-from dpinfer.abc import ArrayDraws, SimulatedDraws, SparseVector, abcdp
-from dpinfer.abc.svt import GaussianSparseVector
 from dpinfer.diagnostics import svt_noise_scale
 from dpinfer.privacy import PrivacyRNG, PrivacyWarning, calibrate_gaussian_svt
+from dpinfer.privacy.mechanisms import SparseVector
+from dpinfer.privacy.mechanisms.svt import GaussianSparseVector
+from dpinfer.release import ArrayDraws, SimulatedDraws, abcdp
 
 DELTA = 1e-6
 
 
 def toy_problem(draws: int):
     from dpinfer.distances import RFFMMD
-    from dpinfer.models.mixture_uniform import MixtureOfUniforms
+    from dpinfer.models.shipped.mixture_uniform import MixtureOfUniforms
 
     model = MixtureOfUniforms(n_points=100)
     observed = model.observed(seed=1)
@@ -57,7 +58,7 @@ def toy_problem(draws: int):
 def covid_problem(draws: int):
     from dpinfer.datasets.abcdp_data import load_covid_nl
     from dpinfer.distances import ExactMMD, median_heuristic
-    from dpinfer.models.covid import CovidPolynomial
+    from dpinfer.models.shipped.covid import CovidPolynomial
 
     _, observed = load_covid_nl()
     model = CovidPolynomial()
@@ -73,7 +74,7 @@ def covid_problem(draws: int):
 
 
 def tb_problem(draws: int):
-    from dpinfer.models.tuberculosis import Tuberculosis
+    from dpinfer.models.shipped.tuberculosis import Tuberculosis
 
     model = Tuberculosis(n_datasets=100, parallel=True)
     observed = model.observed(seed=10_000)

@@ -1,6 +1,6 @@
 """ABCDP by one Gaussian release of the RFF mean embedding against Laplace ABCDP, equal (ε, δ).
 
-``abcdp(..., release="embedding", delta=1e-6)`` (``dpinfer.abc.embedding_release``) releases
+``abcdp(..., release="embedding", delta=1e-6)`` (``dpinfer.release.embedding``) releases
 μ̃ = μ(Y*) + N(0, σ² I_D) once (L2 sensitivity 2/N, analytic Gaussian calibration), then ABC on
 μ̃ with the mechanism simulated in the simulator is post-processing: any number c of samples
 from the same T simulations at no further cost. Here, per private run, a fresh μ̃ and fresh
@@ -29,10 +29,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 from compare import DELTA, covid_problem, engine, tb_problem, toy_problem  # noqa: E402
 
-from dpinfer.abc import ArrayDraws, abcdp  # noqa: E402
-from dpinfer.abc.embedding_release import embed_batch, embedding_sensitivity  # noqa: E402
 from dpinfer.distances import RFFMMD, median_heuristic  # noqa: E402
 from dpinfer.privacy import PrivacyRNG, PrivacyWarning, composed_gaussian_multiplier  # noqa: E402
+from dpinfer.release import ArrayDraws, abcdp
+from dpinfer.release.embedding import embed_batch, embedding_sensitivity
 
 
 def embedding_setup(p, n_features):

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from dpinfer.vi import DPVI, LogisticRegression, PrivacyPlan, plan_privacy
+from dpinfer.release.dpvi import DPVI, LogisticRegression, PrivacyPlan, plan_privacy
 
 RESULTS = Path(__file__).parent / "results"
 

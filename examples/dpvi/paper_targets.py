@@ -23,7 +23,7 @@ from _common import Timer, accuracies, calibrate, summarize, write_csv
 
 from dpinfer.datasets import load_abalone
 from dpinfer.privacy import PoissonSubsampledGaussianEvent, get_accountant
-from dpinfer.vi import plan_privacy
+from dpinfer.release.dpvi import plan_privacy
 
 SIGMA_PAPER = 51.0770  # exp(linspace(0.2, 5, 10))[7] in the authors' abalone.py
 T, Q, C, DELTA, EPS = 1000, 0.05, 5.0, 1e-3, 0.12

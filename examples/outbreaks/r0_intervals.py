@@ -16,7 +16,7 @@
   the nearest lattice point (``round(N·s_dp)``).
 
 ``--exact-theta n`` adds the exact private-data posterior by mechanism-density importance sampling
-(:func:`dpinfer.abc.mechanism_importance_sampling`), against which the SPPE and SMC-ABC intervals
+(:func:`dpinfer.inference.mechanism_importance_sampling`), against which the SPPE and SMC-ABC intervals
 can be judged.
 
 θ = (log β, log γ) in simulator units (17 per recording interval); R0 = β/γ is unit-free.
@@ -36,13 +36,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from dpinfer.abc import mechanism_importance_sampling
-from dpinfer.abc.schedule import QuantileSchedule
-from dpinfer.abc.smc_abc import smc_abc
-from dpinfer.abc.weighted import weighted_quantile
 from dpinfer.datasets import data_path
+from dpinfer.inference import mechanism_importance_sampling
+from dpinfer.inference.neural import SPPE
+from dpinfer.inference.smc.schedule import QuantileSchedule
+from dpinfer.inference.smc.smc_abc import smc_abc
+from dpinfer.inference.weighted import weighted_quantile
 from dpinfer.models import SIR
-from dpinfer.neural import SPPE
 from dpinfer.privacy import Ledger, PrivacyRNG
 
 # Published privatised statistics (Xiong et al. 2025, App. E.1.2; authors' Dataset.py, flags 2-5).

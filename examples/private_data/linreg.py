@@ -23,10 +23,10 @@ from pathlib import Path
 
 import numpy as np
 
-from dpinfer.abc.baselines import da_mcmc_linreg
-from dpinfer.abc.schedule import QuantileSchedule
-from dpinfer.abc.smc_abc import smc_abc
 from dpinfer.datasets.private_data import load_linreg
+from dpinfer.inference.exact.baselines import da_mcmc_linreg
+from dpinfer.inference.smc.schedule import QuantileSchedule
+from dpinfer.inference.smc.smc_abc import smc_abc
 from dpinfer.models import LinearRegression
 
 EPSILONS = (10.0, 1.0, 0.1)

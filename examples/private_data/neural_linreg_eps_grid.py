@@ -32,10 +32,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from dpinfer.abc.baselines import da_mcmc_linreg
 from dpinfer.diagnostics import c2st
+from dpinfer.inference.exact.baselines import da_mcmc_linreg
+from dpinfer.inference.neural import SPLE, SPPE
 from dpinfer.models import LinearRegression
-from dpinfer.neural import SPLE, SPPE
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 FIELDS = [
@@ -142,7 +142,7 @@ def run(args, out_csv: Path) -> None:
 
 def check_da_mcmc(args) -> None:
     """DA-MCMC against the exact mechanism-density importance sampler at replicate 0 of ``--check-da``."""
-    from dpinfer.abc import mechanism_importance_sampling
+    from dpinfer.inference import mechanism_importance_sampling
 
     wanted = {float(e) for e in args.check_da.split(",")}
     for eps, rep, obs in read_releases(Path(args.releases)):

@@ -7,7 +7,7 @@ DA-MCMC (Xiong et al. 2025, Tables 2-4 and App. E.3).
   likelihood-based reference; Ju et al. 2022), with C2ST of each against DA-MCMC.
 * Naive Bayes (2 classes x 2 binary features, Laplace on the 8 cell proportions, ε = 1), on the
   shipped release: SPPE, SPLE and SMC-ABC, with C2ST against the exact private posterior by
-  mechanism-density importance sampling (:func:`dpinfer.abc.mechanism_importance_sampling`; the
+  mechanism-density importance sampling (:func:`dpinfer.inference.mechanism_importance_sampling`; the
   Laplace density makes it exact in the limit). For linear regression the same sampler is a
   cross-check of DA-MCMC (row "exact IS").
 
@@ -31,14 +31,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from dpinfer.abc import mechanism_importance_sampling
-from dpinfer.abc.baselines import da_mcmc_linreg
-from dpinfer.abc.schedule import QuantileSchedule
-from dpinfer.abc.smc_abc import smc_abc
 from dpinfer.datasets.private_data import load_linreg, load_naive_bayes_synthetic
 from dpinfer.diagnostics import c2st
+from dpinfer.inference import mechanism_importance_sampling
+from dpinfer.inference.exact.baselines import da_mcmc_linreg
+from dpinfer.inference.neural import SPLE, SPPE
+from dpinfer.inference.smc.schedule import QuantileSchedule
+from dpinfer.inference.smc.smc_abc import smc_abc
 from dpinfer.models import LinearRegression, NaiveBayes
-from dpinfer.neural import SPLE, SPPE
 
 
 def _rows(problem, eps, method, draws, names, ref, seconds, sims):

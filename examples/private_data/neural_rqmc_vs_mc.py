@@ -27,9 +27,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from dpinfer.inference.neural import SPLE
+from dpinfer.inference.neural.rqmc import point_sets
 from dpinfer.models import SIR, GaussianMean, LinearRegression
-from dpinfer.neural import SPLE
-from dpinfer.neural.rqmc import point_sets
 
 
 def fixed_network(model, seed):

@@ -34,8 +34,8 @@ import numpy as np
 import torch
 
 from dpinfer.diagnostics import c2st
+from dpinfer.inference.neural import SPLE, SPPE
 from dpinfer.models import SIR
-from dpinfer.neural import SPLE, SPPE
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 FIELDS = [

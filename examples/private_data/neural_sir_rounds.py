@@ -31,9 +31,9 @@ import numpy as np
 import torch
 from sir_reference import TRUTH, synthetic_release
 
-from dpinfer.abc import ImportanceResult, mechanism_importance_sampling
 from dpinfer.diagnostics import c2st, median_predictive_distance, mmd, neg_log_density
-from dpinfer.neural import SPLE, SPPE
+from dpinfer.inference import ImportanceResult, mechanism_importance_sampling
+from dpinfer.inference.neural import SPLE, SPPE
 
 
 def main() -> None:

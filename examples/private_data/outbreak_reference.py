@@ -3,7 +3,7 @@
 For each published outbreak statistic (``xiong_observed_private_stats.csv``, ``sir_real``; K = 10^5,
 N = 100, prior N((-2, -3), I), :meth:`dpinfer.models.SIR.real_outbreak`) the posterior of
 θ = (log β, log γ) by mechanism-density importance sampling
-(:func:`dpinfer.abc.mechanism_importance_sampling`: the binomial pmf of the release at the nearest
+(:func:`dpinfer.inference.mechanism_importance_sampling`: the binomial pmf of the release at the nearest
 lattice point ``round(N·s_dp)``, averaged over simulated epidemics; exact in the limit, no ABC
 tolerance). Writes ``outbreak_reference.csv``: weighted median and 95% interval of log β, log γ and
 R0 = β/γ, with the effective sample size and the Pareto k of the weights (above 0.7: unreliable).
@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 from neural_sir_paper_observed import DATA, read_sir_observed
 
-from dpinfer.abc import mechanism_importance_sampling
-from dpinfer.abc.weighted import weighted_quantile
+from dpinfer.inference import mechanism_importance_sampling
+from dpinfer.inference.weighted import weighted_quantile
 from dpinfer.models import SIR
 
 OUTBREAKS = ("flu", "guinea", "liberia", "sierra", "covid")

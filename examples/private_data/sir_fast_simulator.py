@@ -20,8 +20,8 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit
 
-from dpinfer.abc.smc_abc import smc_abc
 from dpinfer.datasets.private_data import load_sir_synthetic
+from dpinfer.inference.smc.smc_abc import smc_abc
 from dpinfer.models import SIR
 
 

@@ -3,7 +3,7 @@
 The binomial release of Xiong et al. (2025, Prop. 4) has a closed-form pmf, so the private-data
 likelihood ``p(s_dp | θ) = E_s[Bin-pmf(s_dp | s)]`` has an unbiased Monte Carlo estimate and
 importance sampling with those random weights targets the exact posterior
-(:func:`dpinfer.abc.mechanism_importance_sampling`). Unlike an SMC-ABC reference, no tolerance
+(:func:`dpinfer.inference.mechanism_importance_sampling`). Unlike an SMC-ABC reference, no tolerance
 widens it.
 
 The observed release is the synthetic one used by ``neural_sir_rounds.py`` and
@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from dpinfer.abc import mechanism_importance_sampling
 from dpinfer.diagnostics import c2st
+from dpinfer.inference import mechanism_importance_sampling
 from dpinfer.models import SIR
 
 TRUTH = (-0.5, -3.0)

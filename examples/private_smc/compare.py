@@ -1,6 +1,6 @@
 """Private SMC-ABC against ABCDP at the same total privacy (Park et al. 2021, §7).
 
-Private SMC-ABC (``dpinfer.abc.private_smc.private_smc_abc``): K populations, each one Laplace
+Private SMC-ABC (``dpinfer.release.private_smc.private_smc_abc``): K populations, each one Laplace
 sparse vector releasing c particles from a kernel-mixture proposal built on the previous release;
 the K events compose under the PLD accountant to (ε, δ = 1e-6). ABCDP: one sparse vector over
 prior draws at the final threshold, pure ε. Reported: error of the (weighted) posterior mean,
@@ -27,15 +27,15 @@ from pathlib import Path
 
 import numpy as np
 
-from dpinfer.abc import SimulatedDraws, abcdp
-from dpinfer.abc.private_smc import private_smc_abc
-from dpinfer.abc.private_smc_gauss import gaussian_weights_smc_abc
 from dpinfer.privacy import PrivacyWarning
+from dpinfer.release import SimulatedDraws, abcdp
+from dpinfer.release.private_smc import private_smc_abc
+from dpinfer.release.private_smc_gauss import gaussian_weights_smc_abc
 
 
 def toy():
     from dpinfer.distances import RFFMMD
-    from dpinfer.models.mixture_uniform import MixtureOfUniforms
+    from dpinfer.models.shipped.mixture_uniform import MixtureOfUniforms
 
     model = MixtureOfUniforms(n_points=5000)
     return dict(name="toy", model=model, observed=model.observed(seed=1), dist=RFFMMD(0.6, 100, seed=0),
@@ -44,7 +44,7 @@ def toy():
 
 
 def tb():
-    from dpinfer.models.tuberculosis import Tuberculosis
+    from dpinfer.models.shipped.tuberculosis import Tuberculosis
 
     model = Tuberculosis(n_datasets=100, parallel=True)
     return dict(name="tb", model=model, observed=model.observed(seed=10_000), dist=model.distance(200.0),

@@ -26,13 +26,13 @@ from pathlib import Path
 
 import numpy as np
 
-from dpinfer.abc import ArrayDraws, SimulatedDraws, abcdp, rejection_abc_draws
 from dpinfer.datasets import load_abalone
 from dpinfer.datasets.abcdp_data import load_covid_nl
 from dpinfer.distances import ExactMMD, median_heuristic
-from dpinfer.models.covid import CovidPolynomial
+from dpinfer.models.shipped.covid import CovidPolynomial
 from dpinfer.privacy import PrivacyWarning
-from dpinfer.vi import DPVI, LogisticRegression
+from dpinfer.release import ArrayDraws, SimulatedDraws, abcdp, rejection_abc_draws
+from dpinfer.release.dpvi import DPVI, LogisticRegression
 
 
 def covid_rows(repeats: int, draws: int) -> list[dict]:

@@ -8,13 +8,13 @@ from .errors import (
     InvalidPrivacyParameterError,
     PrivacyError,
 )
-from .privacy import Ledger, PrivacyReport, PrivacyRNG
+from .privacy import Ledger, PrivacyReport, PrivacyRNG, ReleaseContext
 
 
 def __getattr__(name: str) -> object:
     """``dpinfer.infer`` (:func:`dpinfer.inference.infer`), imported on first use."""
     if name == "infer":
-        from .inference import infer
+        from .inference.infer import infer
 
         return infer
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -29,6 +29,7 @@ __all__ = [
     "PrivacyError",
     "PrivacyRNG",
     "PrivacyReport",
+    "ReleaseContext",
     "__version__",
     "infer",
 ]

@@ -17,7 +17,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from .diagnostics.flip import flip_probability  # noqa: E402
+from .diagnostics.flip import flip_probability
 
 
 def _save(fig: Any, path: str | Path | None, dpi: int = 120, tight: bool = True) -> Any:

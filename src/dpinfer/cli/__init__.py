@@ -28,13 +28,13 @@ from .common import module_present, run_command
 # package is not part of this build is skipped; an error inside a present module propagates.
 COMMAND_MODULES: list[tuple[str, str]] = [
     ("dpinfer.cli.budget", "dpinfer.privacy"),  # budget
-    ("dpinfer.cli.simulate", "dpinfer.abc"),  # simulate
-    ("dpinfer.cli.abcdp", "dpinfer.abc"),  # abcdp
-    ("dpinfer.cli.dpvi", "dpinfer.vi"),  # dpvi
-    ("dpinfer.cli.smc", "dpinfer.abc"),  # smc-abc, exact-posterior
-    ("dpinfer.cli.neural", "dpinfer.neural"),  # sppe, sple
+    ("dpinfer.cli.simulate", "dpinfer.release"),  # simulate
+    ("dpinfer.cli.abcdp", "dpinfer.release"),  # abcdp
+    ("dpinfer.cli.dpvi", "dpinfer.release.dpvi"),  # dpvi
+    ("dpinfer.cli.smc", "dpinfer.inference"),  # smc-abc, exact-posterior
+    ("dpinfer.cli.neural", "dpinfer.inference.neural"),  # sppe, sple
     ("dpinfer.cli.release", "dpinfer.models"),  # release
-    ("dpinfer.cli.check", "dpinfer.abc"),  # check (calibration)
+    ("dpinfer.cli.check", "dpinfer.inference"),  # check (calibration)
     ("dpinfer.cli.runs", "dpinfer.execution"),  # runs list, runs show
     ("dpinfer.cli.synthesize", "dpinfer.models"),  # synthesize
 ]

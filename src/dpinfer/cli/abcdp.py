@@ -174,7 +174,7 @@ def _distance(args: argparse.Namespace, meta: dict[str, Any]) -> Any:
         if meta.get("model") != "tuberculosis":
             raise InvalidDataError("--distance clipped is implemented for the tuberculosis model only.")
         from ..distances import ClippedDistance
-        from ..models.tuberculosis import tb_distance
+        from ..models.shipped.tuberculosis import tb_distance
 
         return ClippedDistance(tb_distance, args.clip)
     bandwidth = args.bandwidth if args.bandwidth is not None else meta.get("bandwidth_median_heuristic")
@@ -192,7 +192,7 @@ def _distance(args: argparse.Namespace, meta: dict[str, Any]) -> Any:
 
 
 def _abcdp(args: argparse.Namespace) -> int:
-    from ..abc.abcdp import abcdp
+    from ..release.abcdp import abcdp
 
     # refusals first: nothing is read, charged or released without a ledger decision
     ledger, dataset = open_release_ledger(args, args.observed)

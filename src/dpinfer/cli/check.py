@@ -17,7 +17,7 @@ import json
 from typing import Any
 
 from ..errors import InvalidDataError
-from ..models.registry import MODELS
+from ..models.shipped.registry import MODELS
 from .common import add_command
 
 MISCALIBRATED = 3
@@ -26,7 +26,7 @@ MISCALIBRATED = 3
 def load_model(spec: str, epsilon: float, model_args: dict[str, Any]) -> Any:
     """A registry model (``gaussian-mean``, ...) or ``package.module:factory`` called with ``model_args``."""
     if spec in MODELS:
-        from ..models.registry import build_model
+        from ..models.shipped.registry import build_model
 
         return build_model(spec, epsilon, **model_args)
     module_name, sep, attr = spec.partition(":")
@@ -54,7 +54,7 @@ def _json_object(option: str, text: str) -> dict[str, Any]:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from ..inference import calibration_check
+    from ..inference.infer import calibration_check
 
     model = load_model(args.model, args.epsilon, _json_object("--model-args", args.model_args))
     options = _json_object("--method-args", args.method_args)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..errors import DPInferError, PrivacyWarning, UnsupportedEventError
-from ..models.registry import MODEL_HELP, MODELS, load_release, model_args
+from ..models.shipped.registry import MODEL_HELP, MODELS, load_release, model_args
 from ..privacy import Ledger
 from ..privacy.fingerprint import file_fingerprint
 from ..privacy.ledger import LedgerFileError, LedgerNotFoundError

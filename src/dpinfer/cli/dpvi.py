@@ -155,8 +155,8 @@ def _clip(args: argparse.Namespace, private: bool) -> float | str | None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..vi.engine import DPVI
-    from ..vi.models import make_model
+    from ..release.dpvi.engine import DPVI
+    from ..release.dpvi.models import make_model
 
     private = not args.non_private
     ledger, dataset = _ledger(args, private)

@@ -34,8 +34,8 @@ from .common import (
 
 def _estimator(args: argparse.Namespace, model: Any) -> Any:
     """The SPPE or SPLE estimator of the command's options."""
-    from ..neural.sple import SPLE
-    from ..neural.sppe import SPPE
+    from ..inference.neural.sple import SPLE
+    from ..inference.neural.sppe import SPPE
 
     start = time.monotonic()
 

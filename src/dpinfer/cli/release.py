@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidDataError
-from ..models.registry import build_model
+from ..models.shipped.registry import build_model
 from .common import Refusal, add_ledger_options, open_release_ledger, release_notices
 
 #: model -> (the columns its statistic reads, in order, and how they become the statistic's inputs)

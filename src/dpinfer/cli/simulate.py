@@ -18,13 +18,13 @@ import numpy as np
 
 from ..distances import median_heuristic
 from ..errors import InvalidDataError
-from ..models.registry import ABCDP_MODELS, make_abcdp_model
+from ..models.shipped.registry import ABCDP_MODELS, make_abcdp_model
 from .common import add_command, progress_bar
 
 
 def _simulate(args: argparse.Namespace) -> int:
     """Stream the simulations into an uncompressed ``.npz`` (memory does not grow with T)."""
-    from ..abc.draws import SimulatedDraws
+    from ..release.draws import SimulatedDraws
 
     if args.draws < 1:
         raise InvalidDataError(f"--draws must be >= 1, got {args.draws}.")

@@ -9,7 +9,7 @@ Examples::
 
 ``--observed`` is a JSON file holding a list of numbers or an object ``{"observed": [...]}``
 (optionally with ``"epsilon"`` and ``"model_args"``), or ``builtin`` for the synthetic release
-shipped with dpinfer at ``--epsilon`` (:mod:`dpinfer.models.registry`). ``exact-posterior`` is
+shipped with dpinfer at ``--epsilon`` (:mod:`dpinfer.models.shipped.registry`). ``exact-posterior`` is
 mechanism-density importance sampling: only models whose release mechanism has a density are
 accepted (all built-in models).
 """
@@ -44,8 +44,8 @@ _SEED = "simulation seed (never privacy noise)"
 
 
 def _schedule(args: argparse.Namespace) -> Any:
-    from ..abc.adaptive_schedule import AdaptiveSchedule
-    from ..abc.schedule import QuantileSchedule
+    from ..inference.smc.adaptive_schedule import AdaptiveSchedule
+    from ..inference.smc.schedule import QuantileSchedule
 
     if args.schedule == "paper":
         return "paper"
@@ -72,7 +72,7 @@ def print_weighted_result(
 
     ``r0_center`` is ``"mean"`` or ``"median"``: the point summary reported as ``R0_<center>``.
     """
-    from ..abc.weighted import weighted_quantile
+    from ..inference.weighted import weighted_quantile
 
     key = f"R0_{r0_center}"
     if args.model.startswith("sir"):
@@ -109,7 +109,7 @@ def _summary(args: argparse.Namespace, res: Any, epsilon: float) -> dict[str, An
 def max_populations(args: argparse.Namespace) -> int | None:
     """K, the most populations the schedule of ``--schedule`` can run (None if unknown)."""
     if args.schedule == "paper":
-        from ..abc.schedule import GeometricSchedule
+        from ..inference.smc.schedule import GeometricSchedule
 
         s = GeometricSchedule()
         tolerance, k = s.start, 1
@@ -153,7 +153,7 @@ class PopulationReporter:
 
 
 def _smc_abc(args: argparse.Namespace) -> int:
-    from ..abc.smc_abc import SMCInterrupted, smc_abc
+    from ..inference.smc.smc_abc import SMCInterrupted, smc_abc
 
     model, observed, epsilon = release_from_args(args)
     if args.backend == "dask" or "://" in args.backend:
@@ -194,7 +194,7 @@ def _smc_abc(args: argparse.Namespace) -> int:
 
 
 def _exact_posterior(args: argparse.Namespace) -> int:
-    from ..abc.mechanism_is import mechanism_importance_sampling
+    from ..inference.exact.importance import mechanism_importance_sampling
 
     model, observed, epsilon = release_from_args(args)
     with warnings.catch_warnings(record=True) as caught:

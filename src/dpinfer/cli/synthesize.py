@@ -23,7 +23,7 @@ from .common import add_command
 
 
 def _load(path: str) -> Any:
-    from ..diagnostics.results import load_result
+    from ..results.format import load_result
 
     p = Path(path)
     if not p.is_file():
@@ -48,7 +48,7 @@ def _covariates(path: str) -> np.ndarray:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..models.registry import build_model
+    from ..models.shipped.registry import build_model
 
     result = _load(args.release)
     kind = type(result).__name__

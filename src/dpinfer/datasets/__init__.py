@@ -1,52 +1,24 @@
 """Data sets shipped inside the package (provenance in ``DATA.md``)."""
 
-from __future__ import annotations
-
-from importlib import resources
-from pathlib import Path
-
-import numpy as np
-
-ABALONE_COLUMNS = (
-    "Sex",
-    "Length",
-    "Diameter",
-    "Height",
-    "Whole weight",
-    "Shucked weight",
-    "Viscera weight",
-    "Shell weight",
-    "Rings",
-)
-
-
-def data_path(name: str) -> Path:
-    """Path of a shipped data file (see ``DATA.md``)."""
-    path = Path(str(resources.files(__package__).joinpath("data", name)))
-    if not path.exists():
-        raise FileNotFoundError(f"no shipped data file {name!r} in {path.parent}.")
-    return path
-
-
-def load_abalone_raw() -> tuple[np.ndarray, np.ndarray]:
-    """The raw UCI Abalone table in file order.
-
-    Returns
-    -------
-    sex : ndarray of str, shape (4177,)
-        ``"M"``, ``"F"`` or ``"I"``.
-    values : ndarray of float, shape (4177, 8)
-        Length, Diameter, Height, Whole/Shucked/Viscera/Shell weight, Rings.
-    """
-    raw = np.loadtxt(data_path("abalone.data"), delimiter=",", dtype=str)
-    return raw[:, 0], raw[:, 1:].astype(np.float64)
-
-
-from .abalone import (  # noqa: E402, F401  (after load_abalone_raw, which it uses)
+from .abalone import (
     ClassificationSplit,
     SyntheticLogisticData,
     abalone_labels,
     load_abalone,
     make_synthetic_logistic,
 )
-from .abcdp_data import load_covid_nl, load_tb_sanfrancisco  # noqa: E402, F401
+from .abcdp_data import load_covid_nl, load_tb_sanfrancisco
+from .files import ABALONE_COLUMNS, data_path, load_abalone_raw
+
+__all__ = [
+    "ABALONE_COLUMNS",
+    "ClassificationSplit",
+    "SyntheticLogisticData",
+    "abalone_labels",
+    "data_path",
+    "load_abalone",
+    "load_abalone_raw",
+    "load_covid_nl",
+    "make_synthetic_logistic",
+    "load_tb_sanfrancisco",
+]

@@ -80,7 +80,7 @@ def load_abalone(label_rule: str = "code", train_fraction: float = 0.8) -> Class
         ``X_train`` (3341, 8), ``y_train`` (3341,), ``X_test`` (836, 8), ``y_test`` (836,) with the
         default fraction; labels are floats in {0, 1}.
     """
-    from . import load_abalone_raw
+    from .files import load_abalone_raw
 
     if not 0.0 < float(train_fraction) < 1.0:
         raise InvalidDataError(f"train_fraction must lie in (0, 1), got {train_fraction!r}.")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import data_path
+from .files import data_path
 
 
 def load_covid_nl() -> tuple[np.ndarray, np.ndarray]:

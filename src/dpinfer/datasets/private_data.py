@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import data_path
+from .files import data_path
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ def load_linreg() -> PrivateDataSet:
     Released at ε ∈ {10, 1, 0.1} with the replace-one sensitivity 15/n (n = 100). True
     β = (-1.79497, -2.889, -0.66203), σ² = 2, x ~ N((0.90014, -1.17335), I).
     """
-    from ..models.linreg import LinearRegression
+    from ..models.shipped.linreg import LinearRegression
 
     x, y = load_linreg_confidential()
     s = LinearRegression(x_mean=(0.90014, -1.17335)).statistic(x, y)

@@ -30,11 +30,11 @@ from .context import DEMO_DATASET, DemoContext
 # ("module:function", the package it drives), in the order they run
 SECTIONS: list[tuple[str, str]] = [
     ("dpinfer.demo.privacy_core:section_privacy_core", "dpinfer.privacy"),
-    ("dpinfer.demo.abcdp:section_abcdp", "dpinfer.abc"),
-    ("dpinfer.demo.dpvi:section_dpvi", "dpinfer.vi"),
-    ("dpinfer.demo.smc_abc:section_smc_abc", "dpinfer.abc"),
-    ("dpinfer.demo.own_model:section_own_model", "dpinfer.abc"),
-    ("dpinfer.demo.neural:section_sppe", "dpinfer.neural"),
+    ("dpinfer.demo.abcdp:section_abcdp", "dpinfer.release"),
+    ("dpinfer.demo.dpvi:section_dpvi", "dpinfer.release.dpvi"),
+    ("dpinfer.demo.smc_abc:section_smc_abc", "dpinfer.inference"),
+    ("dpinfer.demo.own_model:section_own_model", "dpinfer.inference"),
+    ("dpinfer.demo.neural:section_sppe", "dpinfer.inference.neural"),
 ]
 
 

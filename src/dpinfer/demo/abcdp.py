@@ -11,14 +11,14 @@ DATASET = "covid-nl"
 
 def section_abcdp(ctx: DemoContext) -> None:
     """COVID polynomial model, c = 5: ABCDP at ε_total = 44 next to non-private rejection ABC."""
-    from ..abc.abcdp import abcdp
-    from ..abc.draws import ArrayDraws, SimulatedDraws
-    from ..abc.rejection import rejection_abc_draws
     from ..datasets.abcdp_data import load_covid_nl
     from ..diagnostics import flip_probability
     from ..distances import ExactMMD, median_heuristic
-    from ..models.covid import CovidPolynomial
+    from ..models.shipped.covid import CovidPolynomial
     from ..plots import plot_covid_fit
+    from ..release.abcdp import abcdp
+    from ..release.draws import ArrayDraws, SimulatedDraws
+    from ..release.rejection import rejection_abc_draws
 
     days, observed = load_covid_nl()
     model = CovidPolynomial()

@@ -26,8 +26,8 @@ def section_dpvi(ctx: DemoContext) -> None:
     """
     from ..datasets import load_abalone
     from ..plots import plot_coefficients
-    from ..vi.engine import DPVI
-    from ..vi.models import LogisticRegression
+    from ..release.dpvi.engine import DPVI
+    from ..release.dpvi.models import LogisticRegression
 
     data = load_abalone()
     steps = 300 if ctx.quick else 1000

@@ -5,7 +5,7 @@ of 2·10^4, its infection curve at t = 0, 17, ..., 153 is released once through 
 (charged to the demo ledger as ``"sir-demo"``, privacy noise from the operating system), and the
 private-data posterior is approximated by SPPE with nested RQMC. Small budget: 3 rounds of 300
 simulations with M = 2 (quick: 1 round of 200), a 4-transform spline flow. The exact private-data
-posterior (mechanism-density importance sampling, :mod:`dpinfer.abc.mechanism_is`) is computed
+posterior (mechanism-density importance sampling, :mod:`dpinfer.inference.exact.importance`) is computed
 beside it and SPPE is scored against it by C2ST (skipped in quick mode).
 """
 
@@ -25,8 +25,8 @@ TRUTH = (-0.5, -3.0)
 def section_sppe(ctx: DemoContext) -> None:
     """SPPE posterior of (log β, log γ) and R0 from a privatised SIR infection curve."""
     from ..diagnostics import median_predictive_distance
+    from ..inference.neural.sppe import SPPE
     from ..models import SIR
-    from ..neural.sppe import SPPE
     from ..plots import plot_draws_2d
     from ..privacy import PrivacyRNG
 
@@ -82,8 +82,8 @@ def section_sppe(ctx: DemoContext) -> None:
     )
     exact_note = ""
     if not quick:
-        from ..abc import mechanism_importance_sampling
         from ..diagnostics import c2st
+        from ..inference import mechanism_importance_sampling
 
         t0 = time.perf_counter()
         ref = mechanism_importance_sampling(

@@ -25,10 +25,10 @@ def _fmt_ci(mean: float, ci: Any) -> str:
 
 def section_smc_abc(ctx: DemoContext) -> None:
     """SMC-ABC vs DA-MCMC vs naive vs confidential 95% intervals, linear regression, ε = 1."""
-    from ..abc.baselines import da_mcmc_linreg
-    from ..abc.schedule import QuantileSchedule
-    from ..abc.smc_abc import smc_abc
     from ..datasets.private_data import load_linreg_confidential
+    from ..inference.exact.baselines import da_mcmc_linreg
+    from ..inference.smc.schedule import QuantileSchedule
+    from ..inference.smc.smc_abc import smc_abc
     from ..models import LinearRegression
     from ..plots import plot_interval_comparison
     from ..privacy import PrivacyRNG

@@ -1,6 +1,7 @@
 """Diagnostics: flip probability and error bounds (ABCDP), C2ST, MMD and KS metrics, and the
 result contract every method's result follows (:mod:`.results`: one file format, ``load_result``)."""
 
+from ..results.format import PosteriorResult, load_result
 from .flip import (
     expected_flips,
     flip_probability,
@@ -12,7 +13,6 @@ from .flip import (
     svt_noise_scale,
 )
 from .metrics import c2st, ks_marginals, median_predictive_distance, mmd, neg_log_density
-from .results import PosteriorResult, load_result
 
 __all__ = [
     "PosteriorResult",

@@ -30,7 +30,6 @@ import numba
 import numpy as np
 
 from ..errors import InvalidDataError, InvalidPrivacyParameterError
-from ..privacy.deprecation import moved_names
 from .bandwidth import check_bandwidth, median_heuristic
 from .base import Distance, as_batch, as_points
 from .rff_kernels import (
@@ -46,9 +45,6 @@ from .rff_torch import resolve_distance_device, rff_sums_torch
 __all__ = ["BinnedRFFMMD", "ExactMMD", "RFFMMD", "median_heuristic"]
 
 #: The test kernels moved to :mod:`dpinfer.distances.rff_kernels` (aliases for one release).
-__getattr__ = moved_names(
-    __name__, dict.fromkeys(("sincos32_array", "sincos_array"), "dpinfer.distances.rff_kernels")
-)
 
 
 @dataclass(frozen=True)

@@ -144,7 +144,9 @@ class ProcessBackend(Backend):
         start_method: str = "forkserver",
         threads_per_worker: int = 1,
         max_restarts: int = 3,
-        preload: tuple[str, ...] = ("numpy", "scipy.stats", "dpinfer.abc.smc_abc", "dpinfer.models"),
+        preload: tuple[str, ...] = (
+            "numpy", "scipy.stats", "dpinfer.inference.smc.smc_abc", "dpinfer.models"
+        ),
     ) -> None:
         n = (os.cpu_count() or 1) if n_workers is None else int(n_workers)
         if n < 1:

@@ -1,28 +1,26 @@
-"""Models: one module per model (prior + simulator + mechanism, + exact posterior if known).
+"""What the analyst writes: priors, the private-data model contract, and the shipped models.
 
-Shared pieces: :mod:`.priors` (+ :mod:`.prior_families`, :mod:`.prior_adapters`,
-:mod:`.transforms`), :mod:`.mechanisms` (+ :mod:`.gaussian_mechanism`, :mod:`.count_mechanisms`,
-:mod:`.composed_mechanism`, :mod:`.clamped`), :mod:`.contract` (the model contract, from functions
-or by subclassing), :mod:`.user_factory` (``--model package.module:factory``), :mod:`.posteriors`
-and :mod:`.randomness` (seeds and uniforms).
+* :mod:`.priors` (+ :mod:`.prior_families`, :mod:`.prior_adapters`, :mod:`.transforms`): priors;
+* :mod:`.contract`: the private-data model (prior + confidential simulator + release mechanism),
+  from functions or by subclassing; :mod:`.user_factory` (``--model package.module:factory``);
+* :mod:`.posteriors`: exact posteriors of the shipped conjugate models;
+* :mod:`.shipped`: the papers' models and the registry of their names.
+
+The release mechanisms live in :mod:`dpinfer.privacy.mechanisms` (they draw secret noise) and are
+re-exported here because a model is written with one.
 """
 
-from .clamped import ClampedRelease as ClampedRelease
-from .clamped import clamped_release as clamped_release
-from .composed_mechanism import ComposedMechanism as ComposedMechanism
+from ..privacy.mechanisms.base import LaplaceMechanism as LaplaceMechanism
+from ..privacy.mechanisms.base import Mechanism as Mechanism
+from ..privacy.mechanisms.base import PrivateRelease as PrivateRelease
+from ..privacy.mechanisms.clamped import ClampedRelease as ClampedRelease
+from ..privacy.mechanisms.clamped import clamped_release as clamped_release
+from ..privacy.mechanisms.composed import ComposedMechanism as ComposedMechanism
+from ..privacy.mechanisms.counts import DiscreteLaplaceMechanism as DiscreteLaplaceMechanism
+from ..privacy.mechanisms.counts import GeometricMechanism as GeometricMechanism
+from ..privacy.mechanisms.counts import RandomizedResponseMechanism as RandomizedResponseMechanism
+from ..privacy.mechanisms.gaussian import GaussianMechanism as GaussianMechanism
 from .contract import PrivateDataModel as PrivateDataModel
-from .count_mechanisms import DiscreteLaplaceMechanism as DiscreteLaplaceMechanism
-from .count_mechanisms import GeometricMechanism as GeometricMechanism
-from .count_mechanisms import RandomizedResponseMechanism as RandomizedResponseMechanism
-from .covid import CovidPolynomial as CovidPolynomial
-from .gaussian_mean import GaussianMean as GaussianMean
-from .gaussian_mechanism import GaussianMechanism as GaussianMechanism
-from .linreg import LinearRegression as LinearRegression
-from .mechanisms import LaplaceMechanism as LaplaceMechanism
-from .mechanisms import Mechanism as Mechanism
-from .mechanisms import PrivateRelease as PrivateRelease
-from .mixture_uniform import MixtureOfUniforms as MixtureOfUniforms
-from .naive_bayes import NaiveBayes as NaiveBayes
 from .posteriors import DrawsPosterior as DrawsPosterior
 from .posteriors import GaussianPosterior as GaussianPosterior
 from .posteriors import GridPosterior as GridPosterior
@@ -37,11 +35,16 @@ from .prior_families import LogNormalPrior as LogNormalPrior
 from .prior_families import UniformPrior as UniformPrior
 from .priors import GaussianPrior as GaussianPrior
 from .priors import Prior as Prior
-from .sir import SIR as SIR
-from .sir import BinomialTrajectoryMechanism as BinomialTrajectoryMechanism
-from .sir import gillespie_sir as gillespie_sir
+from .shipped.covid import CovidPolynomial as CovidPolynomial
+from .shipped.gaussian_mean import GaussianMean as GaussianMean
+from .shipped.linreg import LinearRegression as LinearRegression
+from .shipped.mixture_uniform import MixtureOfUniforms as MixtureOfUniforms
+from .shipped.naive_bayes import NaiveBayes as NaiveBayes
+from .shipped.sir import SIR as SIR
+from .shipped.sir import BinomialTrajectoryMechanism as BinomialTrajectoryMechanism
+from .shipped.sir import gillespie_sir as gillespie_sir
+from .shipped.tuberculosis import Tuberculosis as Tuberculosis
 from .transforms import Bijection as Bijection
 from .transforms import BlockBijection as BlockBijection
 from .transforms import BoxBijection as BoxBijection
 from .transforms import StickBreakingBijection as StickBreakingBijection
-from .tuberculosis import Tuberculosis as Tuberculosis

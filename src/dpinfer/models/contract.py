@@ -19,7 +19,7 @@ scale has one source of truth.
 
 Two ways to write a model
 -------------------------
-From plain functions, as :class:`dpinfer.vi.Model` does::
+From plain functions, as :class:`dpinfer.release.dpvi.Model` does::
 
     model = PrivateDataModel(prior=GammaPrior(2.0, 1.0), simulator=f, mechanism=mech)
 
@@ -46,10 +46,10 @@ import numpy as np
 
 from ..errors import InvalidDataError
 from ..privacy import PrivacyReport
-from .mechanisms import Mechanism
+from ..privacy.mechanisms.base import Mechanism
+from ..randomness import as_generator, open_uniforms
 from .prior_adapters import as_prior
 from .priors import Prior
-from .randomness import as_generator, open_uniforms
 
 
 def check_confidential(s: Any, n_theta: int, stat_dim: int, what: str = "the simulator") -> np.ndarray:
@@ -109,8 +109,8 @@ class PrivateDataModel:
         reproducible), ``s`` the confidential summaries of shape ``(n, mechanism.stat_dim)``
         (``(n,)`` is accepted when ``stat_dim`` is 1).
     mechanism
-        The release :class:`~dpinfer.models.mechanisms.Mechanism` (e.g. from
-        :func:`~dpinfer.models.clamped.clamped_release`).
+        The release :class:`~dpinfer.privacy.mechanisms.base.Mechanism` (e.g. from
+        :func:`~dpinfer.privacy.mechanisms.clamped.clamped_release`).
     param_names
         Names of the coordinates of θ; default ``theta_0, theta_1, ...``.
     name

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidPrivacyParameterError
-from .randomness import as_generator
+from ..randomness import as_generator
 
 
 class GaussianPosterior:

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidDataError
+from ..randomness import as_generator
 from .priors import Prior
-from .randomness import as_generator
 from .transforms import Bijection, BlockBijection
 
 

@@ -17,8 +17,8 @@ import numpy as np
 from scipy.special import betaln, gammaln
 
 from ..errors import InvalidDataError
+from ..randomness import as_generator
 from .priors import Prior
-from .randomness import as_generator
 from .transforms import Bijection, StickBreakingBijection
 
 

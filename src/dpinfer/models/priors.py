@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidDataError
-from .randomness import as_generator
+from ..randomness import as_generator
 from .transforms import Bijection, BoxBijection
 
 

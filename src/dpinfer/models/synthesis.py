@@ -151,10 +151,10 @@ def record_simulator(model: Any, covariates: Any = None) -> tuple[RecordSimulato
     InvalidDataError
         For a model without a record-level simulator here (e.g. SIR, tuberculosis).
     """
-    from .covid import CovidPolynomial
-    from .gaussian_mean import GaussianMean
-    from .linreg import LinearRegression
-    from .mixture_uniform import MixtureOfUniforms
+    from .shipped.covid import CovidPolynomial
+    from .shipped.gaussian_mean import GaussianMean
+    from .shipped.linreg import LinearRegression
+    from .shipped.mixture_uniform import MixtureOfUniforms
 
     if isinstance(model, MixtureOfUniforms):
         return (lambda th, rng: model.simulate(th, rng, n_points=1)[:, 0, :]), ("y",)
@@ -171,7 +171,7 @@ def record_simulator(model: Any, covariates: Any = None) -> tuple[RecordSimulato
             return np.column_stack([x, y])
 
         return linreg, ("x1", "x2", "y")
-    if type(model).__name__ == "LogisticRegression":  # dpinfer.vi's model (a layer above)
+    if type(model).__name__ == "LogisticRegression":  # dpinfer.release.dpvi's model (a layer above)
         return logistic_simulator(covariates)
     raise InvalidDataError(
         f"no record-level simulator for model {type(model).__name__}: synthetic data are available for "

@@ -22,8 +22,8 @@ from .accountants import (
     get_accountant,
     register_accountant,
 )
-from .calibration import calibrate_noise_multiplier, composed_gaussian_multiplier
-from .deprecation import moved_names
+from .calibration import calibrate_gaussian_svt, calibrate_noise_multiplier, composed_gaussian_multiplier
+from .context import ReleaseContext
 from .event_conversion import event_from_dict, event_to_dict, to_replace_one
 from .events import (
     ADD_REMOVE,
@@ -48,9 +48,9 @@ from .gaussian import (
     analytic_gaussian_sigma,
     classical_gaussian_sigma,
 )
-from .gaussian_svt import calibrate_gaussian_svt, gaussian_svt_rdp
+from .gaussian_svt import gaussian_svt_rdp
+from .grid import gaussian, gaussian_sigma, laplace
 from .ledger import Budget, Charge, Ledger, LedgerConnectionError, LedgerFileError, LedgerNotFoundError
-from .mechanisms import gaussian, gaussian_sigma, laplace
 from .report import PrivacyReport
 from .rng import PrivacyRNG, as_privacy_rng
 
@@ -86,6 +86,7 @@ __all__ = [
     "PrivacyReport",
     "PureAccountant",
     "RDPAccountant",
+    "ReleaseContext",
     "REPLACE_ONE",
     "SparseVectorEvent",
     "UnknownDatasetError",
@@ -117,4 +118,3 @@ __all__ = [
 
 # InvalidDataError moved to dpinfer.errors (errors are not a privacy concept): one release of
 # grace with a DeprecationWarning.
-__getattr__ = moved_names(__name__, {"InvalidDataError": "dpinfer.errors"})

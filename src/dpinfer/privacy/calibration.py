@@ -5,10 +5,18 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from ..errors import CalibrationError
+from ..errors import CalibrationError, InvalidPrivacyParameterError
 from .accountants import Accountant, get_accountant
-from .events import MIN_NOISE_MULTIPLIER, REPLACE_ONE, GaussianEvent, PrivacyEvent, compose
+from .events import (
+    MIN_NOISE_MULTIPLIER,
+    REPLACE_ONE,
+    GaussianEvent,
+    GaussianSparseVectorEvent,
+    PrivacyEvent,
+    compose,
+)
 from .gaussian import analytic_gaussian_sigma
+from .gaussian_svt import noise_ratio
 from .validation import check_delta, check_epsilon
 
 
@@ -93,3 +101,34 @@ def composed_gaussian_multiplier(
             break
         s *= 1.001
     return calibrate_noise_multiplier(lambda x: _composed_gaussian(x, K), epsilon, delta, acc, rtol=1e-4)
+
+
+def calibrate_gaussian_svt(
+    epsilon: float,
+    delta: float,
+    c: int,
+    max_queries: int,
+    resample: bool = False,
+    *,
+    ratio: float | None = None,
+) -> GaussianSparseVectorEvent:
+    """The least-noise Gaussian SVT event meeting (ε, δ) under the ``"rdp"`` accountant.
+
+    σ1/Δ = s and σ2/Δ = ``ratio``·s (default :func:`noise_ratio`); s is the smallest value whose
+    composed Rényi curve converts to ε at δ (bisection of
+    :func:`~dpinfer.privacy.calibration.calibrate_noise_multiplier`).
+
+    Returns
+    -------
+    GaussianSparseVectorEvent
+        Its noise multipliers times the sensitivity are the noise standard deviations.
+    """
+    r = noise_ratio(int(c), resample) if ratio is None else float(ratio)
+    if not math.isfinite(r) or r <= 0:
+        raise InvalidPrivacyParameterError(f"ratio must be positive and finite, got {ratio!r}.")
+
+    def make(s: float) -> GaussianSparseVectorEvent:
+        return GaussianSparseVectorEvent(c, s, s * r, max_queries, resample)
+
+    s = calibrate_noise_multiplier(make, epsilon, delta, "rdp", rtol=1e-4)
+    return make(s)

@@ -49,7 +49,6 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidPrivacyParameterError
-from .deprecation import moved_names
 from .discrete_scalar import _bern_exp_int, _gaussian_scalar, _laplace_scalar
 from .discrete_vector import (
     _gaussian_vector,
@@ -80,13 +79,6 @@ _LAPLACE_VECTOR_MIN_SIZE = 64
 _GAUSSIAN_VECTOR_MIN_SIZE = 160
 
 #: Public names that moved to :mod:`dpinfer.privacy.discrete_pmf` (aliases for one release).
-__getattr__ = moved_names(
-    __name__,
-    dict.fromkeys(
-        ("discrete_gaussian_logpmf", "discrete_laplace_cdf", "discrete_laplace_logpmf"),
-        "dpinfer.privacy.discrete_pmf",
-    ),
-)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -27,20 +27,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidPrivacyParameterError, NeighbouringRelationError
-from .deprecation import moved_names
 from .validation import check_delta, check_epsilon, check_relation
 
 REPLACE_ONE = "replace-one"
 ADD_REMOVE = "add-remove"
 
 #: Conversions that moved to :mod:`dpinfer.privacy.event_conversion` (aliases for one release).
-__getattr__ = moved_names(
-    __name__,
-    dict.fromkeys(
-        ("describe", "event_from_dict", "event_to_dict", "to_replace_one"),
-        "dpinfer.privacy.event_conversion",
-    ),
-)
 
 
 @dataclass(frozen=True)

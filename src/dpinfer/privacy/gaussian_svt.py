@@ -51,7 +51,7 @@ from scipy.special import gammaln, logsumexp
 from ..errors import InvalidPrivacyParameterError
 from .events import GaussianSparseVectorEvent
 
-__all__ = ["calibrate_gaussian_svt", "gaussian_svt_rdp", "noise_ratio"]
+__all__ = ["gaussian_svt_rdp", "noise_ratio"]
 
 
 def gaussian_svt_rdp(event: GaussianSparseVectorEvent, orders: np.ndarray) -> np.ndarray:
@@ -79,36 +79,3 @@ def noise_ratio(c: int, resample: bool) -> float:
     s2²/s1² = 2√c (one threshold) or 2 (resample, per round).
     """
     return math.sqrt(2.0) if resample else math.sqrt(2.0 * math.sqrt(c))
-
-
-def calibrate_gaussian_svt(
-    epsilon: float,
-    delta: float,
-    c: int,
-    max_queries: int,
-    resample: bool = False,
-    *,
-    ratio: float | None = None,
-) -> GaussianSparseVectorEvent:
-    """The least-noise Gaussian SVT event meeting (ε, δ) under the ``"rdp"`` accountant.
-
-    σ1/Δ = s and σ2/Δ = ``ratio``·s (default :func:`noise_ratio`); s is the smallest value whose
-    composed Rényi curve converts to ε at δ (bisection of
-    :func:`~dpinfer.privacy.calibration.calibrate_noise_multiplier`).
-
-    Returns
-    -------
-    GaussianSparseVectorEvent
-        Its noise multipliers times the sensitivity are the noise standard deviations.
-    """
-    from .calibration import calibrate_noise_multiplier
-
-    r = noise_ratio(int(c), resample) if ratio is None else float(ratio)
-    if not math.isfinite(r) or r <= 0:
-        raise InvalidPrivacyParameterError(f"ratio must be positive and finite, got {ratio!r}.")
-
-    def make(s: float) -> GaussianSparseVectorEvent:
-        return GaussianSparseVectorEvent(c, s, s * r, max_queries, resample)
-
-    s = calibrate_noise_multiplier(make, epsilon, delta, "rdp", rtol=1e-4)
-    return make(s)

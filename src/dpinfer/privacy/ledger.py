@@ -60,7 +60,6 @@ from ..errors import (
     UnknownDatasetError,
 )
 from .accountants import get_accountant
-from .deprecation import moved_names
 from .event_conversion import describe, event_from_dict, event_to_dict
 from .events import PrivacyEvent, compose
 from .fingerprint import as_fingerprint
@@ -71,9 +70,6 @@ from .validation import check_delta, check_epsilon, check_relation
 __all__ = ["Budget", "Charge", "Ledger", "LedgerConnectionError", "LedgerFileError", "LedgerNotFoundError"]
 
 #: Fingerprint functions that moved to :mod:`dpinfer.privacy.fingerprint` (aliases for one release).
-__getattr__ = moved_names(
-    __name__, dict.fromkeys(("data_fingerprint", "file_fingerprint"), "dpinfer.privacy.fingerprint")
-)
 
 # Relative slack for floating-point noise in "spent <= budget" (e.g. 0.1 + 0.2 vs 0.3).
 _TOLERANCE = 1e-9

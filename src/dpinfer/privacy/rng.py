@@ -23,7 +23,7 @@ Floating-point uniforms carry 52 random bits (``(k + ½)·2⁻⁵²``, in [2⁻�
 inside (0, 1): with 53 bits the top value (2⁵³ − ½)·2⁻⁵³ would round to exactly 1.0); the
 continuous samplers below are inverse-CDF maps of them. Values that are *released* never come
 from these continuous samplers directly: releases go through the exact integer samplers of
-:mod:`dpinfer.privacy.discrete` on a power-of-two grid (:mod:`dpinfer.privacy.mechanisms`).
+:mod:`dpinfer.privacy.discrete` on a power-of-two grid (:mod:`dpinfer.privacy.grid`).
 
 :meth:`PrivacyRNG.insecure_deterministic` exists for tests only: its noise is a function of a
 seed, it warns, and every release made with it is flagged (report ``insecure_rng: true``, ledger

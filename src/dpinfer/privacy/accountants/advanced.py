@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 
-from ..errors import InvalidPrivacyParameterError
+from ...errors import InvalidPrivacyParameterError
 from ..events import (
     ADD_REMOVE,
     LEAF_EVENT_TYPES,

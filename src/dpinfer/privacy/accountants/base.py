@@ -10,7 +10,7 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 
-from ..errors import InvalidPrivacyParameterError, UnsupportedEventError
+from ...errors import InvalidPrivacyParameterError, UnsupportedEventError
 from ..event_conversion import describe
 from ..events import (
     DiscreteGaussianEvent,

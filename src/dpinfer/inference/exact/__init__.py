@@ -1,0 +1,1 @@
+"""The exact private-data posterior when the mechanism has a density, and reference baselines."""

@@ -1,0 +1,223 @@
+"""One entry point: ``dpinfer.infer(model, observed, method="auto")``.
+
+``method="auto"`` decides from two facts it measures or reads, and records them in the result
+(``InferenceResult.method``, ``.reason``, ``.details``); nothing is printed:
+
+1. the mechanism has a density (``model.mechanism.has_density``) and the exact sampler fits the
+   time budget → ``"exact"``: :func:`~dpinfer.inference.tempered_smc`, the mechanism density as ABC
+   kernel (no tolerance: the exact posterior, Wilkinson 2013);
+2. else SMC-ABC (:func:`~dpinfer.inference.smc_abc`, scale-free adaptive schedule) when its expected
+   simulations fit the time budget → ``"smc-abc"``;
+3. else → ``"sppe"`` (:class:`~dpinfer.inference.neural.SPPE`, 2 rounds × 1000 simulations): the fewest
+   simulations, for expensive simulators.
+
+The cost of one confidential simulation is measured on a small batch of prior draws (seed
+``spawn_key (99,)``, public randomness). The expected simulations of each method are rough
+planning numbers (below); ``budget_seconds`` is the time the user is willing to wait.
+
+Afterwards the diagnostics of :mod:`dpinfer.diagnostics.checks` run (weights, R-hat when the
+method has chains, mass at a prior bound, observed statistic against prior-predictive
+simulations); each finding is issued as a warning of its category and stored in the result.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from typing import Any
+
+import numpy as np
+
+from ..diagnostics import checks
+from ..errors import InvalidDataError
+from .posterior import InferenceResult
+
+METHODS = ("auto", "exact", "importance", "smc-abc", "sppe", "sple")
+#: rough simulations per run, for planning only: tempered SMC (1000 particles × 50 inner ×
+#: ~20 likelihood estimates), SMC-ABC (2000 particles, ~8 populations at falling acceptance),
+#: SPPE (2 rounds × 1000)
+EXPECTED_SIMULATIONS = {"exact": 1_000_000, "smc-abc": 400_000, "sppe": 2_000}
+
+
+def simulation_seconds(model: Any, n: int = 200, seed: Any = None) -> float:
+    """Seconds per confidential simulation, measured on ``n`` prior draws."""
+    root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    rng = np.random.default_rng(np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + (99,)))
+    theta = model.prior.sample(n, rng)
+    start = time.perf_counter()
+    model.simulate_confidential(theta, rng)
+    return (time.perf_counter() - start) / n
+
+
+def choose_method(model: Any, per_sim: float, budget_seconds: float) -> tuple[str, str]:
+    """The method ``"auto"`` picks, and why (module docstring)."""
+    has_density = bool(getattr(getattr(model, "mechanism", None), "has_density", False))
+    cost = {m: k * per_sim for m, k in EXPECTED_SIMULATIONS.items()}
+    if has_density and cost["exact"] <= budget_seconds:
+        return "exact", (
+            f"the mechanism has a density and a simulation takes {per_sim:.2g} s (~{cost['exact']:.0f} s "
+            f"expected, budget {budget_seconds:g} s): exact tempered SMC with the mechanism density"
+        )
+    why = "the mechanism has no density" if not has_density else (
+        f"exact inference would take ~{cost['exact']:.0f} s > budget {budget_seconds:g} s"
+    )
+    if cost["smc-abc"] <= budget_seconds:
+        return "smc-abc", f"{why}; SMC-ABC fits the budget (~{cost['smc-abc']:.0f} s expected)"
+    return "sppe", (
+        f"{why}; SMC-ABC would take ~{cost['smc-abc']:.0f} s > budget {budget_seconds:g} s, so SPPE "
+        "(2 rounds x 1000 simulations)"
+    )
+
+
+def _run(method: str, model: Any, obs: np.ndarray, seed: Any, backend: Any, options: dict[str, Any]) -> Any:
+    if method == "exact":
+        from .exact.tempered import tempered_smc
+
+        return tempered_smc(model, obs, seed=seed, backend=backend, **options)
+    if method == "importance":
+        from .exact.importance import mechanism_importance_sampling
+
+        return mechanism_importance_sampling(model, obs, seed=seed, backend=backend, **options)
+    if method == "smc-abc":
+        from .smc.smc_abc import smc_abc
+
+        return smc_abc(model, obs, seed=seed, backend=backend, **options)
+    from .neural import SPLE, SPPE
+
+    settings = {"rounds": 2, "simulations_per_round": 1000, **options}
+    estimator = SPPE if method == "sppe" else SPLE
+    return estimator(model, seed=seed, backend=backend, **settings).fit(obs)
+
+
+def diagnose(
+    result: Any, model: Any, observed: np.ndarray, seed: Any = None, n_predictive: int = 500
+) -> list[checks.Finding]:
+    """Every :mod:`~dpinfer.diagnostics.checks` finding for ``result`` (not yet issued)."""
+    found: list[checks.Finding] = []
+    names = tuple(result.param_names)
+    if hasattr(result, "log_weights"):
+        found += checks.check_weights(np.exp(result.log_weights - np.max(result.log_weights)))
+    elif hasattr(result, "weights") and hasattr(result, "particles"):
+        found += checks.check_weights(result.weights)
+    lo, hi = model.prior.support
+    found += checks.check_prior_bounds(result.sample(2000, 0), lo, hi, names)
+    mcmc = getattr(result, "mcmc", None)  # SPLE: filled by its MCMC sampling
+    rhat = mcmc.get("rhat") if isinstance(mcmc, dict) else None
+    if rhat is not None:
+        found += checks.check_rhat(rhat, names)
+    root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    rng = np.random.default_rng(np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + (98,)))
+    sims = model.simulate(model.prior.sample(n_predictive, rng), rng)
+    found += checks.check_observed_in_range(observed, sims)
+    return found
+
+
+def infer(
+    model: Any,
+    observed: Any,
+    method: str = "auto",
+    *,
+    seed: int | np.random.SeedSequence | None = None,
+    backend: Any = "auto",
+    budget_seconds: float = 120.0,
+    warn: bool = True,
+    **options: Any,
+) -> InferenceResult:
+    """The posterior ``p(θ | s_dp)`` of a private-data model, by the method that suits it.
+
+    Parameters
+    ----------
+    model
+        A :class:`~dpinfer.models.contract.PrivateDataModel`.
+    observed
+        The observed privatised statistic.
+    method
+        ``"auto"`` (module docstring), ``"exact"`` (tempered SMC with the mechanism density),
+        ``"importance"`` (mechanism-density importance sampling), ``"smc-abc"``, ``"sppe"`` or
+        ``"sple"`` (neural, 2 rounds × 1000 simulations unless ``rounds`` /
+        ``simulations_per_round`` are given; SPLE's MCMC R-hat is checked).
+    seed
+        Public randomness only (simulations, resampling, network initialisation).
+    backend
+        Execution backend of the simulations (``"auto"``: serial unless simulations are slow).
+    budget_seconds
+        How long ``"auto"`` may plan to run.
+    warn
+        Issue the diagnostics' findings as warnings (they are stored in the result either way).
+    **options
+        Passed to the chosen method (e.g. ``n_particles``).
+
+    Returns
+    -------
+    InferenceResult
+        The posterior, with ``method``, ``reason``, ``findings`` and ``details``.
+    """
+    if method not in METHODS:
+        raise InvalidDataError(f"unknown method {method!r}: use one of {', '.join(METHODS)}.")
+    obs = model.check_observed(observed)
+    root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    per_sim = simulation_seconds(model, seed=root)
+    if method == "auto":
+        chosen, reason = choose_method(model, per_sim, float(budget_seconds))
+    else:
+        chosen, reason = method, "requested by the caller"
+        if chosen in ("exact", "importance") and not getattr(model.mechanism, "has_density", False):
+            raise InvalidDataError(
+                f"method {chosen!r} needs a mechanism with a density; {type(model.mechanism).__name__} has "
+                "none. Use method='smc-abc' or 'sppe' (or 'auto')."
+            )
+    start = time.perf_counter()
+    result = _run(chosen, model, obs, root, backend, options)
+    wall = time.perf_counter() - start
+    found = diagnose(result, model, obs, root)
+    if warn:
+        checks.emit(found, stacklevel=3)
+    details = {"seconds_per_simulation": per_sim, "wall_time": wall, "budget_seconds": float(budget_seconds)}
+    return InferenceResult(result, chosen, reason, [f.to_dict() for f in found], details)
+
+
+def calibration_check(
+    model: Any,
+    method: str = "auto",
+    n_replicates: int = 100,
+    n_draws: int = 99,
+    *,
+    seed: int | np.random.SeedSequence | None = None,
+    analysis_model: Any = None,
+    budget_seconds: float = 120.0,
+    backend: Any = "auto",
+    **options: Any,
+) -> Any:
+    """SBC ranks and expected coverage of ``method`` on ``model`` (:mod:`dpinfer.diagnostics.calibration`).
+
+    Data come from ``model``; the posterior is computed with ``analysis_model`` (default: the same
+    model) — pass a deliberately different one to see what a wrong mechanism does. ``"auto"`` is
+    resolved once, as :func:`infer` would, and recorded in the result's ``method``. Diagnostic
+    warnings of the individual fits are not issued (the calibration is the diagnostic).
+
+    Returns
+    -------
+    CalibrationResult
+        ``verdict()`` is the one-line answer; :func:`dpinfer.plots.plot_calibration` draws it.
+    """
+    from ..diagnostics.calibration import sbc
+
+    if method not in METHODS:
+        raise InvalidDataError(f"unknown method {method!r}: use one of {', '.join(METHODS)}.")
+    fit_model = model if analysis_model is None else analysis_model
+    root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    chosen = method
+    if method == "auto":
+        chosen, _ = choose_method(fit_model, simulation_seconds(fit_model, seed=root), budget_seconds)
+
+    def fit(obs: np.ndarray, fit_seed: np.random.SeedSequence) -> Any:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # per-fit diagnostics: the SBC judges
+            return _run(chosen, fit_model, obs, fit_seed, backend, dict(options))
+
+    res = sbc(model, fit, n_replicates, n_draws, seed=root)
+    res.method = chosen
+    return res
+
+
+__all__ = ["calibration_check", "choose_method", "diagnose", "infer", "simulation_seconds"]

@@ -1,0 +1,250 @@
+"""Conditional normalizing flows (zuko) with z-scoring learned from simulations.
+
+:class:`FlowConfig` describes the density estimator; :func:`build_flow` turns it into a
+:class:`ConditionalFlow`, a ``torch.nn.Module`` with
+
+* ``log_prob(x, context)``: ``log q(x | context)`` in the original (un-standardised) units,
+* ``sample(n, context)``: draws in the original units.
+
+Standardisation: the means and standard deviations of the modelled variable and of the context
+are fitted on *simulated* training pairs (:meth:`ConditionalFlow.fit_standardization`), never on
+the observed data, and stored as buffers; the change of variables adds ``-Σ log sd`` to the
+log density.
+
+Architectures (defaults of Xiong et al. 2025, App. E, and METHODS §2.6):
+
+* ``"nsf"``: neural spline flow (Durkan et al. 2019): 8 transforms, each a monotonic
+  rational-quadratic spline with 10 bins and linear tails outside ``[-tail_bound, tail_bound]``
+  (the paper's text: 5; the authors' code: 3), whose parameters come from a residual conditioner
+  with 2 residual blocks of 50 units (ReLU). zuko builds the transforms autoregressively
+  (MADE-masked conditioners, alternating variable order) where the authors' sbibm/nflows flow uses
+  alternating binary coupling masks plus LU-linear layers; for the 1-2 dimensional posteriors and
+  the likelihoods used here the autoregressive form is at least as expressive.
+* ``"maf"``: masked autoregressive flow (Papamakarios et al. 2017): 8 affine MADE transforms,
+  hidden (50, 50), tanh (as the authors' ``Cond_MAF``), order reversed between transforms.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from functools import partial
+from typing import Any
+
+import numpy as np
+import torch
+import zuko
+from torch import nn
+
+from ...errors import InvalidDataError
+
+FLOW_KINDS = ("nsf", "maf")
+
+
+@dataclass(frozen=True)
+class FlowConfig:
+    """Hyper-parameters of a conditional flow.
+
+    Parameters
+    ----------
+    kind
+        ``"nsf"`` (default) or ``"maf"``.
+    transforms
+        Number of flow transforms (default 8).
+    hidden
+        Hidden units per conditioner layer (default 50).
+    blocks
+        Residual blocks per NSF conditioner (default 2); MAF uses ``blocks`` plain hidden layers.
+    bins
+        Spline bins (NSF, default 10).
+    tail_bound
+        The spline acts on ``[-tail_bound, tail_bound]`` of the standardised variable (default 5,
+        the paper's App. E; the authors' code uses 3).
+    activation
+        ``"relu"`` (NSF default) or ``"tanh"`` (MAF default when None).
+    standardize
+        Z-score the variable and the context with moments of the simulations (default True).
+    regress
+        With ``standardize``: centre the modelled variable on its least-squares linear
+        prediction from the z-scored context and scale it by the residual sd (default True),
+        a fixed conditional affine map fitted on the simulations, so the splines work on a
+        conditional of roughly unit spread and the flow keeps Gaussian tails outside the spline
+        range. With plain z-scoring a posterior much narrower than the prior is compressed by
+        the bounded splines alone and keeps heavy tails (posterior sd 1.15× the exact one on
+        the Gaussian-mean benchmark with a correct interquartile range). Posteriors saved
+        without this field load with ``regress=False``.
+    """
+
+    kind: str = "nsf"
+    transforms: int = 8
+    hidden: int = 50
+    blocks: int = 2
+    bins: int = 10
+    tail_bound: float = 5.0
+    activation: str | None = None
+    standardize: bool = True
+    regress: bool = True
+
+    def __post_init__(self) -> None:
+        if self.kind not in FLOW_KINDS:
+            raise InvalidDataError(f"flow kind must be one of {FLOW_KINDS}, got {self.kind!r}.")
+        for name in ("transforms", "hidden", "blocks"):
+            v = getattr(self, name)
+            if int(v) != v or v < 1:
+                raise InvalidDataError(f"FlowConfig.{name} must be a positive integer, got {v!r}.")
+        if int(self.bins) != self.bins or self.bins < 2:
+            raise InvalidDataError(f"FlowConfig.bins must be an integer >= 2, got {self.bins!r}.")
+        if not (np.isfinite(self.tail_bound) and self.tail_bound > 0):
+            raise InvalidDataError(f"FlowConfig.tail_bound must be positive, got {self.tail_bound!r}.")
+        if self.activation not in (None, "relu", "tanh", "elu"):
+            raise InvalidDataError(f"activation must be 'relu', 'tanh' or 'elu', got {self.activation!r}.")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_any(cls, flow: Any) -> FlowConfig:
+        """A config from a FlowConfig, a kind name (``"nsf"``/``"maf"``) or a dict of fields."""
+        if isinstance(flow, FlowConfig):
+            return flow
+        if flow is None:
+            return cls()
+        if isinstance(flow, str):
+            return cls(kind=flow.lower())
+        if isinstance(flow, dict):
+            return cls(**flow)
+        raise InvalidDataError(
+            f"flow must be 'nsf', 'maf', a dict or a FlowConfig, got {type(flow).__name__}."
+        )
+
+
+_ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "elu": nn.ELU}
+
+
+def _zuko_flow(cfg: FlowConfig, features: int, context: int) -> zuko.flows.Flow:
+    if cfg.kind == "nsf":
+        act = _ACTIVATIONS[cfg.activation or "relu"]
+        return zuko.flows.MAF(
+            features,
+            context,
+            transforms=cfg.transforms,
+            univariate=partial(zuko.transforms.MonotonicRQSTransform, bound=float(cfg.tail_bound)),
+            shapes=[(cfg.bins,), (cfg.bins,), (cfg.bins - 1,)],
+            activation=act,
+            **_conditioner(cfg, features),
+        )
+    act = _ACTIVATIONS[cfg.activation or "tanh"]
+    return zuko.flows.MAF(
+        features,
+        context,
+        transforms=cfg.transforms,
+        hidden_features=(cfg.hidden,) * cfg.blocks,
+        activation=act,
+    )
+
+
+def _conditioner(cfg: FlowConfig, features: int) -> dict[str, Any]:
+    """NSF conditioner: residual MADE for several features; a plain MLP of ``blocks + 1`` hidden
+    layers when there is one feature (zuko then conditions on the context only, without masks)."""
+    if features == 1:
+        return {"hidden_features": (cfg.hidden,) * (cfg.blocks + 1)}
+    return {"hidden_features": (cfg.hidden,) * cfg.blocks, "residual": True}
+
+
+class ConditionalFlow(nn.Module):
+    """``q(x | c)``: a zuko flow on z-scored ``x`` given z-scored context ``c``.
+
+    Parameters
+    ----------
+    config
+        The architecture.
+    features, context
+        Dimensions of ``x`` and ``c``.
+    """
+
+    def __init__(self, config: FlowConfig, features: int, context: int) -> None:
+        super().__init__()
+        if features < 1 or context < 1:
+            raise InvalidDataError(
+                f"a conditional flow needs features >= 1 and context >= 1, got {features}, {context}."
+            )
+        self.config = config
+        self.features = int(features)
+        self.context = int(context)
+        self.flow = _zuko_flow(config, self.features, self.context)
+        self.register_buffer("x_mean", torch.zeros(self.features, dtype=torch.float32))
+        self.register_buffer("x_std", torch.ones(self.features, dtype=torch.float32))
+        self.register_buffer("c_mean", torch.zeros(self.context, dtype=torch.float32))
+        self.register_buffer("c_std", torch.ones(self.context, dtype=torch.float32))
+        self.register_buffer("x_coef", torch.zeros(self.features, self.context, dtype=torch.float32))
+
+    def fit_standardization(self, x: np.ndarray, c: np.ndarray) -> None:
+        """Set the z-scoring from simulated pairs ``x[i], c[i]`` (never from observed data).
+
+        The context is z-scored with its moments. The variable is z-scored with its moments or,
+        with ``config.regress``, around the least-squares prediction ``a + B·c_z`` with the
+        residual sd (``a`` in ``x_mean``, ``B`` in ``x_coef``). Coordinates with (numerically)
+        zero spread keep a unit scale.
+        """
+        if not self.config.standardize:
+            return
+        x = np.asarray(x, dtype=np.float64).reshape(-1, self.features)
+        c = np.asarray(c, dtype=np.float64).reshape(-1, self.context)
+
+        def spread(sd: np.ndarray, mu: np.ndarray) -> np.ndarray:
+            return np.where(sd > 1e-12 * np.maximum(1.0, np.abs(mu)), sd, 1.0)
+
+        c_mu = c.mean(axis=0)
+        c_sd = spread(c.std(axis=0), c_mu)
+        x_mu, coef = x.mean(axis=0), np.zeros((self.features, self.context))
+        if self.config.regress and x.shape[0] == c.shape[0] and x.shape[0] > self.context + 1:
+            design = np.column_stack([np.ones(x.shape[0]), (c - c_mu) / c_sd])
+            beta = np.linalg.lstsq(design, x, rcond=None)[0]  # (1 + context, features)
+            x_mu, coef = beta[0], beta[1:].T
+            resid = x - design @ beta
+        else:
+            resid = x - x_mu
+        x_sd = spread(resid.std(axis=0), x_mu)
+        for buf, val in ((self.c_mean, c_mu), (self.c_std, c_sd), (self.x_mean, x_mu),
+                         (self.x_std, x_sd), (self.x_coef, coef)):
+            buf.copy_(torch.as_tensor(val, dtype=torch.float32))
+
+    def _ctx(self, c: torch.Tensor) -> torch.Tensor:
+        return (c - self.c_mean) / self.c_std
+
+    def _centre(self, cz: torch.Tensor) -> torch.Tensor:
+        """The variable's centre given the z-scored context: ``x_mean + x_coef·c_z``."""
+        return self.x_mean + cz @ self.x_coef.T
+
+    def log_prob(self, x: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+        """``log q(x | c)`` for matching leading shapes of ``x`` (..., features) and ``c`` (..., context)."""
+        cz = self._ctx(c).reshape(-1, self.context)
+        shape = x.shape[:-1]
+        z = (x.reshape(-1, self.features) - self._centre(cz)) / self.x_std
+        lp = self.flow(cz).log_prob(z)
+        return lp.reshape(shape) - torch.log(self.x_std).sum()
+
+    def log_prob_grid(self, x: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+        """``log q(x[k, j] | c[j])`` for ``x`` of shape (K, N, features) and ``c`` (N, context): (K, N).
+
+        The flow is conditioned once on the ``N`` distinct contexts and evaluated at the ``K``
+        points of each by broadcasting, so a transform whose parameters depend on the context only
+        (zuko's element-wise transforms: one feature) runs its conditioner ``N`` times, not ``K·N``.
+        """
+        cz = self._ctx(c)
+        z = (x - self._centre(cz)) / self.x_std
+        lp = self.flow(cz).log_prob(z)
+        return lp - torch.log(self.x_std).sum()
+
+    def sample(self, n: int, c: torch.Tensor) -> torch.Tensor:
+        """``n`` draws from ``q(· | c)`` for one context vector ``c``: shape (n, features)."""
+        cz = self._ctx(c.reshape(1, self.context))
+        z = self.flow(cz).sample((int(n),)).reshape(int(n), self.features)
+        return z * self.x_std + self._centre(cz)
+
+
+def build_flow(flow: Any, features: int, context: int) -> ConditionalFlow:
+    """A :class:`ConditionalFlow` from anything :meth:`FlowConfig.from_any` accepts."""
+    return ConditionalFlow(FlowConfig.from_any(flow), features, context)
+
+
+__all__ = ["FLOW_KINDS", "ConditionalFlow", "FlowConfig", "build_flow"]

@@ -1,0 +1,216 @@
+"""Vectorised MCMC over several chains: slice sampling, adaptive Metropolis, split R-hat.
+
+Used by SPLE to sample ``p(θ | s_obs) ∝ q_φ(s_obs | θ)·p(θ)``. All chains advance together so the
+flow's log density is evaluated on a batch of ``C`` parameter vectors per call.
+
+* :func:`slice_sample`: univariate slice sampling with stepping out and shrinkage (Neal 2003,
+  Fig. 3 and 5), one coordinate after another; the initial bracket width of each coordinate is
+  tuned during warm-up to twice the spread of the chains.
+* :func:`adaptive_metropolis`: random-walk Metropolis with the covariance ``2.38²/d·Σ̂ + 1e-8 I``
+  (Haario, Saksman & Tamminen 2001) adapted from all chains during warm-up and frozen afterwards,
+  so the kept draws come from a fixed reversible kernel.
+* :func:`split_rhat`: the split potential scale reduction factor (Gelman et al. 2013, BDA3 §11.4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ...errors import InvalidDataError
+from ...randomness import as_generator
+
+LogProb = Callable[[np.ndarray], np.ndarray]
+MCMC_METHODS = ("slice", "adaptive-metropolis")
+
+
+def split_rhat(chains: np.ndarray) -> np.ndarray:
+    """Split R-hat per coordinate of draws ``(n_draws, n_chains, dim)`` (needs >= 4 draws)."""
+    x = np.asarray(chains, dtype=np.float64)
+    if x.ndim != 3 or x.shape[0] < 4:
+        raise InvalidDataError(f"split_rhat needs draws of shape (n >= 4, chains, dim), got {x.shape}.")
+    half = x.shape[0] // 2
+    parts = np.concatenate([x[:half], x[x.shape[0] - half :]], axis=1)  # (half, 2C, d)
+    n = parts.shape[0]
+    means = parts.mean(axis=0)
+    W = parts.var(axis=0, ddof=1).mean(axis=0)
+    B = n * means.var(axis=0, ddof=1)
+    var_plus = (n - 1) / n * W + B / n
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.sqrt(var_plus / W)
+    return np.where(W > 0, r, np.nan)
+
+
+def slice_sample(
+    log_prob: LogProb,
+    init: np.ndarray,
+    n_steps: int,
+    seed: Any = None,
+    widths: np.ndarray | None = None,
+    warmup: int = 0,
+    max_steps_out: int = 20,
+    max_shrink: int = 60,
+) -> np.ndarray:
+    """Coordinate-wise slice sampling of ``C`` chains; returns states ``(n_steps, C, d)``.
+
+    The first ``warmup`` steps tune the bracket widths (and are included in the output: the
+    caller discards them).
+    """
+    rng = as_generator(seed)
+    x = np.array(init, dtype=np.float64)
+    C, d = x.shape
+    lp = np.asarray(log_prob(x), dtype=np.float64)
+    if not np.all(np.isfinite(lp)):
+        raise InvalidDataError("every MCMC chain must start where the target density is positive.")
+    w = np.ones(d) if widths is None else np.array(widths, dtype=np.float64)
+    out = np.empty((n_steps, C, d))
+    for t in range(n_steps):
+        for k in range(d):
+            y = lp - rng.exponential(size=C)
+            x0 = x[:, k].copy()
+            left = x0 - w[k] * rng.random(C)
+            right = left + w[k]
+            j = np.floor(max_steps_out * rng.random(C)).astype(int)
+            budget_l, budget_r = j, max_steps_out - 1 - j
+            act_l, act_r = budget_l > 0, budget_r > 0
+            while np.any(act_l) or np.any(act_r):  # step out both ends in one batched call
+                probe = np.concatenate([x, x])
+                probe[:C, k] = left
+                probe[C:, k] = right
+                lp_probe = np.asarray(log_prob(probe), dtype=np.float64)
+                grow_l = act_l & (lp_probe[:C] > y)
+                grow_r = act_r & (lp_probe[C:] > y)
+                left = np.where(grow_l, left - w[k], left)
+                right = np.where(grow_r, right + w[k], right)
+                budget_l = budget_l - 1
+                budget_r = budget_r - 1
+                act_l = grow_l & (budget_l > 0)
+                act_r = grow_r & (budget_r > 0)
+            done = np.zeros(C, dtype=bool)
+            for _ in range(max_shrink):
+                cand = left + rng.random(C) * (right - left)
+                probe = x.copy()
+                probe[:, k] = np.where(done, x[:, k], cand)
+                lp_c = np.asarray(log_prob(probe), dtype=np.float64)
+                acc = ~done & (lp_c > y)
+                x[acc, k] = cand[acc]
+                lp[acc] = lp_c[acc]
+                done |= acc
+                if done.all():
+                    break
+                rej = ~done
+                lower = rej & (cand < x0)
+                left = np.where(lower, cand, left)
+                right = np.where(rej & ~lower, cand, right)
+            # chains that exhausted the shrinkage budget stay where they were (still a valid move)
+        out[t] = x
+        if t < warmup and C > 1 and (t + 1) % 10 == 0:
+            spread = out[max(0, t - 49) : t + 1].reshape(-1, d).std(axis=0)
+            w = np.where(spread > 0, 2.0 * spread, w)
+    return out
+
+
+def adaptive_metropolis(
+    log_prob: LogProb,
+    init: np.ndarray,
+    n_steps: int,
+    seed: Any = None,
+    initial_cov: np.ndarray | None = None,
+    warmup: int = 0,
+) -> tuple[np.ndarray, float]:
+    """Random-walk Metropolis on ``C`` chains with covariance adapted during warm-up.
+
+    Returns states ``(n_steps, C, d)`` and the post-warm-up acceptance rate.
+    """
+    rng = as_generator(seed)
+    x = np.array(init, dtype=np.float64)
+    C, d = x.shape
+    lp = np.asarray(log_prob(x), dtype=np.float64)
+    if not np.all(np.isfinite(lp)):
+        raise InvalidDataError("every MCMC chain must start where the target density is positive.")
+    cov = np.eye(d) * 0.1 if initial_cov is None else np.atleast_2d(np.asarray(initial_cov, dtype=np.float64))
+    scale = 2.38**2 / d
+    chol = np.linalg.cholesky(scale * cov + 1e-8 * np.eye(d))
+    out = np.empty((n_steps, C, d))
+    accepted = 0
+    counted = 0
+    for t in range(n_steps):
+        prop = x + rng.standard_normal((C, d)) @ chol.T
+        lp_p = np.asarray(log_prob(prop), dtype=np.float64)
+        acc = np.log(rng.random(C)) < lp_p - lp
+        x[acc] = prop[acc]
+        lp[acc] = lp_p[acc]
+        out[t] = x
+        if t >= warmup:
+            accepted += int(acc.sum())
+            counted += C
+        elif (t + 1) % 20 == 0 and t >= 39:
+            hist = out[max(0, t - 199) : t + 1].reshape(-1, d)
+            emp = np.atleast_2d(np.cov(hist, rowvar=False))
+            try:
+                chol = np.linalg.cholesky(scale * emp + 1e-8 * np.eye(d))
+            except np.linalg.LinAlgError:
+                pass
+    return out, accepted / max(counted, 1)
+
+
+@dataclass
+class MCMCResult:
+    """Kept draws (``draws``: (n, dim), chains interleaved), per-chain draws and R-hat."""
+
+    draws: np.ndarray
+    chains: np.ndarray
+    rhat: np.ndarray
+    method: str
+    acceptance_rate: float | None
+    n_log_prob_calls: int
+
+
+def run_mcmc(
+    log_prob: LogProb,
+    init: np.ndarray,
+    n_draws: int,
+    *,
+    method: str = "slice",
+    warmup: int = 200,
+    thin: int = 1,
+    seed: Any = None,
+    scale: np.ndarray | None = None,
+) -> MCMCResult:
+    """``n_draws`` draws from ``exp(log_prob)`` with ``C = len(init)`` chains.
+
+    Each chain runs ``warmup + thin·ceil(n_draws / C)`` steps; the warm-up is discarded.
+    ``scale`` (per-coordinate spread of the target, e.g. the proposal's sd) initialises the slice
+    widths or the Metropolis covariance.
+    """
+    if method not in MCMC_METHODS:
+        raise InvalidDataError(f"unknown MCMC method {method!r}; use one of {MCMC_METHODS}.")
+    init = np.atleast_2d(np.asarray(init, dtype=np.float64))
+    C, d = init.shape
+    if C < 2:
+        raise InvalidDataError("run at least 2 chains (R-hat compares chains).")
+    if int(thin) != thin or thin < 1 or warmup < 0:
+        raise InvalidDataError("thin must be a positive integer and warmup >= 0.")
+    per_chain = max(4, -(-int(n_draws) // C))
+    n_steps = int(warmup) + int(thin) * per_chain
+    calls = [0]
+
+    def counted(theta: np.ndarray) -> np.ndarray:
+        calls[0] += 1
+        return log_prob(theta)
+
+    sc = np.ones(d) if scale is None else np.asarray(scale, dtype=np.float64)
+    acc_rate = None
+    if method == "slice":
+        states = slice_sample(counted, init, n_steps, seed, widths=2.0 * sc, warmup=warmup)
+    else:
+        states, acc_rate = adaptive_metropolis(counted, init, n_steps, seed, np.diag(sc**2), warmup)
+    kept = states[warmup:][thin - 1 :: thin][:per_chain]  # (per_chain, C, d)
+    draws = kept.reshape(-1, d)[: int(n_draws)]
+    return MCMCResult(draws, kept, split_rhat(kept), method, acc_rate, calls[0])
+
+
+__all__ = ["MCMC_METHODS", "MCMCResult", "adaptive_metropolis", "run_mcmc", "slice_sample", "split_rhat"]

@@ -1,0 +1,176 @@
+"""One posterior interface for every inference method: :class:`InferenceResult`.
+
+:func:`dpinfer.infer` wraps whatever its chosen method returned (an SMC-ABC population, tempered
+SMC particles, importance-sampling draws, a neural posterior) in an :class:`InferenceResult`,
+which offers the same operations for all of them:
+
+* ``sample(n, seed)``, ``mean()``, ``sd()``, ``interval(level)`` — weighted summaries for
+  particle methods, summaries of ``n_draws`` draws otherwise;
+* ``weights`` (None for methods without), ``param_names``, ``privacy`` / ``epsilon`` / ``delta``
+  of the release analysed;
+* ``method`` and ``reason`` (what :func:`~dpinfer.infer` chose and why), ``findings`` (the
+  warnings of :mod:`dpinfer.diagnostics.checks`);
+* ``to_arviz()`` (parameter names as variables, ε, δ and the method as attributes, the weighted
+  particles and their weights as ``constant_data``), ``save``/``load`` in the one
+  ``dpinfer.result`` format (the wrapped result's fields and arrays inside), ``plot()`` a pair plot.
+
+It lives in the face layer because ``plot`` draws (:func:`dpinfer.plots.plot_pair`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..results.format import Record, ResultFile, _result_class
+
+
+class InferenceResult(ResultFile):
+    """A posterior from :func:`dpinfer.infer` (module docstring)."""
+
+    def __init__(
+        self,
+        result: Any,
+        method: str,
+        reason: str,
+        findings: list[dict[str, str]] | None = None,
+        details: dict[str, Any] | None = None,
+        n_draws: int = 4000,
+    ) -> None:
+        self.result = result
+        self.method = method
+        self.reason = reason
+        self.findings = list(findings or [])
+        self.details = dict(details or {})
+        self.n_draws = int(n_draws)
+        self._draws: np.ndarray | None = None
+
+    # -- the common interface ------------------------------------------------------------------
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        return tuple(self.result.param_names)
+
+    @property
+    def privacy(self) -> Any:
+        return getattr(self.result, "privacy", None)
+
+    @property
+    def epsilon(self) -> float | None:
+        return None if self.privacy is None else float(self.privacy.epsilon)
+
+    @property
+    def delta(self) -> float | None:
+        return None if self.privacy is None else float(self.privacy.delta)
+
+    @property
+    def weights(self) -> np.ndarray | None:
+        """Normalised weights of the particles (None for a method that returns draws)."""
+        if hasattr(self.result, "particles") and hasattr(self.result, "weights"):
+            return np.asarray(self.result.weights)
+        return None
+
+    @property
+    def particles(self) -> np.ndarray | None:
+        return np.asarray(self.result.particles) if self.weights is not None else None
+
+    def draws(self) -> np.ndarray:
+        """``n_draws`` equal-weight draws (cached; seed 0)."""
+        if self._draws is None:
+            self._draws = np.asarray(self.sample(self.n_draws, 0), dtype=np.float64)
+        return self._draws
+
+    def sample(self, n: int, seed: Any = 0) -> np.ndarray:
+        """``n`` draws of θ, shape ``(n, dim)``."""
+        return np.asarray(self.result.sample(int(n), seed), dtype=np.float64)
+
+    def mean(self) -> np.ndarray:
+        w = self.weights
+        return w @ self.particles if w is not None else self.draws().mean(axis=0)
+
+    def sd(self) -> np.ndarray:
+        w = self.weights
+        if w is None:
+            return self.draws().std(axis=0, ddof=1)
+        d = self.particles - self.mean()
+        return np.sqrt(w @ d**2)
+
+    def interval(self, level: float = 0.95) -> np.ndarray:
+        """Equal-tailed marginal credible intervals, shape ``(dim, 2)``."""
+        if self.weights is not None:
+            return np.asarray(self.result.interval(level))
+        return np.quantile(self.draws(), [0.5 - level / 2, 0.5 + level / 2], axis=0).T
+
+    def summary(self) -> str:
+        mean, sd, ci = self.mean(), self.sd(), self.interval()
+        lines = [f"{self.method}: {self.reason}"]
+        lines += [
+            f"  {name:>12s}: mean {mean[i]: .4f}  sd {sd[i]:.4f}  95% CI ({ci[i, 0]: .4f}, {ci[i, 1]: .4f})"
+            for i, name in enumerate(self.param_names)
+        ]
+        lines += [f"  warning: {f['message']}" for f in self.findings]
+        return "\n".join(lines)
+
+    def to_arviz(self, n_draws: int | None = None, seed: int = 0) -> Any:
+        """An ``arviz.InferenceData``: draws under the parameter names, ε/δ/method as attributes,
+        the particles and weights of a weighted method as ``constant_data``."""
+        try:
+            import arviz as az
+        except ImportError as exc:
+            raise ImportError("to_arviz() needs arviz: pip install arviz") from exc
+        draws = self.sample(n_draws or self.n_draws, seed)
+        constant = None
+        if self.weights is not None:
+            constant = {"particles": self.particles, "weights": self.weights}
+        attrs = {"method": self.method, "reason": self.reason, "param_names": list(self.param_names)}
+        if self.privacy is not None:
+            attrs.update(epsilon=self.epsilon, delta=self.delta)
+        return az.from_dict(
+            posterior={name: draws[None, :, i] for i, name in enumerate(self.param_names)},
+            constant_data=constant,
+            dims={"particles": ["particle", "parameter"], "weights": ["particle"]} if constant else None,
+            coords={"parameter": list(self.param_names)} if constant else None,
+            attrs=attrs,
+        )
+
+    def plot(self, path: str | Path | None = None, reference: Any = None, n: int = 2000) -> Any:
+        """Pair plot of ``n`` draws (:func:`dpinfer.plots.plot_pair`), saved to ``path`` if given."""
+        from ..plots import plot_pair
+
+        return plot_pair(self.sample(n, 0), self.param_names, path, title=self.method, reference=reference)
+
+    # -- persistence --------------------------------------------------------------------------
+    def _to_record(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        inner_fields, inner_arrays = self.result._to_record()
+        fields = {
+            "method": self.method,
+            "reason": self.reason,
+            "findings": self.findings,
+            "details": self.details,
+            "n_draws": self.n_draws,
+            "inner_type": type(self.result).__name__,
+            "inner_module": type(self.result).__module__,
+            "inner_fields": inner_fields,
+        }
+        return fields, {f"inner__{k}": v for k, v in inner_arrays.items()}
+
+    @classmethod
+    def _from_record(cls, record: Record, **kwargs: Any) -> InferenceResult:
+        f = record.fields
+        meta = {"version": 1, "type": f["inner_type"], "module": f["inner_module"]}
+        klass = _result_class(meta, Path("<inner result>"))
+        inner = Record(
+            type=f["inner_type"],
+            param_names=record.param_names,
+            privacy=record.privacy,
+            fields=f["inner_fields"],
+            arrays={k[len("inner__"):]: v for k, v in record.arrays.items() if k.startswith("inner__")},
+        )
+        result = klass._from_record(inner, **kwargs)
+        return cls(
+            result, f["method"], f["reason"], f.get("findings"), f.get("details"), f.get("n_draws", 4000)
+        )
+
+
+__all__ = ["InferenceResult"]

@@ -1,0 +1,1 @@
+"""The models shipped with dpinfer (the papers' examples), and the registry of their names."""

@@ -1,0 +1,126 @@
+"""The one release path: validate → charge → draw on a data-independent grid → report.
+
+Every value that leaves the data owner is produced inside :meth:`ReleaseContext.release`:
+
+1. the caller has already validated every input and size (nothing may be charged before all
+   checks pass: pass ``prepare``, a function that does the checks and returns the draw, and it
+   runs *before* the charge);
+2. the event is charged to the ledger (or, without one, the release warns loudly that it is
+   unaccounted and its report says so);
+3. the draw runs with the context's :class:`~dpinfer.privacy.rng.PrivacyRNG` (OS entropy unless a
+   test passes the insecure deterministic one); draws are privacy's own samplers
+   (:mod:`dpinfer.privacy.discrete`, :mod:`dpinfer.privacy.grid`, :mod:`dpinfer.privacy.mechanisms`);
+4. the caller builds the report from the same event.
+
+Code outside :mod:`dpinfer.privacy` never holds a ``PrivacyRNG`` of its own: it receives a
+:class:`ReleaseContext` (or the ``ledger``/``dataset``/``privacy_rng`` keywords, turned into one
+by :meth:`ReleaseContext.of`) and hands it to privacy's release functions. The architecture test
+(``tests/test_architecture.py``) fails when a module outside ``privacy/`` imports the RNG or a
+sampler.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ..errors import InvalidPrivacyParameterError
+from .events import PrivacyEvent
+from .ledger import charge_or_warn
+from .rng import PrivacyRNG, as_privacy_rng
+
+if TYPE_CHECKING:
+    from .ledger import Ledger
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ReleaseContext:
+    """Where a release is charged and where its secret randomness comes from.
+
+    Parameters
+    ----------
+    ledger, dataset
+        The budget the release is charged to (both, or neither: an unaccounted release warns).
+    privacy_rng
+        A :class:`~dpinfer.privacy.PrivacyRNG`, or None for a fresh one (OS entropy). Seeds and
+        numpy Generators are refused: a user's seed never determines privacy noise.
+    label
+        The ledger label of the release.
+    """
+
+    ledger: Ledger | None = None
+    dataset: str | None = None
+    privacy_rng: Any = None
+    label: str = ""
+    _gen: PrivacyRNG = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_gen", as_privacy_rng(self.privacy_rng))
+        if self.ledger is not None and not self.dataset:
+            raise InvalidPrivacyParameterError(
+                "a ledger charge needs the dataset name: pass dataset=... with ledger=...."
+            )
+
+    @classmethod
+    def of(
+        cls,
+        context: ReleaseContext | None = None,
+        *,
+        ledger: Ledger | None = None,
+        dataset: str | None = None,
+        privacy_rng: Any = None,
+        label: str = "",
+    ) -> ReleaseContext:
+        """A context from either an existing one or the flat keywords (not both)."""
+        if context is not None:
+            if not isinstance(context, ReleaseContext):
+                raise TypeError(f"context must be a ReleaseContext, got {type(context).__name__}.")
+            if ledger is not None or dataset is not None or privacy_rng is not None:
+                raise InvalidPrivacyParameterError(
+                    "pass either context=ReleaseContext(...) or ledger/dataset/privacy_rng, not both."
+                )
+            return context if not label or context.label else cls(
+                context.ledger, context.dataset, context._gen, label
+            )
+        return cls(ledger, dataset, privacy_rng, label)
+
+    @property
+    def insecure(self) -> bool:
+        """True when the noise comes from the deterministic test RNG (flagged in reports)."""
+        return bool(self._gen.deterministic)
+
+    @property
+    def accounted(self) -> bool:
+        """True when releases are charged to a ledger."""
+        return self.ledger is not None
+
+    def release(
+        self,
+        event: PrivacyEvent,
+        draw: Callable[[PrivacyRNG], T],
+        *,
+        what: str,
+        label: str = "",
+        stacklevel: int = 4,
+    ) -> T:
+        """Charge ``event`` (or warn that it is unaccounted), then return ``draw(rng)``.
+
+        Every check that can fail must have run before this call: a refusal after the charge
+        keeps the charge (marked ``failed`` in the ledger) because the noise may already depend
+        on the data.
+        """
+        if not isinstance(event, PrivacyEvent):
+            raise InvalidPrivacyParameterError(f"a release needs a PrivacyEvent, got {type(event).__name__}.")
+        with charge_or_warn(
+            self.ledger, self.dataset, event, label=label or self.label or what, insecure=self.insecure,
+            what=what, stacklevel=stacklevel,
+        ):
+            return draw(self._gen)
+
+    def draw(self, draw: Callable[[PrivacyRNG], T]) -> T:
+        """Run ``draw`` with this context's RNG *inside* a release already charged by the caller
+        (e.g. the later queries of a sparse vector whose whole event was charged up front)."""
+        return draw(self._gen)

@@ -1,0 +1,241 @@
+"""The most common release: a clamped mean or sum of records, with its sensitivity worked out.
+
+:func:`clamped_release` returns a :class:`ClampedRelease`: a :class:`Mechanism` (so it is the
+``mechanism=`` of a :class:`~dpinfer.models.contract.PrivateDataModel`) that also knows the
+statistic, :meth:`ClampedRelease.statistic` (clamp each record to ``[lower, upper]``, then sum or
+average; the same function for the simulator and for the data owner) and
+:meth:`ClampedRelease.release_records` (statistic, then the charged, floating-point-safe release).
+
+Sensitivities (records are scalars clamped to ``[lo, hi]``; Dwork & Roth 2014, §3.3):
+
+=================  ===========================  ======================================
+statistic          replace-one (n public)       add-remove
+=================  ===========================  ======================================
+sum                ``hi - lo``                  ``max(|lo|, |hi|)``
+mean               ``(hi - lo)/n``              refused (below)
+sum_and_count      refused (n is public)        sum: ``max(|lo|, |hi|)``, count: 1
+=================  ===========================  ======================================
+
+A mean under add-remove has no sensitivity that does not depend on the private n: neighbouring
+data sets have n and n ± 1 records, and for n = 1 the mean can move by ``hi - lo``. Either treat
+n as public and use replace-one, or release ``sum_and_count`` (a noisy sum and a noisy count, ε
+split by ``count_share``, and δ too for the Gaussian) and let the model simulate both: the
+posterior then accounts for the noise in the count, which a plug-in ``sum/count`` would not.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ...errors import InvalidDataError
+from ..events import PrivacyEvent
+from ..rng import PrivacyRNG
+from ..validation import check_epsilon, check_relation
+from .base import LaplaceMechanism, Mechanism, PrivateRelease
+from .composed import ComposedMechanism
+from .counts import GeometricMechanism
+from .gaussian import GaussianMechanism
+
+STATISTICS = ("mean", "sum", "sum_and_count")
+NOISES = ("laplace", "gaussian", "geometric")
+
+
+def _noise(
+    kind: str, sensitivity: float, epsilon: float, delta: float, relation: str, bounds: Any
+) -> Mechanism:
+    if kind == "laplace":
+        return LaplaceMechanism(1, sensitivity, epsilon, relation, bounds)
+    if kind == "gaussian":
+        return GaussianMechanism(1, sensitivity, epsilon, delta, relation, bounds=bounds)
+    return GeometricMechanism(1, int(sensitivity), epsilon, relation, bounds)
+
+
+class ClampedRelease(Mechanism):
+    """A clamped mean/sum (or sum and count) of scalar records and the mechanism releasing it.
+
+    Built by :func:`clamped_release`; delegates ``G``, the density, the event and the release to
+    ``inner`` (a Laplace, Gaussian, geometric or, for ``sum_and_count``, composed mechanism).
+    """
+
+    def __init__(
+        self, statistic: str, lower: float, upper: float, n: int | None, inner: Mechanism, epsilon: float
+    ) -> None:
+        self.kind, self.lower, self.upper, self.n, self.inner = statistic, lower, upper, n, inner
+        self.epsilon = epsilon  # of the whole release
+        shared = ("stat_dim", "out_dim", "noise_dim", "neighbouring", "has_density", "accountant", "delta")
+        for attr in shared:
+            setattr(self, attr, getattr(inner, attr))
+        self.name = f"clamped {statistic} [{lower:g}, {upper:g}] + {inner.name}"
+
+    @property
+    def sensitivity(self) -> Any:
+        return self.inner.sensitivity
+
+    def statistic(self, x: Any, valid: Any = None) -> np.ndarray:
+        """The confidential statistic of records on the last axis of ``x``: shape ``(..., stat_dim)``.
+
+        Records are clamped to ``[lower, upper]``. ``valid`` (a boolean mask like ``x``) marks the
+        records that exist, for data sets of different sizes in one array (``sum_and_count``).
+        """
+        arr = np.asarray(x, dtype=np.float64)
+        if arr.ndim == 0 or not np.all(np.isfinite(arr)):
+            raise InvalidDataError(f"{self.name}: records must be a finite array, records on the last axis.")
+        mask = np.ones(arr.shape, bool) if valid is None else np.asarray(valid, bool)
+        mask = np.broadcast_to(mask, arr.shape)
+        clamped = np.where(mask, np.clip(arr, self.lower, self.upper), 0.0)
+        total = clamped.sum(-1, keepdims=True)
+        if self.kind == "sum":
+            return total
+        if self.kind == "sum_and_count":
+            return np.concatenate([total, mask.sum(-1, keepdims=True).astype(np.float64)], axis=-1)
+        if valid is not None or arr.shape[-1] != self.n:
+            raise InvalidDataError(
+                f"{self.name}: the mean is over the public n = {self.n} records; got {arr.shape[-1]} on "
+                "the last axis (a varying number of records needs statistic='sum_and_count')."
+            )
+        return total / self.n
+
+    def release_records(
+        self,
+        x: Any,
+        privacy_rng: PrivacyRNG | None = None,
+        *,
+        ledger: Any = None,
+        dataset: str | None = None,
+        label: str = "",
+    ) -> PrivateRelease:
+        """Compute :meth:`statistic` of the confidential records ``x`` (1-d) and :meth:`release` it."""
+        arr = np.asarray(x, dtype=np.float64)
+        if arr.ndim != 1:
+            raise InvalidDataError(
+                f"{self.name}: release one data set at a time (a 1-d array), got {arr.shape}."
+            )
+        return self.release(self.statistic(arr), privacy_rng, ledger=ledger, dataset=dataset, label=label)
+
+    def G(self, s: np.ndarray, u: np.ndarray) -> np.ndarray:
+        return self.inner.G(s, u)
+
+    def log_density(self, s_dp: np.ndarray, s: np.ndarray) -> np.ndarray:
+        return self.inner.log_density(s_dp, s)
+
+    def event(self) -> PrivacyEvent:
+        return self.inner.event()
+
+    def details(self) -> dict[str, Any]:
+        clamp = [self.lower, self.upper]
+        return {"statistic": self.kind, "clamp": clamp, "n": self.n, **self.inner.details()}
+
+    def check_observed(self, s_dp: Any) -> np.ndarray:
+        return self.inner.check_observed(s_dp)
+
+    def validate_statistic_range(self, s: np.ndarray) -> None:
+        self.inner.validate_statistic_range(s)
+
+    def _prepare_release(self, s: np.ndarray) -> Callable[[PrivacyRNG], np.ndarray]:
+        return self.inner._prepare_release(s)
+
+    def __repr__(self) -> str:
+        return f"clamped_release({self.kind!r}, {self.lower:g}, {self.upper:g}, n={self.n}, {self.inner!r})"
+
+
+def clamped_release(
+    statistic: str,
+    lower: float,
+    upper: float,
+    epsilon: float,
+    *,
+    n: int | None = None,
+    mechanism: str = "laplace",
+    delta: float = 0.0,
+    neighbouring: str = "replace-one",
+    count_share: float = 0.5,
+) -> ClampedRelease:
+    """The release of a clamped mean or sum of scalar records, sensitivity from the clamp bounds.
+
+    Parameters
+    ----------
+    statistic
+        ``"mean"``, ``"sum"`` or ``"sum_and_count"`` (table in the module docstring).
+    lower, upper
+        The clamp interval of each record (integers for ``mechanism="geometric"``).
+    epsilon
+        Privacy level of the whole release.
+    n
+        The public number of records (needed for ``"mean"``; for ``"sum"`` under replace-one it
+        gives the statistic's range).
+    mechanism
+        ``"laplace"`` (ε-DP), ``"gaussian"`` ((ε, δ)-DP, analytic calibration; needs ``delta``)
+        or ``"geometric"`` (ε-DP, integer sums only).
+    neighbouring
+        ``"replace-one"`` or ``"add-remove"``.
+    count_share
+        For ``"sum_and_count"``: the share of ε (and δ) spent on the count.
+
+    Raises
+    ------
+    InvalidDataError
+        For a mean under add-remove, a mean without n, ``sum_and_count`` under replace-one, a
+        geometric mechanism on a non-integer statistic, or bad bounds.
+    """
+    if statistic not in STATISTICS:
+        raise InvalidDataError(f"statistic must be one of {STATISTICS}, got {statistic!r}.")
+    if mechanism not in NOISES:
+        raise InvalidDataError(f"mechanism must be one of {NOISES}, got {mechanism!r}.")
+    lo, hi = float(lower), float(upper)
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise InvalidDataError(
+            f"the clamp bounds must be finite with lower < upper, got ({lower!r}, {upper!r})."
+        )
+    eps, relation = check_epsilon(epsilon), check_relation(neighbouring)
+    if mechanism == "geometric" and (statistic == "mean" or lo != round(lo) or hi != round(hi)):
+        raise InvalidDataError(
+            "the geometric mechanism releases integer sums: use statistic='sum' or 'sum_and_count' with "
+            f"integer clamp bounds (got {statistic!r}, [{lower}, {upper}]), or mechanism='laplace'."
+        )
+    if (mechanism == "gaussian") != (float(delta) > 0):
+        raise InvalidDataError(
+            f"delta > 0 goes with mechanism='gaussian' only (got mechanism={mechanism!r}, delta={delta!r})."
+        )
+    if n is not None and (int(n) != n or n < 1):
+        raise InvalidDataError(f"n must be a positive integer, got {n!r}.")
+    n = None if n is None else int(n)
+    reach = max(abs(lo), abs(hi))  # what adding or removing one record moves the sum by
+    if statistic == "mean":
+        if relation == "add-remove":
+            raise InvalidDataError(
+                "a clamped mean under add-remove has no sensitivity that does not depend on the private n. "
+                "Use neighbouring='replace-one' with the public n (sensitivity (upper - lower)/n), or "
+                "statistic='sum_and_count' and simulate both the sum and the count in the model."
+            )
+        if n is None:
+            raise InvalidDataError(
+                "a clamped mean needs the public number of records n (sensitivity (upper - lower)/n)."
+            )
+        inner = _noise(mechanism, (hi - lo) / n, eps, delta, relation, ([lo], [hi]))
+    elif statistic == "sum":
+        sens = hi - lo if relation == "replace-one" else reach
+        bounds = ([n * lo], [n * hi]) if (n is not None and relation == "replace-one") else None
+        inner = _noise(mechanism, sens, eps, delta, relation, bounds)
+    else:
+        if relation == "replace-one":
+            raise InvalidDataError(
+                "statistic='sum_and_count' is for add-remove (under replace-one n is public: release the sum "
+                "or the mean)."
+            )
+        share = float(count_share)
+        if not 0.0 < share < 1.0:
+            raise InvalidDataError(f"count_share must lie strictly between 0 and 1, got {count_share!r}.")
+        inner = ComposedMechanism([
+            _noise(mechanism, reach if mechanism != "geometric" else math.ceil(reach), eps * (1 - share),
+                   delta * (1 - share), relation, None),
+            _noise(mechanism, 1.0 if mechanism != "geometric" else 1, eps * share, delta * share, relation,
+                   ([0.0], [np.inf])),
+        ])
+    return ClampedRelease(statistic, lo, hi, n, inner, eps)
+
+
+__all__ = ["ClampedRelease", "STATISTICS", "clamped_release"]

@@ -1,0 +1,392 @@
+"""The DPVI engine: differentially private variational inference (Jälkö, Dikmen & Honkela, UAI 2017).
+
+Algorithm (Algorithm 1 of the paper, with the code-level details of METHODS.md §3.1): for
+t = 1..T draw a minibatch, draw θ = u + L ε by reparameterisation, compute every example's
+gradient of its ELBO term with respect to the variational parameters, clip each to L2 norm C,
+sum, add N(0, (σC)² I), and take a windowed-AdaGrad (or Adam) ascent step.
+
+Privacy
+-------
+The release is the sequence of T noisy gradient sums (everything else is post-processing). It is
+described by a :class:`~dpinfer.privacy.PoissonSubsampledGaussianEvent` (q, σ, T) under the
+declared neighbouring relation (a :class:`~dpinfer.privacy.SampledWithReplacementGaussianEvent`
+for the paper's batches), and accounted by the privacy core:
+
+* ``sampling="poisson"`` (default): each record joins each batch independently with probability q,
+  which is what the PLD and RDP accountants analyse. Under add-remove one record moves the sum by
+  at most C, under replace-one by at most 2C; the accountants handle both. Default accountant
+  ``"pld"`` and relation ``"replace-one"`` (the paper's bounded DP).
+* ``sampling="with-replacement"``: the paper's fixed-size batches of B = int(qN) records drawn
+  with replacement, accounted only with the paper's ``"advanced"`` accountant (subsampling
+  amplification + advanced composition). This is the *paper's* analysis: it treats the batch as
+  a q-subsample and ignores that a record can be drawn twice in one batch (probability about
+  B²/(2N²) per step). Use it to reproduce the paper, not for new releases.
+
+Per-example terms and the relation: with ``per_example="elbo"`` (the authors' split) every
+example's term carries (log p + H)/|B|, so the batch size enters every clipped row. Under
+replace-one |B| is the same for neighbouring data sets (it depends on the coin flips only), so a
+record still moves the sum by at most 2C; under add-remove it would not, hence add-remove requires
+``per_example="likelihood"`` (scale 1/q is public; prior and entropy outside the clipping). For
+the same reason n (and the expected batch size qn) is left out of the result under add-remove.
+
+Defaults (the posterior of the user's model, not a clipping artefact): ``per_example="theta"``
+clips each record's likelihood gradient with respect to θ (at the 4 shared Monte Carlo draws)
+*before* the 1/q scaling and maps the privatised sum to the variational parameters afterwards
+(post-processing; :mod:`dpinfer.release.dpvi.gradients`), with the prior and entropy gradients exact
+outside the clipping, and ``clip="auto"`` adapts C privately to the 0.995 quantile of the
+per-example norms (Andrew et al. 2021; :mod:`dpinfer.release.dpvi.optim`), so almost no row is clipped and
+the fixed point is the ELBO optimum up to the noise. When a public noise level is small
+(λ <= 0.05, :func:`~dpinfer.release.dpvi.optim.noise_error_per_clip`) the defaults also take the full-rank
+family (``family="auto"``, D <= 30: mean-field VI understates the sd of a correlated posterior
+at any ε), the 0.999 quantile and AdaGrad lr 0.05. On logistic, probit, Poisson and
+unknown-scale regressions (n = 2000) the means land within 0.15 posterior sd of the exact
+posterior on average over seeds at ε = 100, the sd within 8%, and within 2 sd at ε = 1
+(examples/dpvi/README.md). ``per_example="elbo"`` with ``clip=5`` is the DPVI paper's
+reproduction: its rows carry the 1/q factor, nearly all are clipped, and the means land about 20
+posterior sd from the exact posterior at any ε. The adaptive clip needs the public qn (replace-one,
+Poisson batches); elsewhere give a numeric clip. Its private count also estimates the clipped
+fraction (``report.details["clipped_fraction"]``; with a numeric clip on request,
+``clip_count=True``); a :class:`UserWarning` says when more than half the rows were clipped. A
+non-private fit (``private=False``) clips nothing unless a numeric clip is given.
+
+Noise multiplier convention: σ here is relative to C (noise std σC), as in DP-SGD. The authors'
+code adds N(0, (2σ_paper C)²), so σ = 2σ_paper; both are in the report.
+
+Accounting convention for replace-one with the advanced accountant:
+
+* ``paper_accounting=False`` (default, exact): add-remove ε at δ_ar is converted to replace-one by
+  group privacy, (2ε, (1 + e^ε)δ_ar), with δ_ar solved so that (1 + e^ε)δ_ar = δ;
+* ``paper_accounting=True``: the authors' ``2·act(2σ_paper, δ/2, δ', T, q)``, which takes the group
+  δ to be 2·(δ/2) = δ, dropping the e^ε factor (slightly optimistic), and keeps the classical
+  Gaussian bound even where it is not valid (ε0 >= 1).
+
+The fit is charged to the ledger (when given) before the first noisy gradient is computed, and
+every input is validated (and the noise calibrated) before that. The ledger composes the fit's
+event with its own accountant; with-replacement fits are therefore only charged to data sets
+budgeted with the ``"advanced"`` accountant.
+
+Randomness: everything the privacy analysis treats as secret — the minibatches (amplification by
+subsampling holds only if nobody knows which records were in which batch) and the gradient noise —
+comes from a :class:`~dpinfer.privacy.PrivacyRNG` (the OS CSPRNG), is never derived from the
+user's ``seed``, and nothing that could reproduce it is stored in the result. The user's ``seed``
+drives only what the analysis treats as public: the Monte Carlo draws of the reparameterisation
+and (with ``init_scale > 0``) the initialisation. Two private fits with the same seed therefore
+follow different trajectories; a non-private baseline (``private=False``) is fully reproducible
+from its seed (its batches come from the seed too).
+
+A record whose per-example gradient is not finite contributes a zero row (inside the clipped,
+bounded contribution), so every fit completes whatever one record holds: whether a fit is released
+must not itself depend on one record.
+
+Without a ledger the fit is *unaccounted*: a :class:`~dpinfer.privacy.PrivacyWarning` is emitted
+and the report says ``accounted: false``.
+
+Pipeline
+--------
+:meth:`DPVI.fit` is five steps, each its own function: validate
+(:func:`dpinfer.release.dpvi.validation.validate_fit`) → plan privacy
+(:func:`dpinfer.release.dpvi.planning.plan_fit`,
+which calibrates with :func:`~dpinfer.release.dpvi.planning.plan_privacy`, then the ledger checks) → charge
+the ledger → loop (:func:`dpinfer.release.dpvi.loop.run_loop`) → result (report from
+:func:`dpinfer.release.dpvi.planning.fit_report`). Its options come in three groups
+(:mod:`dpinfer.release.dpvi.options`): ``privacy=PrivacyOptions(...)``, ``optimizer=OptimizerOptions(...)``
+and ``training=TrainingOptions(...)``, or as the equivalent flat keywords.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+from ...errors import InvalidDataError, InvalidPrivacyParameterError
+from ...privacy import Ledger, PrivacyRNG, as_privacy_rng
+from ...privacy.accountants import Accountant
+from .families import GaussianFamily, choose_family, make_family
+from .loop import noise_error, prepare_loop, run_loop, warn_clipped
+from .models import Model
+from .options import GROUPS, UNSET, OptimizerOptions, PrivacyOptions, TrainingOptions, resolve_options
+from .planning import charge_fit, check_ledger, epsilon_spent, fit_report, plan_fit, warn_with_replacement
+from .result import DPVIResult
+from .sampling import draw_batch
+from .validation import FitSpec, validate_fit
+
+if TYPE_CHECKING:
+    from .planning import PrivacyPlan
+
+
+_FLAT = {f for cls in GROUPS.values() for f in cls.__dataclass_fields__} - {"optimizer"}
+
+
+class DPVI:
+    """Differentially private variational inference for a :class:`~dpinfer.release.dpvi.models.Model`.
+
+    Parameters
+    ----------
+    model
+        The model (e.g. ``LogisticRegression(dim)``).
+    family
+        ``"auto"`` (default: full-rank for D <= 30 with ``per_example="theta"`` when the
+        gradient noise is small, mean-field otherwise;
+        :func:`~dpinfer.release.dpvi.families.choose_family`), ``"meanfield"`` (the paper's) or
+        ``"fullrank"``. Each fit resolves ``"auto"`` against its own ``per_example`` and σ; the
+        family used and the reason are in ``result.family`` and ``result.config["family_choice"]``.
+
+    Examples
+    --------
+    >>> from dpinfer.datasets import load_abalone
+    >>> from dpinfer.release.dpvi import DPVI, LogisticRegression, PrivacyOptions, TrainingOptions
+    >>> d = load_abalone()
+    >>> fit = DPVI(LogisticRegression(8)).fit(d.X_train, d.y_train, epsilon=1.0, delta=1e-5,
+    ...                                        clip=5.0, sampling_rate=0.05, steps=1000, seed=1)
+    >>> same = DPVI(LogisticRegression(8)).fit(  # the same fit, options grouped
+    ...     d.X_train, d.y_train, privacy=PrivacyOptions(epsilon=1.0, delta=1e-5, clip=5.0),
+    ...     training=TrainingOptions(sampling_rate=0.05, steps=1000), seed=1)
+    >>> fit.accuracy(d.X_test, d.y_test)  # doctest: +SKIP
+    """
+
+    def __init__(self, model: Model, family: str = "auto") -> None:
+        if not isinstance(model, Model):
+            raise InvalidDataError(f"model must be a dpinfer.release.dpvi Model, got {type(model).__name__}.")
+        chosen, reason = choose_family(family, model.dim)  # the default mode's choice until a fit
+        self.model = model
+        self.requested_family = family
+        self._family = make_family(chosen, model.dim)
+        self._family_reason = reason
+        self._plan: PrivacyPlan | None = None
+        self._steps_done = 0
+
+    @property
+    def family(self) -> GaussianFamily:
+        """The variational family of the next (or last) fit; assigning one fixes it (no ``auto``)."""
+        return self._family
+
+    @family.setter
+    def family(self, value: GaussianFamily) -> None:
+        self._family, self.requested_family, self._family_reason = value, value.name, "requested"
+
+    def _resolve_family(self, spec: FitSpec, noise_multiplier: float) -> None:
+        """Resolve ``family="auto"`` against this fit's per-example mode and public noise level."""
+        if self.requested_family != "auto":
+            return
+        lam = noise_error(spec, noise_multiplier, self.model.dim)
+        chosen, self._family_reason = choose_family("auto", self.model.dim, spec.per_example, lam)
+        if chosen != self._family.name:
+            self._family = make_family(chosen, self.model.dim)
+
+    def privacy_spent(self, delta: float | None = None) -> float:
+        """ε spent so far by the running (or last) private fit at ``delta`` (default: its δ):
+        the plan's accountant evaluated for the steps completed (callable from ``callback``;
+        Opacus's ``get_epsilon``). 0.0 before the first step.
+
+        Raises
+        ------
+        InvalidPrivacyParameterError
+            No private fit has been planned on this object.
+        """
+        if self._plan is None:
+            raise InvalidPrivacyParameterError("no private fit has been planned on this DPVI object.")
+        return epsilon_spent(self._plan, self._steps_done, delta)
+
+    get_epsilon = privacy_spent
+
+    def fit(
+        self,
+        X: Any,
+        y: Any,
+        epsilon: float | None = UNSET,
+        delta: float | None = UNSET,
+        *,
+        privacy: PrivacyOptions | None = None,
+        optimizer: OptimizerOptions | str = UNSET,
+        training: TrainingOptions | None = None,
+        clip: float | str | None = UNSET,
+        clip_count: bool | None = UNSET,
+        clip_quantile: float | None = UNSET,
+        sampling_rate: float = UNSET,
+        steps: int = UNSET,
+        noise_multiplier: float | None = UNSET,
+        accountant: str | Accountant | None = UNSET,
+        neighbouring: str = UNSET,
+        sampling: str = UNSET,
+        paper_accounting: bool = UNSET,
+        delta_prime: float | None = UNSET,
+        lr: float | None = UNSET,
+        per_example: str = UNSET,
+        average: bool = UNSET,
+        mc_samples: int = UNSET,
+        init_scale: float = UNSET,
+        private: bool = True,
+        seed: int | np.random.SeedSequence | None = None,
+        privacy_rng: PrivacyRNG | None = None,
+        ledger: Ledger | None = None,
+        dataset: str | None = None,
+        label: str = "dpvi",
+        progress: bool = False,
+        track_elbo: bool | None = UNSET,
+        elbo_every: int | None = UNSET,
+        dtype: str = UNSET,
+        schedule: Any = UNSET,
+        device: Any = UNSET,
+        callback: Callable[[int, np.ndarray], None] | None = None,
+        privacy_plan: PrivacyPlan | None = None,
+    ) -> DPVIResult:
+        """Fit q(θ) to the posterior of the model given (X, y) (the pipeline of the module docstring).
+
+        Parameters
+        ----------
+        X, y
+            Training features (n, dim) and targets (n,).
+        privacy, optimizer, training
+            The option groups :class:`~dpinfer.release.dpvi.options.PrivacyOptions`,
+            :class:`~dpinfer.release.dpvi.options.OptimizerOptions` (or ``optimizer`` = its name, a flat
+            keyword) and :class:`~dpinfer.release.dpvi.options.TrainingOptions`. Each flat keyword below is
+            one field of a group; giving a group and one of its keywords raises TypeError.
+        epsilon, delta, noise_multiplier, clip
+            The privacy target; σ is calibrated to (ε, δ) with ``accountant``. Give
+            ``noise_multiplier`` instead of ``epsilon`` to fix σ and have the ε it gives reported.
+            ``clip``: ``"auto"`` (default: adaptive, private; replace-one and Poisson batches
+            only) or the per-example L2 clip norm C; None only for ``private=False``.
+            ``clip_count``: release the private clipped-fraction count with a numeric clip too;
+            ``clip_quantile``: the norm quantile γ the adaptive clip targets (None: 0.999 when
+            the noise is small, else 0.995; :func:`~dpinfer.release.dpvi.optim.default_clip_quantile`).
+        accountant, neighbouring, sampling, paper_accounting, delta_prime
+            ``"pld"`` (default for Poisson), ``"rdp"`` or ``"advanced"`` (default and required for
+            with-replacement batches); ``"replace-one"`` (default) or ``"add-remove"``;
+            ``"poisson"`` (default) or ``"with-replacement"``; the authors' ``2·act(2σ_paper, δ/2,
+            δ')`` convention and its δ' (module docstring).
+        optimizer, lr
+            ``"adagrad"`` (windowed, window 10; the paper's, lr 0.1 for DP), ``"adam"`` or ``"sgd"``;
+            ``lr=None``: 0.1, or 0.05 for AdaGrad when the noise is small (OptimizerOptions).
+        sampling_rate, steps, mc_samples, init_scale, per_example, average, dtype, track_elbo, elbo_every
+            Training (defaults: q = 0.05, T = 1000, u = 0, ``"theta"`` with 4 draws (``"elbo"``
+            with 1 draw reproduces the DPVI paper), tail averaging of the iterates
+            (``average=False``: the last iterate, the paper's), ``"float64"``,
+            ELBO trace only for non-private fits; see :mod:`dpinfer.release.dpvi.gradients` for the split).
+        device
+            ``"cpu"`` (default), ``"cuda"`` or ``"auto"``
+            (:class:`~dpinfer.release.dpvi.options.TrainingOptions`).
+        schedule
+            Phases with their own q, σ (relative to the one calibrated σ) or C, composed by the
+            accountant (:mod:`dpinfer.release.dpvi.schedule`); they replace ``steps``.
+        private
+            ``False`` runs the same algorithm without clipping (unless ``clip`` is given) or noise
+            and returns a result with ``privacy=None``: a non-private baseline only.
+        seed
+            Simulation seed: Monte Carlo draws and initialisation only. The minibatches and the
+            noise of a private fit never depend on it (module docstring).
+        privacy_rng
+            Source of the minibatches and the noise of a private fit (``None``: a fresh
+            OS-CSPRNG PrivacyRNG).
+        ledger, dataset, label
+            Charge the fit to ``dataset`` in ``ledger`` before any noisy gradient is computed.
+        progress
+            Show a progress bar (on a TTY).
+        callback
+            ``callback(step, params)`` after every step (e.g. to record a trajectory); it may
+            call :meth:`privacy_spent` for the ε of the steps done so far.
+        privacy_plan
+            A :class:`~dpinfer.release.dpvi.planning.PrivacyPlan` from
+            :func:`~dpinfer.release.dpvi.planning.plan_privacy`
+            to reuse (repeated fits with the same q, T and relation skip the calibration and
+            accounting); replaces epsilon, noise_multiplier, accountant and the accounting options.
+
+        Returns
+        -------
+        DPVIResult
+        """
+        flat = {k: v for k, v in locals().items() if k in _FLAT}
+        p_opts, o_opts, t_opts = resolve_options(privacy, optimizer, training, flat)
+        # 1. validate everything (nothing planned, charged or released yet)
+        spec = validate_fit(
+            self.model, X, y, p_opts, o_opts, t_opts, private=private, ledger=ledger, dataset=dataset
+        )
+        # 2. plan privacy: calibrate or account, then the ledger checks (before touching the noise)
+        plan = plan_fit(spec, privacy_plan)
+        self._resolve_family(spec, plan.noise_multiplier if plan is not None else 0.0)
+        self._plan, self._steps_done = plan, 0
+        if plan is not None:
+            privacy_rng = as_privacy_rng(privacy_rng)
+        warn_with_replacement(plan, spec.sampling)
+        check_ledger(plan, spec.sampling, ledger, dataset)
+        secret = privacy_rng if plan is not None else None
+        state = prepare_loop(self.model, self.family, spec, secret, seed)
+
+        # 3. charge, before the first noisy gradient; 4. the loop
+        def on_step(t: int, params: np.ndarray) -> None:
+            self._steps_done = t + 1
+            if callback is not None:
+                callback(t, params)
+
+        with charge_fit(plan, secret, ledger, dataset, label):
+            params, trace, clipping = run_loop(
+                self.model,
+                self.family,
+                spec,
+                state,
+                plan.noise_multiplier if plan is not None else 0.0,
+                secret,
+                draw=draw_batch,
+                progress=progress,
+                callback=on_step,
+            )
+        warn_clipped(clipping)
+        # 5. the result
+        return self._result(spec, plan, secret, ledger is not None, state, params, trace, clipping)
+
+    def _result(
+        self,
+        spec: FitSpec,
+        plan: PrivacyPlan | None,
+        privacy_rng: PrivacyRNG | None,
+        accounted: bool,
+        state: Any,
+        params: torch.Tensor,
+        trace: list[tuple[float, float]],
+        clipping: dict[str, Any] | None = None,
+    ) -> DPVIResult:
+        report = None
+        if plan is not None:
+            insecure = bool(privacy_rng.deterministic)  # type: ignore[union-attr]
+            report = fit_report(plan, spec, insecure_rng=insecure, accounted=accounted, clipping=clipping)
+        o, t = spec.optimizer_options, spec.training
+        config = {
+            # the seed reproduces only the public randomness (Monte Carlo draws, initialisation)
+            "seed_entropy": str(state.seed.entropy),
+            "seed_spawn_key": list(state.seed.spawn_key),
+            "optimizer": o.optimizer,
+            "lr": float(spec.optimizer.lr),
+            "steps": spec.steps,
+            "sampling_rate": spec.q,
+            "sampling": spec.sampling,
+            "clip": "auto" if spec.adaptive else spec.clip,
+            "per_example": spec.per_example,
+            "family_choice": {
+                "requested": self.requested_family,
+                "chosen": self.family.name,
+                "reason": self._family_reason,
+            },
+            "average": bool(spec.training.average),
+            "schedule": None if spec.phases is None else [p.to_dict() for p in spec.phases],
+            "mc_samples": spec.mc_samples,
+            "n_train": spec.n if (plan is None or plan.event.neighbouring == "replace-one") else None,
+            "private": spec.private,
+            "dtype": t.dtype,
+            **({} if spec.device.type == "cpu" else {"device": str(spec.device)}),
+        }
+        return DPVIResult(
+            family=self.family.name,
+            params=params.detach().to(torch.float64).cpu().numpy().copy(),
+            model_name=self.model.name,
+            model_config=self.model.config(),
+            privacy=report,
+            elbo_trace=np.asarray(trace, dtype=np.float64).reshape(-1, 2),
+            config=config,
+            confidential_trace=bool(spec.private and state.track_elbo),
+            model=self.model,
+        )
+
+
+__all__ = ["DPVI"]

@@ -1,0 +1,289 @@
+"""The result of a DPVI fit: the variational posterior, predictions, traces and the privacy report.
+
+Saved in the common ``dpinfer.result`` format (:mod:`dpinfer.results.format`): the arrays
+``params`` and ``elbo_trace`` (empty unless the trace is not confidential or
+``include_confidential=True``), and the family, model and fit configuration as JSON fields. The
+single JSON document (:meth:`DPVIResult.to_dict`, format ``dpinfer.dpvi/1``) is written beside the
+result file for a path ending in ``.json`` (the CLI's ``--out fit.json``), as a readable copy; read
+on its own (an earlier version's file, no ``.npz`` beside it) it still loads, with a
+DeprecationWarning, for one release.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...errors import InvalidDataError
+from ...models.synthesis import SyntheticData, synthesize_from
+from ...privacy import PrivacyReport
+from ...results.format import Record, ResultFile, warn_legacy, write_record
+from .constraints import constrained_sample
+from .families import make_family
+from .models import BUILTIN_MODELS, Model, make_model
+
+FORMAT = "dpinfer.dpvi/1"
+
+
+@dataclass
+class DPVIResult(ResultFile):
+    """A fitted Gaussian variational posterior q(θ).
+
+    Attributes
+    ----------
+    family
+        ``"meanfield"`` or ``"fullrank"``: the family the fit used (with ``family="auto"``, the
+        one chosen; ``config["family_choice"]`` has the request and the reason).
+    params
+        The flat variational parameters (layout in :mod:`dpinfer.release.dpvi.families`).
+    model_name, model_config
+        The model (built-in models are rebuilt from these after :meth:`load`).
+    privacy
+        The privacy report (ε, δ, accountant, neighbouring relation, σ, q, T, C); ``None`` for a
+        non-private fit.
+    elbo_trace
+        Array (k, 2) of (step, minibatch ELBO estimate). These values are computed on the
+        confidential data *without noise*: they are recorded by default only for non-private
+        fits; for private fits only with ``track_elbo=True``, which sets ``confidential_trace``.
+    config
+        The fit's settings (seed, optimizer, learning rate, sampling scheme, ...).
+    """
+
+    family: str
+    params: np.ndarray
+    model_name: str
+    model_config: dict[str, Any]
+    privacy: PrivacyReport | None
+    elbo_trace: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
+    config: dict[str, Any] = field(default_factory=dict)
+    confidential_trace: bool = False
+    model: Model | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.params = np.asarray(self.params, dtype=np.float64)
+        self.elbo_trace = np.asarray(self.elbo_trace, dtype=np.float64).reshape(-1, 2)
+        self._family = make_family(self.family, int(self.model_config["dim"]))
+        if self.model is None and self.model_name in BUILTIN_MODELS:
+            self.model = make_model(self.model_name, **self.model_config)
+
+    # -- the posterior ------------------------------------------------------------------------
+    @property
+    def private(self) -> bool:
+        """Whether the fit was differentially private."""
+        return self.privacy is not None
+
+    @property
+    def dim(self) -> int:
+        return self._family.dim
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        """``config["feature_names"]`` when it names every coordinate, else ``theta_j``."""
+        names = self.config.get("feature_names")
+        if names is not None and len(names) == self.dim:
+            return tuple(str(n) for n in names)
+        return tuple(f"theta_{j}" for j in range(self.dim))
+
+    def mean(self) -> np.ndarray:
+        """Posterior mean of θ under q (the Gaussian's location ``u``)."""
+        return self._family.mean(self.params)
+
+    @property
+    def covariance(self) -> np.ndarray:
+        """Posterior covariance of θ under q."""
+        return self._family.covariance(self.params)
+
+    @property
+    def std(self) -> np.ndarray:
+        """Posterior standard deviations."""
+        return np.sqrt(np.diag(self.covariance))
+
+    def sample(self, n: int, seed: int | np.random.Generator | None = None) -> np.ndarray:
+        """``n`` draws from q(θ), shape (n, dim) (post-processing: no privacy cost)."""
+        rng = np.random.default_rng(seed)
+        L = self._family.scale_tril(self.params)
+        return self.mean() + rng.standard_normal((int(n), self.dim)) @ L.T
+
+    def synthesize(self, n: int, X: Any, seed: Any = None) -> SyntheticData:
+        """``n`` synthetic records from the posterior predictive: θ from this posterior, data from
+        the model (:func:`dpinfer.models.synthesis.synthesize_from`). Post-processing of the
+        release: no further privacy cost; the result's ``privacy_report()`` says so.
+        ``X``: public covariates (m, d) the labels are synthesized for (resampled per record)."""
+        return synthesize_from(self, n, seed, self.model, covariates=X)
+    # -- predictions ---------------------------------------------------------------------------
+    def _check_X(self, X: Any) -> np.ndarray:
+        X = np.asarray(X, dtype=np.float64)
+        width = self.model.n_features if getattr(self.model, "constrained", False) else self.dim
+        if X.ndim != 2 or X.shape[1] != width:
+            raise InvalidDataError(f"X must have shape (n, {width}), got {X.shape}.")
+        return X
+
+    def constrained_sample(self, n: int = 1000, seed: Any = None) -> dict[str, np.ndarray]:
+        """Draws of the constrained parameters by name (a model declared with ``params=``)."""
+        if self.model is None:
+            raise InvalidDataError("constrained_sample needs the model: load the fit with model=...")
+        return constrained_sample(self.model, self._family, self.params, n, seed)
+
+    def predict_proba(
+        self, X: Any, method: str = "probit", n_samples: int = 1000, seed: int = 0
+    ) -> np.ndarray:
+        """P(y = 1 | x) for a logistic model (``"probit"``: the authors' approximation; ``"mc"``)."""
+        if self.model is None or not hasattr(self.model, "predict_proba"):
+            raise InvalidDataError(
+                f"predict_proba needs a classification model; this fit used {self.model_name!r}."
+            )
+        X = self._check_X(X)
+        samples = self.sample(n_samples, seed) if method == "mc" else None
+        return self.model.predict_proba(self.mean(), self.covariance, X, method=method, samples=samples)
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Predicted class (threshold 0.5) for a logistic model, or predictive mean for Poisson."""
+        if self.model is not None and hasattr(self.model, "predict_mean"):
+            return self.model.predict_mean(self.mean(), self.covariance, self._check_X(X))
+        return (self.predict_proba(X) >= 0.5).astype(np.float64)
+
+    def accuracy(self, X: Any, y: Any) -> float:
+        """Classification accuracy on (X, y) (threshold 0.5 on :meth:`predict_proba`)."""
+        y = np.asarray(y, dtype=np.float64).reshape(-1)
+        return float(np.mean((self.predict_proba(X) >= 0.5) == (y == 1.0)))
+
+    # -- persistence ---------------------------------------------------------------------------
+    def to_dict(self, include_confidential: bool = False) -> dict[str, Any]:
+        """A JSON-ready dictionary; a confidential ELBO trace is left out unless asked for."""
+        trace = self.elbo_trace
+        if self.confidential_trace and not include_confidential:
+            trace = np.zeros((0, 2))
+        return {
+            "format": FORMAT,
+            "family": self.family,
+            "params": self.params.tolist(),
+            "mean": self.mean().tolist(),
+            "covariance": self.covariance.tolist(),
+            "model_name": self.model_name,
+            "model_config": self.model_config,
+            "privacy": None if self.privacy is None else self.privacy.to_dict(),
+            "elbo_trace": trace.tolist(),
+            "confidential_trace": bool(self.confidential_trace and include_confidential),
+            "config": self.config,
+        }
+
+    def _to_record(self, include_confidential: bool = False) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        keep_trace = include_confidential or not self.confidential_trace
+        fields = {
+            "family": self.family,
+            "model_name": self.model_name,
+            "model_config": self.model_config,
+            "config": self.config,
+            "confidential_trace": bool(self.confidential_trace and include_confidential),
+        }
+        trace = self.elbo_trace if keep_trace else np.zeros((0, 2))
+        return fields, {"params": self.params, "elbo_trace": trace}
+
+    @classmethod
+    def _from_record(cls, record: Record, model: Model | None = None, **kwargs: Any) -> DPVIResult:
+        f = record.fields
+        return cls(
+            family=f["family"],
+            params=record.arrays["params"],
+            model_name=f["model_name"],
+            model_config=f["model_config"],
+            privacy=record.privacy,
+            elbo_trace=record.arrays["elbo_trace"],
+            config=f.get("config", {}),
+            confidential_trace=bool(f.get("confidential_trace", False)),
+            model=model,
+        )
+
+    def save(self, path: str | Path, include_confidential: bool = False) -> Path:
+        """Write the result in the common ``dpinfer.result`` format; returns the result file.
+
+        A path ending in ``.json`` (what ``dpinfer dpvi --out fit.json`` names) writes the result
+        to ``fit.npz`` and a readable copy of :meth:`to_dict` to ``fit.json``, as ABCDP does;
+        :meth:`load` of either name reads the ``.npz``. A confidential ELBO trace is left out
+        unless asked for.
+        """
+        path = Path(path)
+        if path.suffix == ".json":
+            npz = write_record(self, path.with_suffix(".npz"), *self._to_record(include_confidential))
+            path.write_text(json.dumps(self.to_dict(include_confidential), indent=2))
+            return npz
+        return write_record(self, path, *self._to_record(include_confidential))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], model: Model | None = None) -> DPVIResult:
+        """Inverse of :meth:`to_dict`."""
+        if data.get("format") != FORMAT:
+            raise InvalidDataError(f"not a DPVI result file (format {data.get('format')!r}).")
+        privacy = None if data["privacy"] is None else PrivacyReport.from_dict(data["privacy"])
+        return cls(
+            family=data["family"],
+            params=np.asarray(data["params"]),
+            model_name=data["model_name"],
+            model_config=data["model_config"],
+            privacy=privacy,
+            elbo_trace=np.asarray(data["elbo_trace"]),
+            config=data.get("config", {}),
+            confidential_trace=bool(data.get("confidential_trace", False)),
+            model=model,
+        )
+
+    @classmethod
+    def load(cls, path: str | Path, model: Model | None = None) -> DPVIResult:  # type: ignore[override]
+        """Read a result written by :meth:`save` (pass ``model`` for a custom model).
+
+        ``fit.json`` reads the ``fit.npz`` written beside it; a JSON document of an earlier version
+        with no ``.npz`` beside it is still read, with a DeprecationWarning."""
+        path = Path(path)
+        if path.suffix == ".json" and path.with_suffix(".npz").exists():
+            path = path.with_suffix(".npz")
+        return super().load(path, model=model)
+
+    @classmethod
+    def _load_legacy(cls, path: Path, model: Model | None = None, **kwargs: Any) -> DPVIResult:
+        """The JSON document (format ``dpinfer.dpvi/1``) of earlier versions."""
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, ValueError):
+            data = {}
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            return super()._load_legacy(path)
+        warn_legacy(path, "DPVI JSON")
+        return cls.from_dict(data, model=model)
+
+    def to_arviz(self, n_samples: int = 1000, seed: int = 0, var_names: list[str] | None = None) -> Any:
+        """An ``arviz.InferenceData`` with ``n_samples`` draws from q (one chain).
+
+        arviz is optional and imported here; install it with ``pip install arviz``.
+        """
+        try:
+            import arviz as az
+        except ImportError as exc:
+            raise ImportError(
+                "DPVIResult.to_arviz needs the optional package arviz: pip install arviz"
+            ) from exc
+        draws = self.sample(n_samples, seed)
+        names = var_names or [f"theta_{j}" for j in range(self.dim)]
+        if len(names) != self.dim:
+            raise InvalidDataError(f"var_names needs {self.dim} names, got {len(names)}.")
+        posterior = {name: draws[None, :, j] for j, name in enumerate(names)}
+        attrs = {"inference": f"dpvi-{self.family}"}
+        if self.privacy is not None:
+            attrs.update(
+                epsilon=self.privacy.epsilon, delta=self.privacy.delta, accountant=self.privacy.accountant
+            )
+        return az.from_dict(posterior=posterior, attrs=attrs)
+
+    def summary(self) -> str:
+        """A few human-readable lines."""
+        lines = [f"DPVI {self.family} posterior for model {self.model_name!r} (dim {self.dim})"]
+        choice = self.config.get("family_choice")
+        if isinstance(choice, dict) and choice.get("requested") == "auto":
+            lines.append(f"  family: {choice.get('reason')}")
+        lines.append("  mean: " + np.array2string(self.mean(), precision=4))
+        lines.append("  std:  " + np.array2string(self.std, precision=4))
+        lines.append(self.privacy.summary() if self.privacy is not None else "  NON-PRIVATE fit")
+        return "\n".join(lines)

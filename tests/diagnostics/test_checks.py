@@ -1,0 +1,53 @@
+"""The diagnostics of dpinfer.diagnostics.checks (issue 12 item 8): each flags its problem and
+stays quiet on a healthy case."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dpinfer.diagnostics import checks
+from dpinfer.errors import (
+    ConvergenceWarning,
+    ObservedOutsideSimulationsWarning,
+    PriorBoundaryWarning,
+    WeightDegeneracyWarning,
+)
+from dpinfer.inference.neural.mcmc import split_rhat
+
+RNG = np.random.default_rng(0)
+
+
+def test_weights():
+    assert checks.check_weights(np.ones(2000)) == []
+    assert checks.check_weights(RNG.uniform(0.5, 1.5, 2000)) == []
+    few = np.r_[np.ones(10), np.full(1990, 1e-6)]
+    found = checks.check_weights(few)
+    assert found and all(f.category is WeightDegeneracyWarning for f in found)
+    assert "effective sample size" in found[0].message
+    heavy = RNG.pareto(0.8, 5000) + 1  # tail index 0.8: k ≈ 1.25
+    assert any("Pareto k" in f.message for f in checks.check_weights(heavy))
+    assert checks.pareto_khat(np.log(RNG.pareto(5.0, 5000) + 1)) < 0.5
+
+
+def test_rhat():
+    good = RNG.standard_normal((500, 4, 2))
+    assert checks.check_rhat(split_rhat(good), ["a", "b"]) == []
+    bad = good + np.array([0.0, 0.0, 0.0, 1.0])[None, :, None]  # one chain stuck elsewhere
+    found = checks.check_rhat(split_rhat(bad), ["a", "b"])
+    assert found[0].category is ConvergenceWarning and "a (" in found[0].message
+
+
+def test_prior_bounds():
+    flat = RNG.uniform(0, 1, (4000, 1))
+    assert checks.check_prior_bounds(flat, [0.0], [1.0]) == []
+    piled = RNG.exponential(0.005, (4000, 1))
+    found = checks.check_prior_bounds(piled, [0.0], [1.0], ["rate"])
+    assert found[0].category is PriorBoundaryWarning and "lower bound" in found[0].message
+    assert checks.check_prior_bounds(RNG.standard_normal((4000, 2)), -np.inf, np.inf) == []
+
+
+def test_observed_in_range():
+    sims = RNG.standard_normal((500, 2))
+    assert checks.check_observed_in_range([0.1, -0.2], sims) == []
+    found = checks.check_observed_in_range([0.1, 40.0], sims)
+    assert found[0].category is ObservedOutsideSimulationsWarning and "coordinate 1" in found[0].message

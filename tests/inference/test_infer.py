@@ -1,0 +1,104 @@
+"""dpinfer.infer: the method it picks and why, one posterior interface (issue 12 item 6), and the
+diagnostics it attaches (item 8)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import dpinfer
+from dpinfer.errors import InvalidDataError, ObservedOutsideSimulationsWarning
+from dpinfer.inference.infer import choose_method
+from dpinfer.inference.posterior import InferenceResult
+from dpinfer.models.shipped.gaussian_mean import GaussianMean
+from dpinfer.results.format import load_result
+from user_problems import PoissonClampedSum
+
+OBS = [110.0]
+
+
+@pytest.fixture(scope="module")
+def poisson():
+    m = PoissonClampedSum()
+    return m, m.exact_posterior(OBS)
+
+
+@pytest.fixture(scope="module")
+def auto_post(poisson):
+    model, _ = poisson
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a healthy problem raises no diagnostic
+        return dpinfer.infer(model, OBS, seed=1)
+
+
+def test_auto_picks_exact_for_a_cheap_model_with_a_density(poisson, auto_post):
+    _, exact = poisson
+    post = auto_post
+    assert post.method == "exact" and "density" in post.reason and post.findings == []
+    assert abs(post.mean()[0] - exact.mean) < 0.15 * exact.sd
+    assert abs(post.sd()[0] / exact.sd - 1) < 0.10
+    lo, hi = post.interval(0.9)[0]
+    elo, ehi = exact.interval(0.9)
+    assert abs(lo - elo) < 0.2 * exact.sd and abs(hi - ehi) < 0.2 * exact.sd
+
+
+def test_choice_follows_density_and_cost():
+    m = PoissonClampedSum()
+    assert choose_method(m, 1e-6, 120)[0] == "exact"
+    assert choose_method(m, 2e-4, 120)[0] == "smc-abc"  # exact would need ~200 s, SMC-ABC ~80 s
+    method, reason = choose_method(m, 1e-2, 120)
+    assert method == "sppe" and "budget" in reason
+    nd = PoissonClampedSum()
+    nd.mechanism.has_density = False
+    method, reason = choose_method(nd, 1e-6, 120)
+    assert method == "smc-abc" and "no density" in reason
+    with pytest.raises(InvalidDataError, match="needs a mechanism with a density"):
+        dpinfer.infer(nd, OBS, method="exact")
+    with pytest.raises(InvalidDataError, match="unknown method"):
+        dpinfer.infer(m, OBS, method="mcmc")
+
+
+def test_one_interface_save_load_arviz_plot(auto_post, tmp_path):
+    post = auto_post
+    assert post.param_names == ("log_rate",) and post.epsilon == pytest.approx(1.0) and post.delta == 0.0
+    assert post.sample(50, 3).shape == (50, 1) and np.array_equal(post.sample(50, 3), post.sample(50, 3))
+    assert post.weights is not None and post.weights.sum() == pytest.approx(1.0)
+    back = load_result(post.save(tmp_path / "post"))
+    assert isinstance(back, InferenceResult) and back.method == "exact" and back.reason == post.reason
+    np.testing.assert_array_equal(back.mean(), post.mean())
+    np.testing.assert_array_equal(InferenceResult.load(tmp_path / "post.npz").sd(), post.sd())
+    arviz = pytest.importorskip("arviz")
+    idata = post.to_arviz(n_draws=100)
+    assert isinstance(idata, arviz.InferenceData) and idata.posterior["log_rate"].shape == (1, 100)
+    assert idata.attrs["epsilon"] == pytest.approx(1.0) and idata.attrs["method"] == "exact"
+    assert idata.constant_data["weights"].shape == post.weights.shape
+    post.plot(tmp_path / "pair.png")
+    assert (tmp_path / "pair.png").stat().st_size > 1000
+
+
+def test_smc_abc_through_infer_has_the_same_interface(poisson):
+    model, exact = poisson
+    post = dpinfer.infer(model, OBS, method="smc-abc", seed=2, n_particles=500)
+    assert post.method == "smc-abc" and post.reason == "requested by the caller"
+    assert post.interval().shape == (1, 2) and post.sd().shape == (1,)
+    assert abs(post.mean()[0] - exact.mean) < 0.5 * exact.sd
+
+
+def test_observed_outside_the_simulations_is_flagged():
+    model = GaussianMean(n=100, clamp=(-1.5, 1.5), epsilon=2.0)  # the release lies in ~[-1.6, 1.6]
+    with pytest.warns(ObservedOutsideSimulationsWarning, match="outside the range"):
+        post = dpinfer.infer(model, [1.8], seed=0, n_particles=200, n_inner=10)
+    assert any(f["category"] == "ObservedOutsideSimulationsWarning" for f in post.findings)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["sppe", "sple"])
+def test_neural_methods_through_infer(poisson, method):
+    """Issue 12 target: SPPE with 2 rounds x 1000 simulations within 15 % on the sd (SPLE too)."""
+    model, exact = poisson
+    post = dpinfer.infer(model, OBS, method=method, seed=0, warn=False)
+    assert post.method == method
+    assert abs(post.mean()[0] - exact.mean) < 0.3 * exact.sd
+    assert abs(post.sd()[0] / exact.sd - 1) < 0.15

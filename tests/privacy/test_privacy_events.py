@@ -1,0 +1,144 @@
+"""Events: validation, serialisation, explicit relation conversion."""
+
+import math
+
+import pytest
+
+from dpinfer.errors import InvalidPrivacyParameterError
+from dpinfer.privacy import (
+    ComposedEvent,
+    GaussianEvent,
+    KnownEvent,
+    LaplaceEvent,
+    PoissonSubsampledGaussianEvent,
+    SampledWithReplacementGaussianEvent,
+    SparseVectorEvent,
+    compose,
+    event_from_dict,
+    event_to_dict,
+    get_accountant,
+    to_replace_one,
+)
+
+ALL = [
+    LaplaceEvent(0.5),
+    GaussianEvent(1.3, "add-remove"),
+    SparseVectorEvent(10, 1.0, True),
+    PoissonSubsampledGaussianEvent(0.01, 1.1, 100),
+    SampledWithReplacementGaussianEvent(0.05, 2.0, 1000),
+    KnownEvent(0.8, 1e-6, description="binomial mechanism"),
+    compose(LaplaceEvent(0.1), KnownEvent(0.2)),
+]
+
+
+@pytest.mark.parametrize("event", ALL, ids=lambda e: type(e).__name__)
+def test_events_round_trip_through_json_dicts(event):
+    assert event_from_dict(event_to_dict(event)) == event
+    assert event.neighbouring in ("replace-one", "add-remove")
+
+
+def test_events_are_frozen():
+    with pytest.raises(AttributeError):
+        LaplaceEvent(0.5).epsilon = 1.0  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: LaplaceEvent(0.0),
+        lambda: LaplaceEvent(-1.0),
+        lambda: LaplaceEvent(math.nan),
+        lambda: LaplaceEvent(math.inf),
+        lambda: GaussianEvent(0.0),
+        lambda: SparseVectorEvent(0, 1.0),
+        lambda: SparseVectorEvent(2.5, 1.0),
+        lambda: PoissonSubsampledGaussianEvent(0.0, 1.0, 10),
+        lambda: PoissonSubsampledGaussianEvent(1.5, 1.0, 10),
+        lambda: PoissonSubsampledGaussianEvent(0.1, 1.0, 0),
+        lambda: SampledWithReplacementGaussianEvent(0.0, 1.0, 10),
+        lambda: SampledWithReplacementGaussianEvent(0.1, -1.0, 10),
+        lambda: KnownEvent(1.0, 1.0),
+        lambda: KnownEvent(1.0, -0.1),
+        lambda: LaplaceEvent(1.0, "swap"),
+    ],
+)
+def test_invalid_parameters_are_refused(make):
+    with pytest.raises(InvalidPrivacyParameterError):
+        make()
+
+
+def test_to_replace_one_conversions():
+    assert to_replace_one(LaplaceEvent(0.5, "add-remove")) == LaplaceEvent(1.0, "replace-one")
+    assert to_replace_one(GaussianEvent(2.0, "add-remove")) == GaussianEvent(1.0, "replace-one")
+    assert to_replace_one(SparseVectorEvent(3, 0.5, False, "add-remove")) == SparseVectorEvent(3, 1.0)
+    k = to_replace_one(KnownEvent(0.5, 1e-6, "add-remove"))
+    assert k.epsilon == 1.0 and k.delta == pytest.approx((1 + math.exp(0.5)) * 1e-6)
+    ro = LaplaceEvent(0.3)
+    assert to_replace_one(ro) is ro
+    c = to_replace_one(ComposedEvent((LaplaceEvent(0.1, "add-remove"), LaplaceEvent(0.2, "add-remove"))))
+    assert c.neighbouring == "replace-one"
+    assert get_accountant("pure").epsilon(c, 0.0) == pytest.approx(0.6)
+
+
+def test_gaussian_conversion_matches_doubled_sensitivity():
+    # Gaussian(sigma) under add-remove (sensitivity C) is Gaussian(sigma/2) w.r.t. 2C.
+    pld = get_accountant("pld")
+    ar = GaussianEvent(2.0, "add-remove")
+    assert pld.epsilon(to_replace_one(ar), 1e-5) == pytest.approx(pld.epsilon(GaussianEvent(1.0), 1e-5))
+
+
+def test_with_replacement_batches_are_their_own_event_and_only_the_advanced_accountant_reads_them(tmp_path):
+    from dpinfer.errors import UnsupportedEventError
+    from dpinfer.privacy import Ledger
+
+    wr = SampledWithReplacementGaussianEvent(0.05, 30.0, 1000)
+    assert wr.neighbouring == "replace-one"
+    for name in ("pld", "rdp"):
+        with pytest.raises(UnsupportedEventError, match="with replacement"):
+            get_accountant(name).epsilon(wr, 1e-5)
+    # the advanced accountant applies the DPVI paper's convention: the Poisson analysis at rate q
+    adv = get_accountant("advanced")
+    poisson = PoissonSubsampledGaussianEvent(0.05, 30.0, 1000, "replace-one")
+    assert adv.epsilon(wr, 1e-3) == adv.epsilon(poisson, 1e-3)
+    assert math.isinf(adv.epsilon(wr, 0.0))
+    assert to_replace_one(SampledWithReplacementGaussianEvent(0.05, 30.0, 10, "add-remove")).neighbouring == (
+        "replace-one"
+    )
+    # a ledger budgeted with a tight accountant refuses the charge and records nothing
+    ledger = Ledger(tmp_path / "l.db", create=True)
+    ledger.register("pld-set", 10.0, 1e-3, "pld")
+    with pytest.raises(UnsupportedEventError), ledger.charge("pld-set", wr):
+        pass
+    assert ledger.history("pld-set") == []
+    ledger.register("adv-set", 10.0, 1e-3, "advanced")
+    with ledger.charge("adv-set", wr):
+        pass
+    assert ledger.history("adv-set")[0]["event"]["type"] == "SampledWithReplacementGaussianEvent"
+
+
+def test_conversions_moved_to_event_conversion_keep_a_deprecated_alias():
+    import warnings
+
+    import dpinfer.privacy.event_conversion as new
+    import dpinfer.privacy.events as old
+
+    for name in ("to_replace_one", "event_to_dict", "event_from_dict", "describe"):
+        with pytest.warns(DeprecationWarning, match=f"event_conversion.{name}"):
+            assert getattr(old, name) is getattr(new, name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        from dpinfer.privacy import event_from_dict, event_to_dict, to_replace_one  # noqa: F401
+
+
+def test_subsampled_gaussian_events_share_checks_but_stay_distinct_types():
+    from dpinfer.privacy import PoissonSubsampledGaussianEvent, SampledWithReplacementGaussianEvent
+
+    p = PoissonSubsampledGaussianEvent(0.05, 2.0, 10)
+    w = SampledWithReplacementGaussianEvent(0.05, 2.0, 10)
+    assert p.neighbouring == "add-remove" and w.neighbouring == "replace-one"
+    assert not isinstance(w, PoissonSubsampledGaussianEvent) and not isinstance(p, type(w))
+    assert p != PoissonSubsampledGaussianEvent(0.05, 2.0, 10, "replace-one")
+    for cls in (PoissonSubsampledGaussianEvent, SampledWithReplacementGaussianEvent):
+        for bad in [(0.0, 2.0, 10), (0.05, 1e-4, 10), (0.05, 2.0, 1.5), (True, 2.0, 10)]:
+            with pytest.raises(InvalidPrivacyParameterError):
+                cls(*bad)

@@ -1,0 +1,277 @@
+"""ABCDP (Algorithm 1): noise scale, stopping, agreement with rejection ABC, ledger, results."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from dpinfer.distances import RFFMMD
+from dpinfer.errors import InvalidDataError
+from dpinfer.models.shipped.mixture_uniform import MixtureOfUniforms
+from dpinfer.privacy import (
+    BudgetExceededError,
+    InvalidPrivacyParameterError,
+    Ledger,
+    SparseVectorEvent,
+)
+from dpinfer.privacy.mechanisms import SparseVector
+from dpinfer.privacy.mechanisms.svt import _svt_pass
+from dpinfer.release import (
+    ABCDPResult,
+    ABCResult,
+    ArrayDraws,
+    SimulatedDraws,
+    abcdp,
+    rejection_abc,
+    rejection_abc_draws,
+)
+from seeded_privacy_rng import prng
+
+
+@pytest.fixture(scope="module")
+def toy():
+    """A small toy stream: N = 400 observed points, T = 300 draws of 200 points, D = 20."""
+    model = MixtureOfUniforms(n_points=200)
+    observed = MixtureOfUniforms(n_points=400).observed(seed=1)
+    draws = SimulatedDraws(model.prior_sample, model.simulate, 300, seed=7, batch_size=64)
+    thetas, sims = draws.materialize()
+    dist = RFFMMD(bandwidth=0.6, n_features=20, seed=0)
+    return observed, thetas, sims, dist
+
+
+@pytest.mark.parametrize("resample", [False, True])
+@pytest.mark.parametrize("c", [1, 5])
+def test_noise_scale_is_theorem_1(toy, c, resample):
+    observed, thetas, sims, dist = toy
+    res = abcdp(observed, (thetas, sims), dist, c, 2.0, 0.1, resample, privacy_rng=prng(0))
+    n = observed.shape[0]
+    expected = (2 * c if resample else c + 1) * (2.0 / n) / 2.0
+    assert res.b == pytest.approx(expected, rel=1e-12)
+    assert res.privacy.epsilon == pytest.approx(2.0)
+    assert res.privacy.accountant == "pure"
+    assert res.privacy.sensitivity == pytest.approx(2.0 / n)
+    assert res.privacy.events == (SparseVectorEvent(c, 2.0, resample),)
+
+
+@pytest.mark.parametrize("resample", [False, True])
+def test_stops_after_c_acceptances(toy, resample):
+    observed, thetas, sims, dist = toy
+    # a huge threshold accepts everything: the run must stop at the c-th draw
+    res = abcdp(observed, (thetas, sims), dist, 7, 1.0, 100.0, resample, privacy_rng=prng(1))
+    assert res.n_accepted == 7 and res.n_draws == 7
+    np.testing.assert_array_equal(res.accepted_index, np.arange(7))
+    # a moderate threshold: exactly c acceptances and the last examined draw is accepted
+    eps_abc = float(np.quantile(dist.batch(dist.prepare(observed), sims), 0.2))
+    res = abcdp(observed, (thetas, sims), dist, 3, 50.0, eps_abc, resample, privacy_rng=prng(2))
+    assert res.n_accepted == 3
+    assert res.indicators.sum() == 3 and res.indicators[-1] == 1
+    np.testing.assert_array_equal(res.accepted, thetas[res.accepted_index])
+
+
+def test_tiny_noise_equals_rejection_abc_on_the_same_stream(toy):
+    observed, thetas, sims, dist = toy
+    rho = dist.batch(dist.prepare(observed), sims)
+    eps_abc = float(np.quantile(rho, 0.1))
+    for resample in (False, True):
+        ref = rejection_abc_draws(observed, (thetas, sims), dist, eps_abc, max_accept=10)
+        res = abcdp(observed, (thetas, sims), dist, 10, 1e12, eps_abc, resample, privacy_rng=prng(3))
+        np.testing.assert_array_equal(res.accepted_index, ref.accepted_index)
+        assert res.n_draws == ref.n_draws
+    # without early stop, rejection ABC accepts exactly the draws below the threshold
+    full = rejection_abc_draws(observed, (thetas, sims), dist, eps_abc)
+    np.testing.assert_array_equal(full.accepted_index, np.flatnonzero(rho <= eps_abc))
+
+
+def test_compiled_pass_is_exactly_the_sequential_algorithm():
+    rng = np.random.default_rng(0)
+    for resample in (False, True):
+        for _ in range(50):
+            n, c = 40, int(rng.integers(1, 6))
+            rho = rng.random(n)
+            v = rng.laplace(0, 0.2, n)
+            m = rng.laplace(0, 0.1, n)
+            thr0 = 0.3 + 0.05
+            out = np.empty(n, dtype=np.uint8)
+            processed, count, _ = _svt_pass(rho, v, m, thr0, 0.3, resample, 0, c, out)
+            # per-draw reference (Algorithm 1, lines 4-18)
+            ref, thr, k, cnt = [], thr0, 0, 0
+            for t in range(n):
+                if rho[t] + v[t] <= thr:
+                    ref.append(1)
+                    cnt += 1
+                    if resample:
+                        thr = 0.3 + m[k]
+                        k += 1
+                else:
+                    ref.append(0)
+                if cnt >= c:
+                    break
+            assert processed == len(ref) and count == cnt
+            np.testing.assert_array_equal(out[:processed], ref)
+
+
+def test_batch_size_does_not_change_the_law_of_stopping(toy):
+    """Streaming in batches of 1 or 300 gives the same answers for the same noise draws."""
+    observed, thetas, sims, dist = toy
+    rho = dist.batch(dist.prepare(observed), sims)
+
+    class Recorded(SparseVector):
+        pass
+
+    a = Recorded(3, 1e-9, float(np.quantile(rho, 0.05)), False, prng(9))
+    one = np.concatenate([a.process(rho[i : i + 1]) for i in range(rho.size)])
+    b = Recorded(3, 1e-9, float(np.quantile(rho, 0.05)), False, prng(9))
+    whole = b.process(rho)
+    np.testing.assert_array_equal(one, whole)
+
+
+def test_toy_posterior_mean_error_falls_as_n_grows():
+    """At fixed ε_total, b = O(1/N): with N = 100 observed points ABCDP is close to the prior,
+    with N = 20000 it is close to ABC (Theorem 2 (2))."""
+    model = MixtureOfUniforms(n_points=300)
+    draws = SimulatedDraws(model.prior_sample, model.simulate, 1500, seed=3, batch_size=500)
+    thetas, sims = draws.materialize()
+    dist = RFFMMD(bandwidth=0.6, n_features=20, seed=1)
+    errors = {}
+    eps_abc = float(np.quantile(dist.batch(dist.prepare(model.observed(seed=11)), sims), 0.02))
+    for n in (100, 20000):
+        observed = MixtureOfUniforms(n_points=n).observed(seed=11)
+        errs = []
+        for r in range(8):
+            res = abcdp(observed, (thetas, sims), dist, 10, 1.0, eps_abc, False, privacy_rng=prng(100 + r))
+            errs.append(np.mean(np.abs(res.posterior_mean - model.theta_true)))
+        errors[n] = np.array(errs)
+    diff = errors[100].mean() - errors[20000].mean()
+    se = np.sqrt(errors[100].var(ddof=1) / 8 + errors[20000].var(ddof=1) / 8)
+    assert diff > 3 * se, errors
+
+
+def test_ledger_charged_before_release_and_budget_enforced(tmp_path, toy):
+    observed, thetas, sims, dist = toy
+    ledger = Ledger(tmp_path / "l.db", create=True)
+    ledger.register("toy", epsilon=1.5, accountant="pure")
+    res = abcdp(
+        observed, (thetas, sims), dist, 2, 1.0, 0.1, ledger=ledger, dataset="toy", privacy_rng=prng(4)
+    )
+    hist = ledger.history("toy")
+    assert len(hist) == 1 and hist[0]["status"] == "released"
+    assert ledger.spent("toy") == pytest.approx(1.0)
+    assert res.privacy.epsilon == pytest.approx(1.0)
+    with pytest.raises(BudgetExceededError):
+        abcdp(observed, (thetas, sims), dist, 2, 1.0, 0.1, ledger=ledger, dataset="toy")
+    assert len(ledger.history("toy")) == 1
+
+
+def test_refuses_numpy_generator_for_privacy_noise(toy):
+    observed, thetas, sims, dist = toy
+    with pytest.raises(TypeError):
+        abcdp(observed, (thetas, sims), dist, 2, 1.0, 0.1, privacy_rng=np.random.default_rng(0))
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["nan_observed", "inf_observed", "dims", "c0", "c_gt_T", "eps_abc_neg", "eps_total0", "bad_sims"],
+)
+def test_bad_input_raises_before_charging(tmp_path, toy, case):
+    observed, thetas, sims, dist = toy
+    ledger = Ledger(tmp_path / "l.db", create=True)
+    ledger.register("toy", epsilon=10.0)
+    kw = dict(c=2, epsilon_total=1.0, epsilon_abc=0.1)
+    obs, draws = observed.copy(), (thetas, sims)
+    if case == "nan_observed":
+        obs[3, 0] = np.nan
+    elif case == "inf_observed":
+        obs[0, 0] = np.inf
+    elif case == "dims":
+        obs = np.hstack([obs, obs])
+    elif case == "c0":
+        kw["c"] = 0
+    elif case == "c_gt_T":
+        kw["c"] = thetas.shape[0] + 1
+    elif case == "eps_abc_neg":
+        kw["epsilon_abc"] = -0.1
+    elif case == "eps_total0":
+        kw["epsilon_total"] = 0.0
+    elif case == "bad_sims":
+        draws = (thetas, sims[:, :, 0, None, None])
+    with pytest.raises((InvalidDataError, InvalidPrivacyParameterError)) as info:
+        abcdp(obs, draws, dist, **kw, ledger=ledger, dataset="toy")
+    assert len(str(info.value)) > 20
+    assert ledger.history("toy") == []
+
+
+def test_bad_bandwidth():
+    for bw in (0.0, -1.0, float("nan"), "x"):
+        with pytest.raises(InvalidPrivacyParameterError):
+            RFFMMD(bandwidth=bw)
+
+
+def test_theta_rows_must_match_sims(toy):
+    observed, thetas, sims, dist = toy
+    with pytest.raises(InvalidDataError):
+        abcdp(observed, (thetas[:-1], sims), dist, 2, 1.0, 0.1)
+
+
+def test_streaming_from_simulator_matches_arrays(toy):
+    observed, thetas, sims, dist = toy
+    model = MixtureOfUniforms(n_points=200)
+    draws = SimulatedDraws(model.prior_sample, model.simulate, 300, seed=7, batch_size=64)
+    a = abcdp(observed, draws, dist, 4, 1e12, 0.08, privacy_rng=prng(5))
+    b = abcdp(observed, ArrayDraws(thetas, sims, batch_size=17), dist, 4, 1e12, 0.08, privacy_rng=prng(5))
+    np.testing.assert_array_equal(a.accepted_index, b.accepted_index)
+    np.testing.assert_allclose(a.accepted, b.accepted)
+
+
+def test_rejection_abc_function(toy):
+    observed, _, _, dist = toy
+    model = MixtureOfUniforms(n_points=200)
+    res = rejection_abc(observed, model.prior_sample, model.simulate, dist, 0.08, 300, seed=7, batch_size=64)
+    assert isinstance(res, ABCResult) and not res.private
+    assert res.n_draws == 300 and res.n_accepted > 0
+
+
+def test_save_load_roundtrip(tmp_path, toy):
+    observed, thetas, sims, dist = toy
+    names = ("a", "b", "c", "d", "e")
+    res = abcdp(observed, (thetas, sims), dist, 3, 1.0, 0.1, privacy_rng=prng(6), param_names=names)
+    npz, js = res.save(tmp_path / "release")
+    assert npz.exists() and js.exists()
+    meta = json.loads(js.read_text())
+    assert meta["privacy"]["events"][0]["c"] == 3
+    back = ABCResult.load(tmp_path / "release")
+    assert isinstance(back, ABCDPResult)
+    np.testing.assert_array_equal(back.accepted, res.accepted)
+    np.testing.assert_array_equal(back.indicators, res.indicators)
+    assert back.privacy == res.privacy and back.b == res.b and back.param_names == res.param_names
+    assert back.privacy.insecure_rng
+
+
+def test_to_arviz(toy):
+    pytest.importorskip("arviz")
+    observed, thetas, sims, dist = toy
+    res = abcdp(observed, (thetas, sims), dist, 3, 1.0, 100.0, privacy_rng=prng(7))
+    idata = res.to_arviz()
+    assert idata.posterior["theta_0"].shape == (1, 3)
+
+
+def test_simulator_failure_after_charge_is_recorded_as_failed(tmp_path):
+    model = MixtureOfUniforms(n_points=50)
+    calls = {"n": 0}
+
+    def flaky(theta, rng):
+        calls["n"] += 1
+        out = model.simulate(theta, rng)
+        if calls["n"] > 1:
+            out[0, 0, 0] = np.nan
+        return out
+
+    draws = SimulatedDraws(model.prior_sample, flaky, 100, seed=0, batch_size=10)
+    ledger = Ledger(tmp_path / "l.db", create=True)
+    ledger.register("toy", epsilon=5.0)
+    with pytest.raises(InvalidDataError):
+        abcdp(model.observed(seed=1), draws, RFFMMD(0.6, 10), 50, 1.0, 1e-6,
+              ledger=ledger, dataset="toy", privacy_rng=prng(8))
+    hist = ledger.history("toy")
+    assert len(hist) == 1 and hist[0]["status"] == "failed"

@@ -1,0 +1,72 @@
+"""The DPVI paper's Abalone targets (slow: 10 fits per setting, about 20 s in all)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from dpinfer.datasets import load_abalone
+from dpinfer.privacy import PrivacyRNG
+from dpinfer.release.dpvi import DPVI, LogisticRegression, plan_privacy
+
+pytestmark = pytest.mark.slow
+
+T, Q, C, DELTA = 1000, 0.05, 5.0, 1e-3
+PAPER = {"per_example": "elbo", "average": False}  # the paper's split and last iterate (1 draw)
+SIGMA_EPS012 = 47.529022216796875  # PLD, replace-one, q = 0.05, T = 1000, delta = 1e-3: eps = 0.12
+
+
+def _mean_accuracy(runs=10, **kw):
+    d = load_abalone()
+    engine = DPVI(LogisticRegression(8))
+    accs = [engine.fit(d.X_train, d.y_train, seed=r, **kw).accuracy(d.X_test, d.y_test) for r in range(runs)]
+    return float(np.mean(accs)), float(np.std(accs, ddof=1) / np.sqrt(runs))
+
+
+def test_non_private_accuracy_over_10_runs():
+    m, _ = _mean_accuracy(private=False, clip=None, sampling_rate=0.01, steps=2000, lr=0.1)
+    assert m >= 0.76  # paper 0.767
+
+
+def test_pld_calibrated_eps_012_beats_the_paper_target():
+    plan = plan_privacy(sampling_rate=Q, steps=T, delta=DELTA, epsilon=0.12)
+    m, se = _mean_accuracy(
+        noise_multiplier=plan.noise_multiplier, delta=DELTA, clip=C, sampling_rate=Q, steps=T, **PAPER
+    )
+    assert m >= 0.74  # paper 0.744 at its moments-accountant eps = 0.121 (with 2.1x more noise)
+
+
+def test_paper_noise_and_sampling_reproduce_the_paper_accuracy():
+    warnings.filterwarnings("ignore", message="sampling='with-replacement'")
+    m, se = _mean_accuracy(
+        noise_multiplier=2 * 51.077,
+        delta=DELTA,
+        clip=C,
+        sampling_rate=Q,
+        steps=T,
+        sampling="with-replacement",
+        paper_accounting=True,
+        delta_prime=4e-5,
+        **PAPER,
+    )
+    # paper: 0.7440 +- 0.0025 (10 runs); allow 3 combined standard errors
+    assert abs(m - 0.744) < 3 * np.hypot(se, 0.0025)
+
+
+def test_defaults_at_eps_012_reach_the_paper_accuracy():
+    """The library's defaults (theta split, 4 draws, adaptive clip, tail average) at eps = 0.12.
+
+    Measured over these 10 deterministic noise streams: 0.7429 (se 0.0053); the previous defaults
+    (likelihood split, 1 draw, quantile 0.98, fixed clip learning rate 0.2) gave 0.7335 (0.0058).
+    """
+    d = load_abalone()
+    accs = []
+    for r in range(10):
+        fit = DPVI(LogisticRegression(8)).fit(
+            d.X_train, d.y_train, seed=r, noise_multiplier=SIGMA_EPS012, delta=DELTA,
+            privacy_rng=PrivacyRNG.insecure_deterministic(100 + r),
+        )
+        accs.append(fit.accuracy(d.X_test, d.y_test))
+    assert np.mean(accs) >= 0.74, np.mean(accs)
