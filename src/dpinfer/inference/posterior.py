@@ -24,7 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from ..results.format import Record, ResultFile, _result_class
+from ..results.format import Record, ResultFile, draws_to_arviz, result_class
+from .weighted import add_weighted_groups
 
 
 class InferenceResult(ResultFile):
@@ -112,27 +113,17 @@ class InferenceResult(ResultFile):
         lines += [f"  warning: {f['message']}" for f in self.findings]
         return "\n".join(lines)
 
-    def to_arviz(self, n_draws: int | None = None, seed: int = 0) -> Any:
-        """An ``arviz.InferenceData``: draws under the parameter names, ε/δ/method as attributes,
-        the particles and weights of a weighted method as ``constant_data``."""
-        try:
-            import arviz as az
-        except ImportError as exc:
-            raise ImportError("to_arviz() needs arviz: pip install arviz") from exc
+    def to_arviz(self, n_draws: int | None = None, seed: Any = 0) -> Any:
+        """An ``arviz.InferenceData``: draws under the parameter names, the analysed release's
+        privacy report and the method chosen on the ``posterior`` group, the particles and weights
+        of a weighted method as ``constant_data`` and the observed release as ``observed_data``."""
         draws = self.sample(n_draws or self.n_draws, seed)
-        constant = None
+        idata = draws_to_arviz(draws, tuple(self.param_names), self.privacy, method=self.method,
+                               reason=self.reason)
         if self.weights is not None:
-            constant = {"particles": self.particles, "weights": self.weights}
-        attrs = {"method": self.method, "reason": self.reason, "param_names": list(self.param_names)}
-        if self.privacy is not None:
-            attrs.update(epsilon=self.epsilon, delta=self.delta)
-        return az.from_dict(
-            posterior={name: draws[None, :, i] for i, name in enumerate(self.param_names)},
-            constant_data=constant,
-            dims={"particles": ["particle", "parameter"], "weights": ["particle"]} if constant else None,
-            coords={"parameter": list(self.param_names)} if constant else None,
-            attrs=attrs,
-        )
+            add_weighted_groups(idata, self.particles, self.weights, self.param_names,
+                                getattr(self.result, "observed", None))
+        return idata
 
     def plot(self, path: str | Path | None = None, reference: Any = None, n: int = 2000) -> Any:
         """Pair plot of ``n`` draws (:func:`dpinfer.plots.plot_pair`), saved to ``path`` if given."""
@@ -159,7 +150,7 @@ class InferenceResult(ResultFile):
     def _from_record(cls, record: Record, **kwargs: Any) -> InferenceResult:
         f = record.fields
         meta = {"version": 1, "type": f["inner_type"], "module": f["inner_module"]}
-        klass = _result_class(meta, Path("<inner result>"))
+        klass = result_class(meta, Path("<inner result>"))
         inner = Record(
             type=f["inner_type"],
             param_names=record.param_names,

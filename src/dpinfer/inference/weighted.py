@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..models.synthesis import SyntheticData, synthesize_from
-from ..results.format import ResultFile
+from ..results.format import ResultFile, draws_to_arviz
 
 
 def weighted_quantile(x: np.ndarray, w: np.ndarray, q: Any) -> np.ndarray:
@@ -106,27 +106,40 @@ class WeightedSample(ResultFile):
             for i, name in enumerate(self.param_names)
         ]
 
-    def to_arviz(self, n_draws: int | None = None, seed: int = 0) -> Any:
-        """An ``arviz.InferenceData`` of equal-weight draws (multinomial resampling) under the
-        parameter names; the weighted particles and their weights as ``constant_data``, ε and δ of
-        the analysed release as attributes.
+    def to_arviz(self, n_draws: int | None = None, seed: Any = 0) -> Any:
+        """An ``arviz.InferenceData``: ``n_draws`` equal-weight draws (multinomial resampling;
+        default one per particle) under the parameter names, the weighted particles and their
+        weights as ``constant_data`` (the resampled chain alone understates the Monte Carlo
+        error: use the weights' ESS), the observed release as ``observed_data`` and the analysed
+        release's privacy report on the ``posterior`` group.
 
         arviz is optional and imported here.
         """
-        try:
-            import arviz as az
-        except ImportError as exc:
-            raise ImportError("to_arviz() needs arviz: pip install arviz") from exc
         draws = self.sample(n_draws or self.weights.size, seed)
-        privacy = getattr(self, "privacy", None)
-        attrs = {} if privacy is None else {"epsilon": float(privacy.epsilon), "delta": float(privacy.delta)}
-        return az.from_dict(
-            posterior={name: draws[None, :, i] for i, name in enumerate(self.param_names)},
-            constant_data={"particles": self.particles, "weights": self.weights},
-            dims={"particles": ["particle", "parameter"], "weights": ["particle"]},
-            coords={"parameter": list(self.param_names)},
-            attrs=attrs,
-        )
+        idata = draws_to_arviz(draws, tuple(self.param_names), getattr(self, "privacy", None),
+                               ess=float(ess(self.weights)))
+        add_weighted_groups(idata, self.particles, self.weights, self.param_names,
+                            getattr(self, "observed", None))
+        return idata
 
 
-__all__ = ["WeightedSample", "ess", "release_facts", "weighted_cov", "weighted_quantile"]
+
+def add_weighted_groups(
+    idata: Any, particles: np.ndarray, weights: np.ndarray, names: Any, observed: Any = None
+) -> None:
+    """Add the weighted particles (``constant_data``) and the observed release (``observed_data``)
+    to an ``arviz.InferenceData`` in place."""
+    import xarray as xr
+
+    coords = {"particle": np.arange(weights.size), "parameter": list(names)}
+    idata.add_groups(constant_data=xr.Dataset(
+        {"particles": (("particle", "parameter"), np.asarray(particles)),
+         "weights": (("particle",), np.asarray(weights))}, coords=coords))
+    if observed is not None:
+        obs = np.atleast_1d(np.asarray(observed, dtype=np.float64))
+        idata.add_groups(observed_data=xr.Dataset({"s_dp": (("statistic",), obs)}))
+
+
+__all__ = [
+    "WeightedSample", "add_weighted_groups", "ess", "release_facts", "weighted_cov", "weighted_quantile",
+]

@@ -12,11 +12,13 @@ Every result — :class:`~dpinfer.release.ABCResult` / :class:`~dpinfer.release.
 * ``sample(n, seed)`` — ``n`` draws of θ, shape ``(n, dim)`` (the same seed gives the same draws);
 * ``sd()`` and ``interval(level)`` — marginal standard deviations and equal-tailed credible
   intervals ``(dim, 2)`` (weighted for particle methods; by default from 4000 draws, seed 0);
-* ``to_arviz()`` — an ``arviz.InferenceData`` with the parameter names;
+* ``to_arviz(n_draws, seed)`` — an ``arviz.InferenceData`` with the parameter names and the
+  release's privacy report on the ``posterior`` group (:func:`arviz_attrs`);
 * ``param_names`` — the names of the ``dim`` parameters;
 * ``privacy`` — the :class:`~dpinfer.privacy.PrivacyReport` of the release the result is about
   (its own release for ABCDP and DPVI; the analysed release for post-processing methods), or None;
-* ``save(path)`` / ``load(path)`` — the file format below.
+* ``save(path) -> Path`` / ``load(path)`` — the file format below (written beside the target and
+  renamed, so an interrupted save never leaves a partial file); :func:`load_result` reopens any.
 
 The file format ``dpinfer.result``, version 1
 ---------------------------------------------
@@ -46,8 +48,7 @@ from __future__ import annotations
 
 import importlib
 import json
-import sys
-import warnings
+import os
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,11 +90,11 @@ class PosteriorResult(Protocol):
         """Equal-tailed marginal credible intervals, shape ``(dim, 2)``."""
         ...
 
-    def to_arviz(self) -> Any:
+    def to_arviz(self, n_draws: int = 4000, seed: Any = 0) -> Any:
         """An ``arviz.InferenceData`` of draws under the parameter names."""
         ...
 
-    def save(self, path: str | Path) -> Any:
+    def save(self, path: str | Path) -> Path:
         """Write the result in the ``dpinfer.result`` format."""
         ...
 
@@ -140,8 +141,13 @@ def write_record(result: Any, path: str | Path, fields: dict[str, Any], arrays: 
     }
     p = result_path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    with open(p, "wb") as f:
-        np.savez_compressed(f, meta=np.array(json.dumps(meta, default=_jsonable)), **arrays)
+    tmp = p.with_name(f".{p.name}.{os.getpid()}.partial")
+    try:  # written beside the target and renamed: an interrupted save never leaves half a file
+        with open(tmp, "wb") as f:
+            np.savez_compressed(f, meta=np.array(json.dumps(meta, default=_jsonable)), **arrays)
+        os.replace(tmp, p)
+    finally:
+        tmp.unlink(missing_ok=True)
     return p
 
 
@@ -169,7 +175,7 @@ def _existing(path: str | Path) -> Path:
     return p
 
 
-def _result_class(meta: dict[str, Any], path: Path) -> type[ResultFile]:
+def result_class(meta: dict[str, Any], path: Path) -> type[ResultFile]:
     version = meta.get("version")
     if not isinstance(version, int) or version > VERSION:
         raise InvalidDataError(
@@ -195,7 +201,7 @@ def read_record(path: str | Path, expect: type[R] | None = None) -> tuple[type[R
     meta = read_meta(p)
     if meta is None:
         raise InvalidDataError(f"{p} is not a dpinfer result file (format {FORMAT!r}, version {VERSION}).")
-    klass = _result_class(meta, p)
+    klass = result_class(meta, p)
     if expect is not None and not issubclass(klass, expect):
         raise InvalidDataError(
             f"{p} holds a {klass.__name__}, not a {expect.__name__}; open it with "
@@ -236,45 +242,45 @@ def load_result(path: str | Path, **kwargs: Any) -> Any:
     return _construct(klass, record, path, kwargs)
 
 
-def read_legacy_npz(path: Path, keys: tuple[str, ...]) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
-    """The JSON ``meta`` and the arrays of a pre-format ``.npz`` whose ``meta`` has all ``keys``
-    (None for any other file)."""
-    if not zipfile.is_zipfile(path):
-        return None
+def arviz_attrs(privacy: PrivacyReport | None, **extra: Any) -> dict[str, Any]:
+    """The attributes every ``to_arviz()`` puts on its ``posterior`` group: the release's ε, δ,
+    mechanism and accountant, and the whole privacy report as JSON (empty without a release)."""
+    attrs: dict[str, Any] = {k: v for k, v in extra.items() if v is not None}
+    if privacy is not None:
+        attrs.update(
+            epsilon=float(privacy.epsilon),
+            delta=float(privacy.delta),
+            mechanism=str(privacy.mechanism),
+            accountant=str(privacy.accountant),
+            privacy_report=json.dumps(privacy.to_dict(), default=_jsonable),
+        )
+    return attrs
+
+
+def draws_to_arviz(
+    draws: np.ndarray, names: tuple[str, ...], privacy: PrivacyReport | None, **attrs: Any
+) -> Any:
+    """An ``arviz.InferenceData`` whose ``posterior`` group holds ``draws`` (``(chains, n, dim)``
+    or ``(n, dim)`` for one chain) under ``names``, with :func:`arviz_attrs` on that group."""
     try:
-        with np.load(path, allow_pickle=False) as z:
-            meta = json.loads(str(z["meta"])) if "meta" in z.files else None
-            if not isinstance(meta, dict) or not all(k in meta for k in keys):
-                return None
-            return meta, {k: z[k] for k in z.files if k != "meta"}
-    except (ValueError, OSError):
-        return None
-
-
-def _caller_outside_dpinfer() -> int:
-    """The ``stacklevel`` that makes a warning point at the first caller outside dpinfer."""
-    package = str(Path(__file__).resolve().parents[1])
-    frame, level = sys._getframe(1), 1
-    while frame is not None and frame.f_code.co_filename.startswith(package):
-        frame, level = frame.f_back, level + 1
-    return level
-
-
-def warn_legacy(path: str | Path, what: str) -> None:
-    """The DeprecationWarning of reading a file written before the ``dpinfer.result`` format."""
-    warnings.warn(
-        f"{path} is a {what} file from before the {FORMAT} format; it is read for one more release. "
-        "Save the result again to convert it.",
-        DeprecationWarning,
-        stacklevel=_caller_outside_dpinfer(),
-    )
+        import arviz as az
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError("to_arviz() needs the optional package arviz: pip install arviz") from exc
+    d = np.asarray(draws, dtype=np.float64)
+    if d.ndim == 2:
+        d = d[None]
+    posterior = {n: d[:, :, i] for i, n in enumerate(names)}
+    idata = az.from_dict(posterior=posterior)
+    idata.posterior.attrs.update(arviz_attrs(privacy, **attrs))
+    return idata
 
 
 class ResultFile:
     """Base of every result class: :meth:`save` / :meth:`load` in the ``dpinfer.result`` format.
 
-    A subclass implements :meth:`_to_record` (its JSON-ready fields and arrays) and
-    :meth:`_from_record`; it may override :meth:`_load_legacy` to read its pre-format files.
+    A subclass implements :meth:`sample`, :meth:`_to_record` (its JSON-ready fields and arrays)
+    and :meth:`_from_record`, and has ``param_names`` and ``privacy``; the summaries below come
+    from draws unless it overrides them with exact ones (weighted particles, closed forms).
     Defining a subclass registers it for :func:`load_result` under its class name.
     """
 
@@ -301,18 +307,15 @@ class ResultFile:
         draws = np.asarray(self.sample(4000, seed=0), dtype=np.float64)  # type: ignore[attr-defined]
         return np.quantile(draws, [0.5 - level / 2, 0.5 + level / 2], axis=0).T
 
+    def mean(self) -> np.ndarray:
+        """Posterior mean of 4000 draws (seed 0), shape ``(dim,)``."""
+        return np.asarray(self.sample(4000, seed=0), dtype=np.float64).mean(axis=0)  # type: ignore[attr-defined]
+
     def to_arviz(self, n_draws: int = 4000, seed: Any = 0) -> Any:
-        """An ``arviz.InferenceData`` of ``n_draws`` draws under the parameter names, with ε and δ
-        of the release as attributes (arviz is optional and imported here)."""
-        try:
-            import arviz as az
-        except ImportError as exc:
-            raise ImportError("to_arviz() needs arviz: pip install arviz") from exc
+        """An ``arviz.InferenceData`` of ``n_draws`` draws under the parameter names, with the
+        release's privacy report on the ``posterior`` group (:func:`arviz_attrs`)."""
         draws = np.asarray(self.sample(int(n_draws), seed=seed), dtype=np.float64)  # type: ignore[attr-defined]
-        privacy = getattr(self, "privacy", None)
-        attrs = {} if privacy is None else {"epsilon": float(privacy.epsilon), "delta": float(privacy.delta)}
-        names = self.param_names  # type: ignore[attr-defined]
-        return az.from_dict(posterior={n: draws[None, :, i] for i, n in enumerate(names)}, attrs=attrs)
+        return draws_to_arviz(draws, tuple(self.param_names), getattr(self, "privacy", None))  # type: ignore[attr-defined]
 
     def save(self, path: str | Path) -> Path:
         """Write the result to ``path`` (``.npz`` appended when it has no suffix); returns the path."""
@@ -323,26 +326,19 @@ class ResultFile:
     def load(cls: type[R], path: str | Path, **kwargs: Any) -> R:
         """Read a result written by :meth:`save` (a subclass's file reads as that subclass)."""
         p = _existing(path)
-        if read_meta(p) is None:
-            return cls._load_legacy(p, **kwargs)
         klass, record = read_record(p, expect=cls)
         return _construct(klass, record, p, kwargs)
-
-    @classmethod
-    def _load_legacy(cls: type[R], path: Path, **kwargs: Any) -> R:
-        raise InvalidDataError(
-            f"{path} is not a dpinfer result file (format {FORMAT!r}, version {VERSION})."
-        )
 
 
 __all__ = [
     "FORMAT",
+    "arviz_attrs",
+    "draws_to_arviz",
     "VERSION",
     "PosteriorResult",
     "Record",
     "ResultFile",
     "load_result",
-    "read_legacy_npz",
     "read_meta",
     "read_record",
     "result_path",

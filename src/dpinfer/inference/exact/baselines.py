@@ -19,7 +19,7 @@ import numpy as np
 
 from ...errors import InvalidDataError
 from ...models.shipped.linreg import LinearRegression
-from ...privacy import PrivacyReport
+from ...privacy.report import PrivacyReport
 from ...results.format import Record, ResultFile
 
 

@@ -58,7 +58,7 @@ from .importance_result import ImportanceResult as _Result
 from .importance_result import log_mean_exp
 
 
-def _check_positive_int(name: str, value: Any, minimum: int = 1) -> int:
+def check_positive_int(name: str, value: Any, minimum: int = 1) -> int:
     if isinstance(value, bool) or int(value) != value or value < minimum:
         raise InvalidDataError(f"{name} must be an integer >= {minimum}, got {value!r}.")
     return int(value)
@@ -121,7 +121,7 @@ def _log_likelihood_batch(task: _LikelihoodTask) -> np.ndarray:
     return log_mean_exp(log_eta.reshape(m, L), axis=1)
 
 
-def _estimate(
+def estimate_log_likelihood(
     model: Any,
     obs: np.ndarray,
     theta: np.ndarray,
@@ -206,9 +206,9 @@ def mechanism_importance_sampling(
             f"(mechanism.has_density); {type(mech).__name__} has none. Use smc_abc instead."
         )
     obs = model.check_observed(observed)
-    n_theta = _check_positive_int("n_theta", n_theta, 2)
-    n_inner = _check_positive_int("n_inner", n_inner)
-    batch_size = _check_positive_int("batch_size", batch_size)
+    n_theta = check_positive_int("n_theta", n_theta, 2)
+    n_inner = check_positive_int("n_inner", n_inner)
+    batch_size = check_positive_int("batch_size", batch_size)
     if not (inflation > 0 and df > 0 and 0 <= defensive < 1):
         raise InvalidDataError(
             f"need inflation > 0, df > 0 and 0 <= defensive < 1, got {inflation!r}, {df!r}, {defensive!r}."
@@ -216,9 +216,9 @@ def mechanism_importance_sampling(
     if not (proposal in ("auto", "prior") or isinstance(proposal, DefensiveProposal)):
         raise InvalidDataError(f"proposal must be 'auto', 'prior' or a DefensiveProposal, got {proposal!r}.")
     if proposal == "auto":
-        pilot_theta = _check_positive_int("pilot_theta", pilot_theta, 10)
-        pilot_inner = _check_positive_int("pilot_inner", pilot_inner)
-        adapt = _check_positive_int("adapt", adapt, 0)
+        pilot_theta = check_positive_int("pilot_theta", pilot_theta, 10)
+        pilot_inner = check_positive_int("pilot_inner", pilot_inner)
+        adapt = check_positive_int("adapt", adapt, 0)
     if defensive == 0 and isinstance(proposal, str) and proposal == "auto":
         warnings.warn(
             "defensive=0: the importance weights are unbounded if the pilot misses posterior mass.",
@@ -244,7 +244,7 @@ def mechanism_importance_sampling(
         else:
             theta = prop.sample(n, prior, rng)
             log_q = prop.log_prob(theta, prior)
-        ll = _estimate(model, obs, theta, inner, batch_size, root, sim_stage, be)
+        ll = estimate_log_likelihood(model, obs, theta, inner, batch_size, root, sim_stage, be)
         n_sims += int(prior.in_support(theta).sum()) * inner
         log_prior = np.asarray(prior.log_prob(theta), dtype=np.float64)
         with np.errstate(invalid="ignore"):

@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from scipy.special import logsumexp
 
 from ...diagnostics.checks import pareto_khat
-from ...privacy import PrivacyReport
-from ...results.format import Record, read_legacy_npz, warn_legacy
+from ...privacy.report import PrivacyReport
+from ...results.format import Record
 from ..weighted import WeightedSample
 
 
@@ -109,16 +108,5 @@ class ImportanceResult(WeightedSample):
             diagnostics=f["diagnostics"],
             privacy=record.privacy,
         )
-
-    @classmethod
-    def _load_legacy(cls, path: Path, **kwargs: Any) -> ImportanceResult:
-        """Read an ``.npz`` written by ``save`` before the common format (no privacy report)."""
-        old = read_legacy_npz(path, ("param_names", "n_simulations", "settings", "diagnostics"))
-        if old is None:
-            return super()._load_legacy(path)
-        warn_legacy(path, "importance-sampling .npz")
-        meta, arrays = old
-        return cls._from_record(Record(cls.__name__, tuple(meta["param_names"]), None, meta, arrays))
-
 
 __all__ = ["ImportanceResult", "log_mean_exp", "pareto_khat"]

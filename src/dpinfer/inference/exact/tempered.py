@@ -45,8 +45,7 @@ from scipy.special import logsumexp
 from ...errors import ImpossibleObservationError, InvalidDataError
 from ...execution import Backend, batch_seeds, get_backend
 from ..weighted import release_facts, weighted_cov
-from .importance import _check_positive_int
-from .importance import _estimate as estimate_log_likelihood
+from .importance import check_positive_int, estimate_log_likelihood
 from .tempered_result import TemperedSMCResult
 
 
@@ -137,10 +136,10 @@ def tempered_smc(
             f"{type(mech).__name__} has none. Use smc_abc instead."
         )
     obs = model.check_observed(observed)
-    n = _check_positive_int("n_particles", n_particles, 10)
-    n_inner = _check_positive_int("n_inner", n_inner)
-    max_moves = _check_positive_int("max_moves", max_moves)
-    batch_size = _check_positive_int("batch_size", batch_size)
+    n = check_positive_int("n_particles", n_particles, 10)
+    n_inner = check_positive_int("n_inner", n_inner)
+    max_moves = check_positive_int("max_moves", max_moves)
+    batch_size = check_positive_int("batch_size", batch_size)
     if not (0 < target_ess < 1 and min_moves >= 0):
         raise InvalidDataError("need 0 < target_ess < 1 and min_moves >= 0.")
     root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ...privacy import PrivacyReport
+from ...privacy.report import PrivacyReport
 from ...results.format import Record
 from ..weighted import WeightedSample
 

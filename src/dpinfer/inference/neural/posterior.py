@@ -12,16 +12,13 @@ spends no budget), the per-round diagnostics and the simulation count. ``save`` 
 as arrays ``flow.<name>`` (float32, exactly), ``observed`` and (SPLE) the stored MCMC ``draws``;
 the rounds, settings, flow configuration and MCMC state as JSON fields. The prior is stored as
 JSON when it is a Gaussian prior, otherwise pass ``prior=`` (or ``model=``) to :meth:`load`.
-Files written by ``torch.save`` before the common format are read for one release. (The two
-posterior classes lived here until they joined their estimators in :mod:`dpinfer.inference.neural.sppe` and
-:mod:`dpinfer.inference.neural.sple`; importing them from here still works for one release, with a
-DeprecationWarning.)
+The two posterior classes live beside their estimators, in :mod:`dpinfer.inference.neural.sppe` and
+:mod:`dpinfer.inference.neural.sple`.
 """
 
 from __future__ import annotations
 
 import copy
-import json
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -33,13 +30,13 @@ from ...errors import InvalidDataError
 from ...execution.device import resolve_device
 from ...models.priors import GaussianPrior, Prior
 from ...models.synthesis import SyntheticData, synthesize_from
-from ...privacy import PrivacyReport
-from ...results.format import Record, ResultFile, warn_legacy
+from ...privacy.report import PrivacyReport
+from ...results.format import Record, ResultFile, draws_to_arviz
 from .flows import ConditionalFlow, FlowConfig
 from .training import RoundInfo
 
 
-def _seed_int(seed: Any) -> int:
+def seed_int(seed: Any) -> int:
     if seed is None:
         return int(np.random.SeedSequence().generate_state(1)[0])
     if isinstance(seed, np.random.SeedSequence):
@@ -208,13 +205,16 @@ class NeuralPosterior(ResultFile):
         return "\n".join(lines)
 
     def to_arviz(self, n_draws: int = 4000, seed: Any = 0) -> Any:
-        """An ``arviz.InferenceData`` of ``n_draws`` posterior draws (arviz imported lazily)."""
-        try:
-            import arviz as az
-        except ImportError as exc:
-            raise ImportError("to_arviz() needs arviz, an optional dependency: pip install arviz") from exc
-        draws = self._arviz_draws(n_draws, seed)
-        return az.from_dict(posterior={name: draws[..., i] for i, name in enumerate(self.param_names)})
+        """An ``arviz.InferenceData`` of ``n_draws`` posterior draws (SPLE: its MCMC chains) with
+        the analysed release's privacy report on the ``posterior`` group and the observed release
+        as ``observed_data`` (arviz imported lazily)."""
+        import xarray as xr
+
+        idata = draws_to_arviz(self._arviz_draws(n_draws, seed), tuple(self.param_names), self.privacy,
+                               method=self.kind)
+        obs = np.atleast_1d(np.asarray(self.observed, dtype=np.float64))
+        idata.add_groups(observed_data=xr.Dataset({"s_dp": (("statistic",), obs)}))
+        return idata
 
     def _arviz_draws(self, n_draws: int, seed: Any) -> np.ndarray:
         return self.sample(n_draws, seed)[None, :, :]
@@ -256,25 +256,6 @@ class NeuralPosterior(ResultFile):
     def load(cls, path: str | Path, prior: Prior | None = None, model: Any = None) -> NeuralPosterior:  # type: ignore[override]
         """Read a posterior written by :meth:`save` (``prior``/``model`` needed for non-Gaussian priors)."""
         return super().load(path, prior=prior, model=model)
-
-    @classmethod
-    def _load_legacy(
-        cls, path: Path, prior: Prior | None = None, model: Any = None, **kwargs: Any
-    ) -> NeuralPosterior:
-        """A ``torch.save`` file of earlier versions (tensors, numbers and strings only)."""
-        try:
-            state = torch.load(path, weights_only=True)
-            meta = json.loads(state["meta"])
-        except Exception:  # noqa: BLE001 - anything that is not such a file
-            return super()._load_legacy(path)
-        klass = cls._registry[{"sppe": "SPPEPosterior", "sple": "SPLEPosterior"}[meta["kind"]]]
-        if not issubclass(klass, cls):
-            raise InvalidDataError(f"{path} holds a {meta['kind']} posterior, not a {cls.kind} one.")
-        warn_legacy(path, "neural posterior .pt")
-        privacy = None if meta["privacy"] is None else PrivacyReport.from_dict(meta["privacy"])
-        extra = {k: v for k, v in state.items() if k not in ("meta", "state_dict")}
-        return klass._build(meta, state["state_dict"], extra, np.asarray(meta["observed"]),
-                            tuple(meta["param_names"]), privacy, prior, model)
 
     @classmethod
     def _build(

@@ -42,7 +42,7 @@ from .training import (
 )
 
 
-def _check_int(name: str, value: Any, minimum: int) -> int:
+def check_int(name: str, value: Any, minimum: int) -> int:
     try:
         ok = int(value) == value and int(value) >= minimum
     except (TypeError, ValueError):
@@ -131,8 +131,8 @@ class SequentialEstimator:
                 )
         self.model = model
         self.flow_config = FlowConfig.from_any(flow)
-        self.rounds = _check_int("rounds", rounds, 1)
-        self.simulations_per_round = _check_int("simulations_per_round", simulations_per_round, 20)
+        self.rounds = check_int("rounds", rounds, 1)
+        self.simulations_per_round = check_int("simulations_per_round", simulations_per_round, 20)
         check_points(rqmc_points)
         self.rqmc_points = int(rqmc_points)
         self.qmc = bool(qmc)
@@ -140,7 +140,7 @@ class SequentialEstimator:
         self.seed = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
         self.backend = backend
         self.n_workers = n_workers
-        self.simulation_batch_size = _check_int("simulation_batch_size", simulation_batch_size, 1)
+        self.simulation_batch_size = check_int("simulation_batch_size", simulation_batch_size, 1)
         self.progress = bool(progress)
         self.callback = callback
         self.threads = threads

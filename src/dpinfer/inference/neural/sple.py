@@ -26,8 +26,8 @@ from ...errors import InvalidDataError
 from .flows import ConditionalFlow
 from .losses import nle_loss
 from .mcmc import MCMC_METHODS, run_mcmc
-from .posterior import NeuralPosterior, _seed_int
-from .sequential import SequentialEstimator, _check_int
+from .posterior import NeuralPosterior, seed_int
+from .sequential import SequentialEstimator, check_int
 from .training import LossFn, torch_threads
 
 
@@ -90,7 +90,7 @@ class SPLEPosterior(NeuralPosterior):
     def run_mcmc(self, n: int, seed: Any = None, candidates: np.ndarray | None = None) -> np.ndarray:
         """Run the chains for ``n`` draws; store them in ``draws`` and diagnostics in ``mcmc``."""
         s = self.mcmc_settings
-        rng = np.random.default_rng(_seed_int(seed))
+        rng = np.random.default_rng(seed_int(seed))
         init = self._initial_states(int(s.get("chains", 10)), rng, candidates)
         scale = init.std(axis=0)
         if candidates is not None and len(candidates) > 2:
@@ -190,11 +190,11 @@ class SPLE(SequentialEstimator):
             raise InvalidDataError(f"mcmc_method must be one of {MCMC_METHODS}, got {mcmc_method!r}.")
         self.mcmc_settings = {
             "method": mcmc_method,
-            "chains": _check_int("chains", chains, 2),
-            "warmup": _check_int("warmup", warmup, 0),
-            "thin": _check_int("thin", thin, 1),
+            "chains": check_int("chains", chains, 2),
+            "warmup": check_int("warmup", warmup, 0),
+            "thin": check_int("thin", thin, 1),
         }
-        self.posterior_draws = _check_int("posterior_draws", posterior_draws, 4)
+        self.posterior_draws = check_int("posterior_draws", posterior_draws, 4)
         self.reproduce_authors_proposal = bool(reproduce_authors_proposal)
         self._first_theta: np.ndarray | None = None
 
@@ -237,7 +237,7 @@ class SPLE(SequentialEstimator):
         n = self.posterior_draws if last else self.simulations_per_round
         previous = posterior.draws
         posterior.draws = None
-        posterior.run_mcmc(n, seed=_seed_int(self._child(4, round_index)), candidates=previous)
+        posterior.run_mcmc(n, seed=seed_int(self._child(4, round_index)), candidates=previous)
         return {"mcmc": dict(posterior.mcmc)}
 
 

@@ -37,8 +37,8 @@ from ...errors import InvalidDataError
 from .flows import ConditionalFlow
 from .losses import apt_loss, npe_loss
 from .param_space import ParamSpace
-from .posterior import NeuralPosterior, _seed_int
-from .sequential import SequentialEstimator, _check_int
+from .posterior import NeuralPosterior, seed_int
+from .sequential import SequentialEstimator, check_int
 from .training import LossFn, torch_threads
 from .truncation import sample_truncated_prior
 
@@ -83,7 +83,7 @@ class SPPEPosterior(NeuralPosterior):
         out: list[np.ndarray] = []
         got = tried = 0
         with torch_threads(self.threads), self._fork_rng():
-            torch.manual_seed(_seed_int(seed))
+            torch.manual_seed(seed_int(seed))
             for _ in range(max_tries):
                 batch = max(2 * (n - got), 256)
                 th = self._raw_sample(batch)
@@ -106,7 +106,7 @@ class SPPEPosterior(NeuralPosterior):
         """``log P_q(θ ∈ support)`` estimated from ``n`` flow draws (cached)."""
         if self._log_mass is None:
             with torch_threads(self.threads), self._fork_rng():
-                torch.manual_seed(_seed_int(seed))
+                torch.manual_seed(seed_int(seed))
                 th = self._raw_sample(n)
             frac = float(np.mean(self.prior.in_support(th)))
             self._log_mass = math.log(max(frac, 1.0 / n))
@@ -192,7 +192,7 @@ class SPPE(SequentialEstimator):
             )
         self.truncation_quantile = tq
         self._truncation_info: dict[str, Any] = {}  # from _propose to this round's extra
-        self.atoms = _check_int("atoms", atoms, 2)
+        self.atoms = check_int("atoms", atoms, 2)
         if self.atoms > self.training.batch_size:
             raise InvalidDataError(
                 f"atoms ({self.atoms}) cannot exceed the training batch size ({self.training.batch_size})."
@@ -229,7 +229,7 @@ class SPPE(SequentialEstimator):
         posterior._log_mass = None
         if self.proposal == "truncated":
             return self._truncated_prior(posterior, n, round_index)
-        return posterior.sample(n, seed=_seed_int(self._child(3, round_index)))
+        return posterior.sample(n, seed=seed_int(self._child(3, round_index)))
 
     def _truncated_prior(self, posterior: SPPEPosterior, n: int, round_index: int) -> np.ndarray:
         """``n`` draws from the prior restricted to the flow's HPR (:mod:`.truncation`)."""
@@ -247,7 +247,7 @@ class SPPE(SequentialEstimator):
             return np.concatenate(out)
 
         with torch_threads(self.threads), posterior._fork_rng(), torch.no_grad():
-            torch.manual_seed(_seed_int(seed))
+            torch.manual_seed(seed_int(seed))
             q_draws = flow.sample(n_region, posterior._context()).double().cpu().numpy()
         z, info = sample_truncated_prior(
             n,
@@ -263,7 +263,7 @@ class SPPE(SequentialEstimator):
 
     def _summary_draws(self, posterior: Any, round_index: int) -> np.ndarray | None:
         try:
-            return posterior.sample(2000, seed=_seed_int(self._child(7, round_index)))
+            return posterior.sample(2000, seed=seed_int(self._child(7, round_index)))
         except RuntimeError:  # almost no mass in the support: nothing to summarise
             return None
 

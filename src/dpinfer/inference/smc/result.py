@@ -9,13 +9,12 @@ Saved in the common ``dpinfer.result`` format (:mod:`dpinfer.results.format`): t
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ...privacy import PrivacyReport
-from ...results.format import Record, read_legacy_npz, warn_legacy
+from ...privacy.report import PrivacyReport
+from ...results.format import Record
 from ..weighted import WeightedSample
 
 
@@ -140,24 +139,5 @@ class SMCABCResult(WeightedSample):
             privacy=record.privacy,
             model=f.get("model", {}),
         )
-
-    @classmethod
-    def _load_legacy(cls, path: Path, **kwargs: Any) -> SMCABCResult:
-        """Read an ``.npz`` written by ``save`` before the common format."""
-        old = read_legacy_npz(path, ("populations", "param_names", "settings"))
-        if old is None:
-            return super()._load_legacy(path)
-        warn_legacy(path, "SMC-ABC .npz")
-        meta, arrays = old
-        privacy = meta["privacy"]
-        record = Record(
-            type=cls.__name__,
-            param_names=tuple(meta["param_names"]),
-            privacy=None if privacy is None else PrivacyReport.from_dict(privacy),
-            fields=meta,
-            arrays=arrays,
-        )
-        return cls._from_record(record)
-
 
 __all__ = ["PopulationDiagnostics", "SMCABCResult"]

@@ -16,10 +16,8 @@ Reproducibility: batch ``j`` of population ``t`` draws from ``SeedSequence(seed,
 j))``; the first ``n_particles`` accepted in batch order are kept, so a seed (and ``batch_size``)
 fixes the result on every backend and worker count.
 
-The schedules, weighted statistics and result that used to live here moved to
-:mod:`~dpinfer.inference.smc.schedule`, :mod:`~dpinfer.inference.weighted` and
-:mod:`~dpinfer.inference.smc.result`;
-importing them from this module still works for one release, with a DeprecationWarning.
+The schedules, weighted statistics and result are in :mod:`~dpinfer.inference.smc.schedule`,
+:mod:`~dpinfer.inference.weighted` and :mod:`~dpinfer.inference.smc.result`.
 """
 
 from __future__ import annotations

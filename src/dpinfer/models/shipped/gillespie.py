@@ -22,7 +22,7 @@ import numpy as np
 
 from ...errors import InvalidDataError
 from ...randomness import as_generator
-from .streams import _next_double, stream_seeds
+from .streams import next_double, stream_seeds
 
 DEFAULT_TIMES = np.arange(0.0, 154.0, 17.0)  # 0, 17, ..., 153
 
@@ -53,13 +53,13 @@ def record_before(times: np.ndarray, j: int, t: float, infected: int, out: np.nd
 @numba.njit(inline="always")
 def next_event_time(t: float, total: float, state: np.ndarray) -> float:
     """Time of the next event: ``t`` plus an exponential waiting time of rate ``total``."""
-    return t - math.log(_next_double(state)) / total
+    return t - math.log(next_double(state)) / total
 
 
 @numba.njit(inline="always")
 def infect_or_recover(S: int, I: int, r_inf: float, total: float, state: np.ndarray) -> tuple[int, int]:
     """The kind of the next event: an infection with probability ``r_inf/total``, else a recovery."""
-    if _next_double(state) * total < r_inf:
+    if next_double(state) * total < r_inf:
         return S - 1, I + 1
     return S, I - 1
 

@@ -40,7 +40,7 @@ from ...randomness import as_generator
 from ..contract import PrivateDataModel
 from ..posteriors import GaussianPosterior
 from ..priors import GaussianPrior
-from .streams import _normal, stream_seeds
+from .streams import standard_normal_draw, stream_seeds
 
 STAT_NAMES = (
     "mean(y)",
@@ -75,9 +75,9 @@ def _simulate_batch(theta, seeds, n, m0, m1, sigma, clamp):
         acc = np.zeros(9)
         b0, b1, b2 = theta[i, 0], theta[i, 1], theta[i, 2]
         for _ in range(n):
-            x1 = m0 + _normal(state)
-            x2 = m1 + _normal(state)
-            y = b0 + b1 * x1 + b2 * x2 + sigma * _normal(state)
+            x1 = m0 + standard_normal_draw(state)
+            x2 = m1 + standard_normal_draw(state)
+            y = b0 + b1 * x1 + b2 * x2 + sigma * standard_normal_draw(state)
             a = min(max(x1, -clamp), clamp) / clamp
             b = min(max(x2, -clamp), clamp) / clamp
             c = min(max(y, -clamp), clamp) / clamp

@@ -30,7 +30,7 @@ from .gillespie import (
     record_before,
     record_initial,
 )
-from .streams import _next_double
+from .streams import next_double
 
 
 @numba.njit(cache=True)
@@ -41,9 +41,9 @@ def _poisson(mu, state):
     if mu < 10.0:
         enlam = math.exp(-mu)
         k = 0
-        prod = _next_double(state)
+        prod = next_double(state)
         while prod > enlam:
-            prod *= _next_double(state)
+            prod *= next_double(state)
             k += 1
         return k
     slam = math.sqrt(mu)
@@ -53,8 +53,8 @@ def _poisson(mu, state):
     invalpha = 1.1239 + 1.1328 / (b - 3.4)
     vr = 0.9277 - 3.6224 / (b - 2.0)
     while True:
-        U = _next_double(state) - 0.5
-        V = _next_double(state)
+        U = next_double(state) - 0.5
+        V = next_double(state)
         us = 0.5 - abs(U)
         k = math.floor((2.0 * a / us + b) * U + mu + 0.43)
         if us >= 0.07 and V <= vr:

@@ -19,7 +19,7 @@ def _rotl(x: np.uint64, k: np.uint64) -> np.uint64:
 
 
 @numba.njit(inline="always")
-def _next_double(state: np.ndarray) -> float:
+def next_double(state: np.ndarray) -> float:
     """xoroshiro128+ (Blackman & Vigna): a double in (0, 1) from the top 53 bits."""
     s0 = state[0]
     s1 = state[1]
@@ -31,10 +31,10 @@ def _next_double(state: np.ndarray) -> float:
 
 
 @numba.njit(inline="always")
-def _normal(state: np.ndarray) -> float:
+def standard_normal_draw(state: np.ndarray) -> float:
     """A standard normal draw (Box-Muller, one of the pair)."""
-    u1 = _next_double(state)
-    u2 = _next_double(state)
+    u1 = next_double(state)
+    u2 = next_double(state)
     return math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
 
 
