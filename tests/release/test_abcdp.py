@@ -236,8 +236,8 @@ def test_save_load_roundtrip(tmp_path, toy):
     observed, thetas, sims, dist = toy
     names = ("a", "b", "c", "d", "e")
     res = abcdp(observed, (thetas, sims), dist, 3, 1.0, 0.1, privacy_rng=prng(6), param_names=names)
-    npz, js = res.save(tmp_path / "release")
-    assert npz.exists() and js.exists()
+    npz, js = res.save(tmp_path / "release"), res.write_release_json(tmp_path / "release")
+    assert npz == tmp_path / "release.npz" and npz.exists() and js == tmp_path / "release.json"
     meta = json.loads(js.read_text())
     assert meta["privacy"]["events"][0]["c"] == 3
     back = ABCResult.load(tmp_path / "release")

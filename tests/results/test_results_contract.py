@@ -3,8 +3,9 @@
 Every result type round-trips through its own ``load`` and through
 ``dpinfer.results.format.load_result`` (same type, mean, draws under the same seed, privacy
 report); known-broken files (another type, an unknown type, a newer version, content that does
-not fit its type, no result at all) are refused with a clear error; the files of earlier
-versions are still read, with a DeprecationWarning.
+not fit its type, no result at all) are refused with a clear error; files of earlier
+formats are refused (no legacy readers); every result exports to ArviZ with its names and privacy
+report; and every result class defined in dpinfer is covered here.
 """
 
 from __future__ import annotations
@@ -13,21 +14,40 @@ import copy
 import json
 import warnings
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
+import dpinfer
 from dpinfer.datasets import load_abalone
 from dpinfer.distances import RFFMMD
 from dpinfer.errors import InvalidDataError
-from dpinfer.inference import ImportanceResult, SMCABCResult, mechanism_importance_sampling, smc_abc
+from dpinfer.inference import (
+    ImportanceResult,
+    InferenceResult,
+    SMCABCResult,
+    TemperedSMCResult,
+    mechanism_importance_sampling,
+    smc_abc,
+    tempered_smc,
+)
 from dpinfer.inference.exact.baselines import DAMCMCResult, da_mcmc_linreg
 from dpinfer.inference.neural import SPLE, SPPE, SPLEPosterior, SPPEPosterior
+from dpinfer.inference.weighted import WeightedSample
 from dpinfer.models import GaussianMean, LinearRegression
 from dpinfer.models.shipped.mixture_uniform import MixtureOfUniforms
 from dpinfer.privacy import PrivacyRNG
-from dpinfer.release import ABCDPResult, ABCResult, SimulatedDraws, abcdp, rejection_abc
+from dpinfer.release import (
+    ABCDPResult,
+    ABCResult,
+    PrivateSMCResult,
+    SimulatedDraws,
+    abcdp,
+    private_smc_abc,
+    rejection_abc,
+)
 from dpinfer.release.dpvi import DPVI, DPVIResult, LogisticRegression
 from dpinfer.results.format import FORMAT, PosteriorResult, load_result, read_meta
 
@@ -69,6 +89,11 @@ def results() -> dict[str, object]:
                          seed=0, chains=2, warmup=5, posterior_draws=20).fit([0.6]),
             "da-mcmc": da_mcmc_linreg(lin, lin.simulate(lin.prior.sample(1, 0), 1)[0], n_samples=50,
                                       burn_in=20, thin=1, seed=0),
+            "tempered": tempered_smc(gm, [0.6], n_particles=100, n_inner=10, seed=4),
+            "infer": dpinfer.infer(gm, [0.6], method="importance", seed=5, backend="serial", warn=False,
+                                   n_theta=300, n_inner=2, pilot_theta=100),
+            "private-smc": private_smc_abc(observed, mix, dist, [0.5, 0.4], 5, 20.0, 1e-6, seed=1,
+                                           privacy_rng=_quiet_rng(3), max_draws=20_000),
         }
     return out
 
@@ -82,12 +107,16 @@ TYPES = {
     "sppe": SPPEPosterior,
     "sple": SPLEPosterior,
     "da-mcmc": DAMCMCResult,
+    "tempered": TemperedSMCResult,
+    "infer": InferenceResult,
+    "private-smc": PrivateSMCResult,
 }
 
 
 def _saved(res, path):
     out = res.save(path)
-    return out[0] if isinstance(out, tuple) else out  # ABC results also write a readable .json copy
+    assert isinstance(out, Path)  # save(path) -> Path, for every result
+    return out
 
 
 def _sample(res, n=20, seed=5):
@@ -194,59 +223,59 @@ def test_a_path_is_written_as_given_and_found_without_its_suffix(results, tmp_pa
 
 
 # ---- files of earlier versions: still read for one release -------------------------------------
-def test_old_smc_and_importance_files_are_read(results, tmp_path):
-    smc, imp = results["smc"], results["is"]
+def test_files_of_earlier_formats_are_refused_with_a_clear_error(results, tmp_path):
+    """No legacy readers: a pre-format ``.npz``/``.json``/``.pt`` is refused, saying what it needs."""
+    smc = results["smc"]
     old = tmp_path / "smc.npz"
-    meta = {"populations": [vars(p) for p in smc.populations], "param_names": list(smc.param_names),
-            "settings": smc.settings, "complete": True, "stop_reason": "",
-            "privacy": smc.privacy.to_dict(), "model": smc.model}
-    np.savez_compressed(old, meta=np.array(json.dumps(meta)), particles=smc.particles,
-                        weights=smc.weights, distances=smc.distances, observed=smc.observed)
-    with pytest.warns(DeprecationWarning, match="before the dpinfer.result format"):
-        back = SMCABCResult.load(old)
-    np.testing.assert_array_equal(back.mean(), smc.mean())
-    assert back.privacy == smc.privacy
-    old = tmp_path / "is.npz"
-    meta = {"param_names": list(imp.param_names), "n_simulations": imp.n_simulations,
-            "settings": imp.settings, "diagnostics": imp.diagnostics}
-    np.savez_compressed(old, meta=np.array(json.dumps(meta)), particles=imp.particles,
-                        log_weights=imp.log_weights, log_likelihood=imp.log_likelihood, observed=imp.observed)
-    with pytest.warns(DeprecationWarning):
-        back = ImportanceResult.load(old)
-    np.testing.assert_array_equal(back.sample(10, 1), imp.sample(10, 1))
-    with pytest.raises(InvalidDataError, match="not a dpinfer result file"):
-        load_result(old)  # only the type's own load knows its old format
+    np.savez_compressed(old, meta=np.array(json.dumps({"param_names": list(smc.param_names)})),
+                        particles=smc.particles)
+    (tmp_path / "old.json").write_text(json.dumps({"n_draws": 1, "epsilon_abc": 0.1, "param_names": ["a"]}))
+    torch.save({"meta": "{}"}, tmp_path / "old.pt")
+    cases = ((old, SMCABCResult), (tmp_path / "old.json", ABCResult), (tmp_path / "old.pt", SPPEPosterior))
+    for path, klass in cases:
+        with pytest.raises((InvalidDataError, FileNotFoundError), match="not a dpinfer result|no result"):
+            klass.load(path)
 
 
-def test_old_abcdp_pair_and_cli_release_json_are_read(results, tmp_path):
+def test_abcdp_release_json_is_written_beside_the_result_file(results, tmp_path):
     res = results["abcdp"]
-    np.savez(tmp_path / "old.npz", accepted=res.accepted, accepted_index=res.accepted_index)
-    (tmp_path / "old.json").write_text(json.dumps(res._json(), default=float))
-    with pytest.warns(DeprecationWarning):
-        back = ABCResult.load(tmp_path / "old")
-    assert isinstance(back, ABCDPResult) and back.privacy == res.privacy
-    np.testing.assert_array_equal(back.accepted, res.accepted)
-    # the .json that save writes next to the .npz is the release document the CLI publishes
-    npz, js = res.save(tmp_path / "new")
+    npz, js = res.save(tmp_path / "release.json"), res.write_release_json(tmp_path / "release.json")
+    assert npz == tmp_path / "release.npz" and js == tmp_path / "release.json"
     assert json.loads(js.read_text()) == json.loads(json.dumps(res.release_dict(), default=float))
-    assert ABCResult.load(js).privacy == res.privacy  # read from the .npz beside it, no warning
-    (tmp_path / "release.json").write_text(json.dumps(res.release_dict(), default=float))
-    with pytest.warns(DeprecationWarning, match="release JSON"):
-        back = ABCDPResult.load(tmp_path / "release.json")
-    np.testing.assert_array_equal(back.mean(), res.mean())
-    assert back.c == res.c and back.b == res.b and back.privacy == res.privacy
+    assert ABCResult.load(js).privacy == res.privacy  # read from the .npz beside it
 
 
-def test_old_neural_torch_file_is_read(results, tmp_path):
-    post = results["sple"]
-    fields, arrays = post._to_record()
-    meta = {**fields, "param_names": list(post.param_names), "observed": post.observed.tolist(),
-            "privacy": post.privacy.to_dict()}
-    torch.save({"meta": json.dumps(meta), "state_dict": post.flow.state_dict(),
-                "draws": torch.as_tensor(post.draws)}, tmp_path / "old.pt")
-    with pytest.warns(DeprecationWarning, match="neural posterior"):
-        back = SPLEPosterior.load(tmp_path / "old.pt")
-    np.testing.assert_array_equal(back.draws, post.draws)
-    np.testing.assert_allclose(back.log_prob([[0.5]]), post.log_prob([[0.5]]))
-    with pytest.raises(InvalidDataError, match="not a sppe"):
-        SPPEPosterior.load(tmp_path / "old.pt")
+@pytest.mark.parametrize("key", list(TYPES))
+def test_every_result_exports_to_arviz_with_names_and_privacy(results, key):
+    az = pytest.importorskip("arviz")
+    res = results[key]
+    idata = res.to_arviz(n_draws=50, seed=3)
+    assert isinstance(idata, az.InferenceData)
+    assert list(idata.posterior.data_vars) == list(res.param_names)
+    assert idata.posterior[res.param_names[0]].size == 50  # SPLE: its chains, 50 draws in all
+    if res.privacy is not None:
+        attrs = idata.posterior.attrs
+        assert attrs["epsilon"] == pytest.approx(res.privacy.epsilon)
+        assert json.loads(attrs["privacy_report"]) == json.loads(json.dumps(res.privacy.to_dict()))
+
+
+def test_every_result_class_is_covered_by_the_contract_tests():
+    """A new result type without a fixture here fails (every ResultFile subclass in dpinfer)."""
+    import importlib
+    import pkgutil
+
+    import dpinfer
+    from dpinfer.results.format import ResultFile
+
+    for mod in pkgutil.walk_packages(dpinfer.__path__, "dpinfer."):
+        if ".cli" not in mod.name and ".demo" not in mod.name:
+            importlib.import_module(mod.name)
+
+    def subclasses(k):
+        for s in k.__subclasses__():
+            yield s
+            yield from subclasses(s)
+
+    defined = {k for k in subclasses(ResultFile) if k.__module__.startswith("dpinfer.")}
+    covered = set(TYPES.values()) | {WeightedSample}  # the weighted base has no results of its own
+    assert defined - covered == set()

@@ -235,7 +235,8 @@ def _abcdp(args: argparse.Namespace) -> int:
     mark_unaccounted(res, ledger)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    res.save(out)  # the release document at --out and the result file beside it (ABCDPResult.load reads both)
+    res.save(out)  # the result file beside --out (release.npz; ABCDPResult.load reads it)
+    res.write_release_json(out)  # the release document as published
     print(res.summary())
     print(f"release written to {out}")
     return 0

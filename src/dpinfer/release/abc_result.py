@@ -3,10 +3,9 @@
 ``save(PATH)`` writes ``PATH.npz`` in the common ``dpinfer.result`` format
 (:mod:`dpinfer.results.format`: arrays ``accepted`` and ``accepted_index``; ``n_draws``,
 ``epsilon_abc``, ``meta`` and, for ABCDP, ``c``, ``b`` and ``resample`` as JSON fields; the privacy
-report in the common metadata), which is all :meth:`ABCResult.load` needs, and ``PATH.json``, the
-human-readable :meth:`ABCResult.release_dict` (the ABCDP release as it is published). ``load``
-also reads, for one release and with a DeprecationWarning, the two files written before the
-common format and a release JSON alone (as ``dpinfer abcdp --out`` wrote it).
+report in the common metadata) and returns its path. :meth:`ABCResult.write_release_json` writes the
+human-readable :meth:`ABCResult.release_dict` (the ABCDP release as it is published, what
+``dpinfer abcdp --out release.json`` writes beside ``release.npz``).
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ from ..errors import InvalidDataError
 from ..models.shipped.registry import make_abcdp_model
 from ..models.synthesis import SyntheticData, synthesize_from
 from ..privacy.report import PrivacyReport
-from ..results.format import Record, ResultFile, read_meta, warn_legacy, write_record
+from ..results.format import Record, ResultFile, draws_to_arviz
 
 
 def _paths(path: str | Path) -> tuple[Path, Path]:
@@ -155,63 +154,31 @@ class ABCResult(ResultFile):
             return cls(privacy=record.privacy, **f, **common)
         return cls(**common)
 
-    def save(self, path: str | Path) -> tuple[Path, Path]:  # type: ignore[override]
-        """Write ``PATH.npz`` (the result, common format) and ``PATH.json`` (the readable
-        :meth:`release_dict`, as ``dpinfer abcdp --out`` writes it); returns both paths."""
-        npz, js = _paths(path)
-        write_record(self, npz, *self._to_record())
-        js.write_text(json.dumps(self.release_dict(), indent=2, default=float))
-        return npz, js
+    def save(self, path: str | Path) -> Path:
+        """Write ``PATH.npz`` (``release.json`` → ``release.npz``); returns its path."""
+        return super().save(_paths(path)[0])
+
+    def write_release_json(self, path: str | Path) -> Path:
+        """Write the readable :meth:`release_dict` to ``path`` (``.json`` appended without a
+        suffix), beside the result file; returns its path."""
+        p = _paths(path)[1] if Path(path).suffix != ".json" else Path(path)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(json.dumps(self.release_dict(), indent=2, default=float))
+        return p
 
     @classmethod
     def load(cls, path: str | Path, **kwargs: Any) -> ABCResult:
-        """Read a result written by :meth:`save` (an :class:`ABCDPResult` if private)."""
-        npz, _ = _paths(path)
-        if read_meta(npz) is not None:
-            return super().load(npz, **kwargs)
-        return cls._load_legacy(Path(path))
+        """Read a result written by :meth:`save` (an :class:`ABCDPResult` if private); for
+        ``release.json`` the ``release.npz`` beside it."""
+        return super().load(_paths(path)[0], **kwargs)
 
-    @classmethod
-    def _load_legacy(cls, path: Path, **kwargs: Any) -> ABCResult:
-        """The pair ``PATH.npz`` + ``PATH.json`` of the first format, or a release JSON."""
-        npz, js = _paths(path)
-        doc = path if path.suffix == ".json" and path.exists() else js
-        try:
-            meta = json.loads(doc.read_text())
-        except (OSError, ValueError):
-            meta = None
-        if not isinstance(meta, dict) or not {"n_draws", "epsilon_abc", "param_names"} <= meta.keys():
-            return super()._load_legacy(path)
-        if "accepted" in meta:  # the release JSON of `dpinfer abcdp --out`
-            arrays = {"accepted": np.asarray(meta["accepted"], dtype=np.float64),
-                      "accepted_index": np.asarray(meta["accepted_index"], dtype=np.int64)}
-            warn_legacy(doc, "ABCDP release JSON")
-        else:
-            warn_legacy(npz, "ABC .npz + .json")
-            with np.load(npz) as data:
-                arrays = {"accepted": data["accepted"], "accepted_index": data["accepted_index"]}
-        klass = ABCDPResult if meta.get("kind") == "ABCDPResult" else ABCResult
-        if not issubclass(klass, cls):
-            raise InvalidDataError(f"{path} holds a {klass.__name__}, not a {cls.__name__}.")
-        privacy = meta.get("privacy")
-        fields = {k: meta[k] for k in ("n_draws", "epsilon_abc", "meta", "c", "b", "resample") if k in meta}
-        record = Record(klass.__name__, tuple(meta["param_names"]),
-                        None if privacy is None else PrivacyReport.from_dict(privacy), fields, arrays)
-        return klass._from_record(record)
-
-    def to_arviz(self) -> Any:
-        """The accepted θ as an ``arviz.InferenceData`` (one chain; needs arviz installed)."""
-        try:
-            import arviz as az
-        except ImportError:  # pragma: no cover - depends on the environment
-            raise ImportError(
-                "to_arviz() needs the optional package arviz: pip install arviz"
-            ) from None
-        posterior = {name: self.accepted[None, :, i] for i, name in enumerate(self.param_names)}
-        attrs = {"n_draws": self.n_draws, "epsilon_abc": self.epsilon_abc}
-        if self.private:
-            attrs["privacy"] = json.dumps(self.privacy.to_dict())  # type: ignore[attr-defined]
-        return az.from_dict(posterior=posterior, attrs=attrs)
+    def to_arviz(self, n_draws: int | None = None, seed: Any = 0) -> Any:
+        """The accepted θ as an ``arviz.InferenceData`` (one chain of the accepted samples, or
+        ``n_draws`` draws from them), with the ABCDP release's privacy report on the ``posterior``
+        group (needs arviz installed)."""
+        draws = self.accepted if n_draws is None else self.sample(int(n_draws), seed)
+        return draws_to_arviz(draws, tuple(self.param_names), self.privacy, n_draws_simulated=self.n_draws,
+                              epsilon_abc=self.epsilon_abc)
 
     def summary(self) -> str:
         mean = ", ".join(f"{n}={v:.4g}" for n, v in zip(self.param_names, self.posterior_mean, strict=True))

@@ -4,9 +4,8 @@ Saved in the common ``dpinfer.result`` format (:mod:`dpinfer.results.format`): t
 ``params`` and ``elbo_trace`` (empty unless the trace is not confidential or
 ``include_confidential=True``), and the family, model and fit configuration as JSON fields. The
 single JSON document (:meth:`DPVIResult.to_dict`, format ``dpinfer.dpvi/1``) is written beside the
-result file for a path ending in ``.json`` (the CLI's ``--out fit.json``), as a readable copy; read
-on its own (an earlier version's file, no ``.npz`` beside it) it still loads, with a
-DeprecationWarning, for one release.
+result file for a path ending in ``.json`` (the CLI's ``--out fit.json``), as a readable copy;
+:meth:`DPVIResult.load` of ``fit.json`` reads the ``fit.npz`` beside it.
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ import numpy as np
 from ...errors import InvalidDataError
 from ...models.synthesis import SyntheticData, synthesize_from
 from ...privacy import PrivacyReport
-from ...results.format import Record, ResultFile, warn_legacy, write_record
+from ...results.format import Record, ResultFile, draws_to_arviz, write_record
 from .constraints import constrained_sample
 from .families import make_family
 from .models import BUILTIN_MODELS, Model, make_model
@@ -235,47 +234,20 @@ class DPVIResult(ResultFile):
     def load(cls, path: str | Path, model: Model | None = None) -> DPVIResult:  # type: ignore[override]
         """Read a result written by :meth:`save` (pass ``model`` for a custom model).
 
-        ``fit.json`` reads the ``fit.npz`` written beside it; a JSON document of an earlier version
-        with no ``.npz`` beside it is still read, with a DeprecationWarning."""
+        ``fit.json`` reads the ``fit.npz`` written beside it."""
         path = Path(path)
         if path.suffix == ".json" and path.with_suffix(".npz").exists():
             path = path.with_suffix(".npz")
         return super().load(path, model=model)
 
-    @classmethod
-    def _load_legacy(cls, path: Path, model: Model | None = None, **kwargs: Any) -> DPVIResult:
-        """The JSON document (format ``dpinfer.dpvi/1``) of earlier versions."""
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, UnicodeDecodeError, ValueError):
-            data = {}
-        if not isinstance(data, dict) or data.get("format") != FORMAT:
-            return super()._load_legacy(path)
-        warn_legacy(path, "DPVI JSON")
-        return cls.from_dict(data, model=model)
-
-    def to_arviz(self, n_samples: int = 1000, seed: int = 0, var_names: list[str] | None = None) -> Any:
-        """An ``arviz.InferenceData`` with ``n_samples`` draws from q (one chain).
+    def to_arviz(self, n_draws: int = 4000, seed: Any = 0) -> Any:
+        """An ``arviz.InferenceData`` with ``n_draws`` draws from q (one chain) under
+        :attr:`param_names`, with the fit's privacy report on the ``posterior`` group.
 
         arviz is optional and imported here; install it with ``pip install arviz``.
         """
-        try:
-            import arviz as az
-        except ImportError as exc:
-            raise ImportError(
-                "DPVIResult.to_arviz needs the optional package arviz: pip install arviz"
-            ) from exc
-        draws = self.sample(n_samples, seed)
-        names = var_names or [f"theta_{j}" for j in range(self.dim)]
-        if len(names) != self.dim:
-            raise InvalidDataError(f"var_names needs {self.dim} names, got {len(names)}.")
-        posterior = {name: draws[None, :, j] for j, name in enumerate(names)}
-        attrs = {"inference": f"dpvi-{self.family}"}
-        if self.privacy is not None:
-            attrs.update(
-                epsilon=self.privacy.epsilon, delta=self.privacy.delta, accountant=self.privacy.accountant
-            )
-        return az.from_dict(posterior=posterior, attrs=attrs)
+        return draws_to_arviz(self.sample(int(n_draws), seed), self.param_names, self.privacy,
+                              inference=f"dpvi-{self.family}")
 
     def summary(self) -> str:
         """A few human-readable lines."""
