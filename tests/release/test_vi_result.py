@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from dpinfer.datasets import load_abalone
+from dpinfer.errors import InvalidDataError
 from dpinfer.privacy import PrivacyRNG
 from dpinfer.release.dpvi import DPVI, DPVIResult, LogisticRegression, PoissonRegression
 from dpinfer.results.format import read_meta
@@ -85,14 +86,12 @@ def test_a_json_path_writes_the_result_file_and_a_readable_document(fit, tmp_pat
         assert back.privacy == res.privacy
 
 
-def test_the_old_json_document_alone_is_read_for_one_release(fit, tmp_path):
+def test_the_json_document_alone_is_not_a_result_file(fit, tmp_path):
     res, d = fit
     old = tmp_path / "old.json"
     old.write_text(json.dumps(res.to_dict()))  # an earlier version's file, no .npz beside it
-    with pytest.warns(DeprecationWarning, match="before the dpinfer.result format"):
-        back = DPVIResult.load(old)
-    np.testing.assert_array_equal(back.mean(), res.mean())
-    assert back.privacy == res.privacy
+    with pytest.raises(InvalidDataError, match="not a dpinfer result file"):
+        DPVIResult.load(old)
 
 
 def test_poisson_regression_recovers_coefficients_and_predicts_means():
@@ -123,5 +122,6 @@ def test_to_arviz(fit):
         with pytest.raises(ImportError, match="pip install arviz"):
             res.to_arviz()
     else:  # pragma: no cover - depends on the environment
-        idata = res.to_arviz(n_samples=100)
-        assert idata.posterior["theta_0"].shape == (1, 100)
+        idata = res.to_arviz(n_draws=100)
+        assert idata.posterior[res.param_names[0]].shape == (1, 100)
+        assert idata.posterior.attrs["epsilon"] == res.privacy.epsilon
