@@ -129,7 +129,8 @@ def test_cli_release_embedding(tmp_path):
     rows = [1, 7, 10, 24, 38, 82, 128, 188, 265, 321, 382, 503, 614, 804, 959, 1135, 1413, 1705]
     data.write_text("cases\n" + "\n".join(map(str, rows)) + "\n")
     ledger = tmp_path / "budget.db"
-    assert main(["budget", "init", "--ledger", str(ledger), "--dataset", "nl", "--epsilon", "20"]) == 0
+    assert main(["budget", "init", "--ledger", str(ledger), "--dataset", "nl", "--epsilon", "20",
+                 "--data", str(data)]) == 0
     out = tmp_path / "release.json"
     assert main(["abcdp", "--observed", str(data), "--simulations", str(sims), "-c", "200", "--epsilon", "13",
                  "--epsilon-abc", "100", "--release", "embedding", "--delta", "1e-6", "--n-features", "20",

@@ -18,14 +18,23 @@ import numpy as np
 
 __all__ = ["sincos32_array", "sincos_array"]
 
-# sin/cos on |x| <= _FAST_TRIG_MAX with Cody-Waite range reduction to |r| <= π/4 and Taylor
-# polynomials of degree 17/18 (truncation error < 1e-19 on [-π/4, π/4]); written branch-free
-# so that the compiler vectorises the feature loop. Accuracy: within 2 ulp of libm (checked in
-# tests/test_distances.py). Larger arguments use libm.
+# sin/cos with Cody-Waite range reduction to |r| <= π/4 (plus rounding) and Taylor polynomials
+# of degree 17/18 (truncation error < 1e-19 on [-π/4, π/4]); written branch-free so that the
+# compiler vectorises the feature loop. Accuracy: within 2 ulp of libm for |x| <= 2^19 (k·_PIO2_HI
+# exact; checked in tests/distances/test_distances.py); beyond, the reduction is exact up to a
+# few ulp(x), the rounding error of the projection x itself. Arguments are clamped to
+# ±_TRIG_CLAMP, where ulp(x) = 2^-5 keeps |r| < 0.82 and the polynomials bounded (sin² + cos² = 1
+# to ~1e-16 for every finite x, the unit norm the sensitivity 2/N rests on).
+#
+# One code path for every magnitude: the kernel used to switch to libm when some |W y| exceeded
+# 2^19, so featurising confidential data took ~4x longer when one record was extreme (a timing
+# channel). _FAST_TRIG_MAX is now infinite: the vectorised kernels take every argument, and the
+# libm kernel _rff_sums is kept only as a reference for tests.
 _PIO2_HI = 1.5707963267341256  # π/2 rounded to 33 bits: k·_PIO2_HI is exact for |k| < 2^20
 _PIO2_LO = 6.077100506506192e-11  # π/2 - _PIO2_HI
 _TWO_OVER_PI = 0.6366197723675814
-_FAST_TRIG_MAX = 2.0**19
+_FAST_TRIG_MAX = math.inf
+_TRIG_CLAMP = 2.0**47
 _S = tuple((-1.0) ** k / math.factorial(2 * k + 1) for k in range(1, 9))
 _C = tuple((-1.0) ** k / math.factorial(2 * k) for k in range(1, 10))
 _S1, _S2, _S3, _S4, _S5, _S6, _S7, _S8 = _S
@@ -34,6 +43,7 @@ _C1, _C2, _C3, _C4, _C5, _C6, _C7, _C8, _C9 = _C
 
 @numba.njit(inline="always")
 def _sincos(x: float) -> tuple[float, float]:  # pragma: no cover - jitted
+    x = min(max(x, -_TRIG_CLAMP), _TRIG_CLAMP)
     k = np.floor(x * _TWO_OVER_PI + 0.5)
     r = (x - k * _PIO2_HI) - k * _PIO2_LO
     z = r * r
@@ -102,7 +112,9 @@ def _rff_sums_fast_parallel(Y: np.ndarray, W: np.ndarray, out: np.ndarray) -> No
 # float32: the same scheme in single precision (three-part Cody-Waite reduction, degree-9/10
 # Taylor polynomials, truncation < 2e-9 on [-π/4, π/4]); every constant is float32 so that the
 # loop stays in 16-wide single-precision SIMD. Accuracy like numpy's float32 sin/cos
-# (~1e-7, tested) for |x| <= _FAST_TRIG_MAX32.
+# (~1e-7, tested) for |x| <= 2^12; beyond, the reduction is exact up to a few ulp(x) (the float32
+# projection's own rounding error) and arguments are clamped to ±_TRIG_CLAMP32 (|r| stays below
+# ~1.3, the polynomials bounded). As in float64, one code path for every magnitude.
 _F32 = np.float32
 _P1_32 = _F32(1.5703125)
 _P2_32 = _F32(4.837512969970703125e-4)
@@ -111,11 +123,13 @@ _TOP_32 = _F32(2 / np.pi)
 _HALF_32, _ONE_32, _TWO_32, _QUART_32, _FOUR_32 = _F32(0.5), _F32(1.0), _F32(2.0), _F32(0.25), _F32(4.0)
 _S1_32, _S2_32, _S3_32, _S4_32 = (_F32((-1.0) ** k / math.factorial(2 * k + 1)) for k in range(1, 5))
 _C1_32, _C2_32, _C3_32, _C4_32, _C5_32 = (_F32((-1.0) ** k / math.factorial(2 * k)) for k in range(1, 6))
-_FAST_TRIG_MAX32 = 2.0**12
+_FAST_TRIG_MAX32 = math.inf
+_TRIG_CLAMP32 = _F32(2.0**20)
 
 
 @numba.njit(inline="always")
 def _sincos32(x: np.float32) -> tuple[np.float32, np.float32]:  # pragma: no cover - jitted
+    x = min(max(x, -_TRIG_CLAMP32), _TRIG_CLAMP32)
     k = np.floor(x * _TOP_32 + _HALF_32)
     r = ((x - k * _P1_32) - k * _P2_32) - k * _P3_32
     z = r * r
