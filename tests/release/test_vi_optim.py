@@ -7,8 +7,10 @@ import pytest
 import torch
 from scipy import stats
 
+from dpinfer.privacy import ReleaseContext
 from dpinfer.release.dpvi import DPOptimizer, WindowedAdaGrad
 from dpinfer.release.dpvi.sampling import draw_batch
+from seeded_privacy_rng import prng
 
 
 def _grads(seed=0, B=200, P=16):
@@ -58,7 +60,7 @@ def test_sigma_zero_and_no_clip_reproduce_the_non_private_update():
 
 @pytest.mark.parametrize("sigma,C", [(0.7, 3.0), (2.0, 0.5)])
 def test_zero_gradients_give_noise_with_variance_sigma2_C2(test_rng, sigma, C):
-    dp = DPOptimizer(WindowedAdaGrad(), C, sigma, test_rng)
+    dp = DPOptimizer(WindowedAdaGrad(), C, sigma, ReleaseContext(privacy_rng=test_rng))
     zeros = torch.zeros(50, 20, dtype=torch.float64)
     draws = torch.stack([dp.privatize(zeros) for _ in range(2000)]).numpy().ravel()  # 40 000 values
     n = draws.size
@@ -73,20 +75,22 @@ def test_zero_gradients_give_noise_with_variance_sigma2_C2(test_rng, sigma, C):
 
 
 def test_noise_comes_from_the_privacy_rng_only():
-    import warnings
-
     from dpinfer.privacy import PrivacyRNG
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        a = DPOptimizer(WindowedAdaGrad(), 1.0, 1.0, PrivacyRNG.insecure_deterministic(1))
-        b = DPOptimizer(WindowedAdaGrad(), 1.0, 1.0, PrivacyRNG.insecure_deterministic(1))
-    c = DPOptimizer(WindowedAdaGrad(), 1.0, 1.0, PrivacyRNG())
+    a = DPOptimizer(WindowedAdaGrad(), 1.0, 1.0, ReleaseContext(privacy_rng=prng(1)))
+    b = DPOptimizer(WindowedAdaGrad(), 1.0, 1.0, ReleaseContext(privacy_rng=prng(1)))
+    c = DPOptimizer(WindowedAdaGrad(), 1.0, 1.0, ReleaseContext())  # OS entropy
     z = torch.zeros(3, 4, dtype=torch.float64)
     torch.testing.assert_close(a.privatize(z), b.privatize(z))
     assert not torch.allclose(a.privatize(z), c.privatize(z))
     with pytest.raises(ValueError):
-        DPOptimizer(WindowedAdaGrad(), None, 1.0, None)  # noise without a clip norm
+        DPOptimizer(WindowedAdaGrad(), None, 1.0, ReleaseContext())  # noise without a clip norm
+    with pytest.raises(ValueError):
+        DPOptimizer(WindowedAdaGrad(), 1.0, 1.0, None)  # noise without a release context
+    # a bare PrivacyRNG or a seed is refused: the noise is drawn through a ReleaseContext only
+    for bad in (PrivacyRNG(), 0):
+        with pytest.raises(TypeError, match="ReleaseContext"):
+            DPOptimizer(WindowedAdaGrad(), 1.0, 1.0, bad)
 
 
 def test_poisson_batch_sizes_pass_a_chi_square_test():
@@ -122,14 +126,8 @@ def test_poisson_batch_sizes_pass_a_chi_square_test():
 def test_adaptive_clip_tracks_the_target_quantile_of_the_norms():
     """Andrew et al. (2021): C_t -> the gamma-quantile of the norms; the private count is an
     unbiased estimate of the unclipped fraction. Known-broken variant: adaptive=False stays put."""
-    import warnings
-
-    from dpinfer.privacy import PrivacyRNG
-
     G = _grads(B=400)  # norms log-uniform on [0.01, 100]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        rng = PrivacyRNG.insecure_deterministic(5)
+    rng = ReleaseContext(privacy_rng=prng(5))
     dp = DPOptimizer(
         WindowedAdaGrad(),
         0.05,

@@ -6,7 +6,8 @@ redrawn. Uniforms below ``n`` come from 64-bit words by rejection (``w >> shift`
 ``< n``), so the output law is still exactly the target law. All arithmetic is on ``uint64`` /
 ``int64`` arrays whose bounds are checked beforehand (:func:`_laplace_vectorisable`,
 :func:`_gaussian_vectorisable`); the rare entries whose intermediate values would not fit in 64
-bits are finished exactly with Python integers.
+bits are finished exactly with Python integers. :func:`uniform_below` is the public,
+validated form of the uniform sampler (minibatch indices: :mod:`dpinfer.privacy.subsampling`).
 """
 
 from __future__ import annotations
@@ -43,6 +44,38 @@ def _uniform_below_vec(n: int, m: int, rng: PrivacyRNG) -> np.ndarray:
         out[bad] = redraw
         bad = bad[redraw >= nn]
     return out
+
+
+def uniform_below(n: int, size: int, rng: PrivacyRNG) -> np.ndarray:
+    """``size`` i.i.d. uniform integers in {0, ..., n-1} (``uint64``), exact, from a PrivacyRNG.
+
+    The public entry point of the rejection sampler :func:`_uniform_below_vec` (the same draws
+    and the same random words consumed): each 64-bit word w gives ``w >> (64 - b)`` with b the bit
+    length of n-1, accepted when below n, so every value has probability exactly 1/n.
+
+    Parameters
+    ----------
+    n
+        The number of values, 1 <= n <= 2**63.
+    size
+        How many draws (>= 0).
+    rng
+        The :class:`~dpinfer.privacy.rng.PrivacyRNG` the words are read from.
+
+    Raises
+    ------
+    ValueError
+        ``n`` or ``size`` out of range.
+    TypeError
+        ``rng`` is not a PrivacyRNG (a seed or a numpy Generator never draws secret indices).
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= int(n) <= 2**63:
+        raise ValueError(f"uniform_below needs an integer 1 <= n <= 2**63, got {n!r}.")
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or int(size) < 0:
+        raise ValueError(f"uniform_below needs an integer size >= 0, got {size!r}.")
+    if not isinstance(rng, PrivacyRNG):
+        raise TypeError(f"uniform_below draws from a PrivacyRNG, got {type(rng).__name__}.")
+    return _uniform_below_vec(int(n), int(size), rng)
 
 
 def _random_bits_vec(m: int, rng: PrivacyRNG) -> np.ndarray:

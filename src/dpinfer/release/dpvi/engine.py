@@ -67,8 +67,10 @@ budgeted with the ``"advanced"`` accountant.
 
 Randomness: everything the privacy analysis treats as secret — the minibatches (amplification by
 subsampling holds only if nobody knows which records were in which batch) and the gradient noise —
-comes from a :class:`~dpinfer.privacy.PrivacyRNG` (the OS CSPRNG), is never derived from the
-user's ``seed``, and nothing that could reproduce it is stored in the result. The user's ``seed``
+is drawn by the privacy core (:func:`dpinfer.privacy.subsampling.subsample`,
+:mod:`dpinfer.privacy.mechanisms.gaussian_sum`) from the PrivacyRNG (the OS CSPRNG) of the fit's
+:class:`~dpinfer.privacy.context.ReleaseContext`, is never derived from the user's ``seed``, and
+nothing that could reproduce it is stored in the result. The user's ``seed``
 drives only what the analysis treats as public: the Monte Carlo draws of the reparameterisation
 and (with ``init_scale > 0``) the initialisation. Two private fits with the same seed therefore
 follow different trajectories; a non-private baseline (``private=False``) is fully reproducible
@@ -87,7 +89,10 @@ Pipeline
 (:func:`dpinfer.release.dpvi.validation.validate_fit`) → plan privacy
 (:func:`dpinfer.release.dpvi.planning.plan_fit`,
 which calibrates with :func:`~dpinfer.release.dpvi.planning.plan_privacy`, then the ledger checks) → charge
-the ledger → loop (:func:`dpinfer.release.dpvi.loop.run_loop`) → result (report from
+the whole fit's event once through the :class:`~dpinfer.privacy.context.ReleaseContext` built from
+``ledger``/``dataset``/``privacy_rng`` (:meth:`~dpinfer.privacy.context.ReleaseContext.release`;
+each step then draws inside that release) → loop (:func:`dpinfer.release.dpvi.loop.run_loop`) →
+result (report from
 :func:`dpinfer.release.dpvi.planning.fit_report`). Its options come in three groups
 (:mod:`dpinfer.release.dpvi.options`): ``privacy=PrivacyOptions(...)``, ``optimizer=OptimizerOptions(...)``
 and ``training=TrainingOptions(...)``, or as the equivalent flat keywords.
@@ -102,13 +107,14 @@ import numpy as np
 import torch
 
 from ...errors import InvalidDataError, InvalidPrivacyParameterError
-from ...privacy import Ledger, PrivacyRNG, as_privacy_rng
+from ...privacy import Ledger
 from ...privacy.accountants import Accountant
+from ...privacy.context import ReleaseContext
 from .families import GaussianFamily, choose_family, make_family
 from .loop import noise_error, prepare_loop, run_loop, warn_clipped
 from .models import Model
 from .options import GROUPS, UNSET, OptimizerOptions, PrivacyOptions, TrainingOptions, resolve_options
-from .planning import charge_fit, check_ledger, epsilon_spent, fit_report, plan_fit, warn_with_replacement
+from .planning import check_ledger, epsilon_spent, fit_report, plan_fit, warn_with_replacement
 from .result import DPVIResult
 from .sampling import draw_batch
 from .validation import FitSpec, validate_fit
@@ -220,7 +226,7 @@ class DPVI:
         init_scale: float = UNSET,
         private: bool = True,
         seed: int | np.random.SeedSequence | None = None,
-        privacy_rng: PrivacyRNG | None = None,
+        privacy_rng: Any = None,
         ledger: Ledger | None = None,
         dataset: str | None = None,
         label: str = "dpvi",
@@ -278,10 +284,13 @@ class DPVI:
             Simulation seed: Monte Carlo draws and initialisation only. The minibatches and the
             noise of a private fit never depend on it (module docstring).
         privacy_rng
-            Source of the minibatches and the noise of a private fit (``None``: a fresh
-            OS-CSPRNG PrivacyRNG).
+            Source of the minibatches and the noise of a private fit: a
+            :class:`~dpinfer.privacy.PrivacyRNG` (``None``: a fresh OS-CSPRNG one; tests pass
+            ``PrivacyRNG.insecure_deterministic``). Seeds and numpy Generators are refused.
         ledger, dataset, label
             Charge the fit to ``dataset`` in ``ledger`` before any noisy gradient is computed.
+            With ``privacy_rng`` they form the fit's
+            :class:`~dpinfer.privacy.context.ReleaseContext` (:meth:`ReleaseContext.of`).
         progress
             Show a progress bar (on a TTY).
         callback
@@ -307,12 +316,16 @@ class DPVI:
         plan = plan_fit(spec, privacy_plan)
         self._resolve_family(spec, plan.noise_multiplier if plan is not None else 0.0)
         self._plan, self._steps_done = plan, 0
-        if plan is not None:
-            privacy_rng = as_privacy_rng(privacy_rng)
+        # a private fit's secret randomness and charge go through one ReleaseContext (a bad
+        # privacy_rng is refused here, before anything is charged); a non-private fit has none
+        context = (
+            ReleaseContext.of(ledger=ledger, dataset=dataset, privacy_rng=privacy_rng, label=label)
+            if plan is not None
+            else None
+        )
         warn_with_replacement(plan, spec.sampling)
         check_ledger(plan, spec.sampling, ledger, dataset)
-        secret = privacy_rng if plan is not None else None
-        state = prepare_loop(self.model, self.family, spec, secret, seed)
+        state = prepare_loop(self.model, self.family, spec, context, seed)
 
         # 3. charge, before the first noisy gradient; 4. the loop
         def on_step(t: int, params: np.ndarray) -> None:
@@ -320,37 +333,42 @@ class DPVI:
             if callback is not None:
                 callback(t, params)
 
-        with charge_fit(plan, secret, ledger, dataset, label):
-            params, trace, clipping = run_loop(
+        def loop(_: Any = None) -> tuple[torch.Tensor, list[tuple[float, float]], dict[str, Any] | None]:
+            return run_loop(
                 self.model,
                 self.family,
                 spec,
                 state,
                 plan.noise_multiplier if plan is not None else 0.0,
-                secret,
+                context,
                 draw=draw_batch,
                 progress=progress,
                 callback=on_step,
             )
+
+        if context is None:  # a non-private fit releases nothing and is never charged
+            params, trace, clipping = loop()
+        else:  # the whole fit's event, charged (or warned unaccounted) once; each step draws inside
+            params, trace, clipping = context.release(plan.event, loop, what="DPVI fit", label=label)  # type: ignore[union-attr]
         warn_clipped(clipping)
         # 5. the result
-        return self._result(spec, plan, secret, ledger is not None, state, params, trace, clipping)
+        return self._result(spec, plan, context, state, params, trace, clipping)
 
     def _result(
         self,
         spec: FitSpec,
         plan: PrivacyPlan | None,
-        privacy_rng: PrivacyRNG | None,
-        accounted: bool,
+        context: ReleaseContext | None,
         state: Any,
         params: torch.Tensor,
         trace: list[tuple[float, float]],
         clipping: dict[str, Any] | None = None,
     ) -> DPVIResult:
         report = None
-        if plan is not None:
-            insecure = bool(privacy_rng.deterministic)  # type: ignore[union-attr]
-            report = fit_report(plan, spec, insecure_rng=insecure, accounted=accounted, clipping=clipping)
+        if plan is not None and context is not None:
+            report = fit_report(
+                plan, spec, insecure_rng=context.insecure, accounted=context.accounted, clipping=clipping
+            )
         o, t = spec.optimizer_options, spec.training
         config = {
             # the seed reproduces only the public randomness (Monte Carlo draws, initialisation)

@@ -13,8 +13,11 @@ pulled back to (u, L) after the noise; :mod:`dpinfer.release.dpvi.gradients`)
 with ``s = 1/q`` (Poisson) or ``n/B`` (fixed batches). With ``clip="auto"`` (or ``clip_count``)
 each step also releases the private count of unclipped rows, and C_t adapts to it
 (:mod:`dpinfer.release.dpvi.optim`); the per-step private estimates are returned for the report.
-Randomness: the minibatches and the noise of a private fit come from the
-:class:`~dpinfer.privacy.PrivacyRNG` (never from the seed); the seed's three children drive,
+Randomness: the minibatches and the noise of a private fit are drawn by the privacy core
+(:mod:`dpinfer.privacy.subsampling`, :mod:`dpinfer.privacy.mechanisms.gaussian_sum`) through the
+fit's :class:`~dpinfer.privacy.context.ReleaseContext`, inside the release
+:meth:`~dpinfer.release.dpvi.DPVI.fit` charged before the loop (never from the seed); the seed's
+three children drive,
 respectively, the minibatches of a *non-private* baseline, the Monte Carlo draws ε and
 (``init_scale > 0``) the initial means — see :mod:`dpinfer.release.dpvi.engine`.
 """
@@ -32,7 +35,7 @@ import numpy as np
 import torch
 
 from ...errors import InvalidDataError
-from ...privacy import PrivacyRNG
+from ...privacy.context import ReleaseContext
 from .families import LOW_NOISE, GaussianFamily
 from .gradients import combine, elbo_estimate, per_example_terms
 from .models import Model
@@ -62,7 +65,8 @@ class LoopState:
     X, y
         The data as tensors of ``dtype``.
     batch_source
-        The PrivacyRNG (private fits) or a seeded torch Generator (non-private baselines).
+        The fit's ReleaseContext (private fits: secret batches drawn by the privacy core) or a
+        seeded torch Generator (non-private baselines).
     mc_generator
         The seeded generator of the Monte Carlo draws ε.
     scale
@@ -89,17 +93,17 @@ def prepare_loop(
     model: Model,
     family: GaussianFamily,
     spec: FitSpec,
-    privacy_rng: PrivacyRNG | None,
+    context: ReleaseContext | None,
     seed: int | np.random.SeedSequence | None,
 ) -> LoopState:
-    """Tensors, generators and initial parameters; ``privacy_rng`` None means a non-private fit."""
+    """Tensors, generators and initial parameters; ``context`` None means a non-private fit."""
     tr = spec.training
     tdtype = torch.float64 if tr.dtype == "float64" else torch.float32
     ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     ss_sub, ss_mc, ss_init = ss.spawn(3)
-    # the batches of a private fit are secret: PrivacyRNG, never the seed (module docstring)
+    # the batches of a private fit are secret: drawn through the context, never from the seed
     batch_source: Any = (
-        privacy_rng if privacy_rng is not None else torch.Generator().manual_seed(_seed_ints(ss_sub))
+        context if context is not None else torch.Generator().manual_seed(_seed_ints(ss_sub))
     )
     params = family.init_params(tdtype)
     if tr.init_scale > 0:
@@ -127,7 +131,7 @@ def run_loop(
     spec: FitSpec,
     state: LoopState,
     noise_multiplier: float,
-    privacy_rng: PrivacyRNG | None,
+    context: ReleaseContext | None,
     *,
     draw: Callable[..., torch.Tensor] = draw_batch,
     progress: bool = False,
@@ -136,20 +140,22 @@ def run_loop(
     """Run the T steps (module docstring); returns the final parameters, the ELBO trace and the
     private clip record (``None`` without the private count; see :func:`clip_record`).
 
-    ``draw(n, q, source, sampling)`` draws each minibatch (default
-    :func:`dpinfer.release.dpvi.sampling.draw_batch`).
+    ``context`` is the fit's :class:`~dpinfer.privacy.context.ReleaseContext` (``None``: a
+    non-private fit); the caller has charged the whole fit before this call, and every secret draw
+    of the loop runs inside that release. ``draw(n, q, source, sampling)`` draws each minibatch
+    (default :func:`dpinfer.release.dpvi.sampling.draw_batch`).
 
     Raises
     ------
     InvalidDataError
         The parameters diverged (the fit stays charged).
     """
-    counting = spec.clip_count and privacy_rng is not None and noise_multiplier > 0
+    counting = spec.clip_count and context is not None and noise_multiplier > 0
     dp = DPOptimizer(
         spec.optimizer,
         spec.clip,
         noise_multiplier,
-        privacy_rng,
+        context,
         count_noise=count_noise_std(spec.q * spec.n, noise_multiplier) if counting else None,
         expected_batch=spec.q * spec.n,
         adaptive=counting and spec.adaptive,

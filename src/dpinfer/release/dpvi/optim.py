@@ -12,24 +12,13 @@ a parameter update. The optimizers *ascend* the ELBO:
 * :class:`Adam` (Kingma & Ba 2015);
 * :class:`SGD`, plain ascent (the privatised gradient enters the update linearly).
 
-The noise comes from a :class:`~dpinfer.privacy.PrivacyRNG`, i.e. from the OS CSPRNG at every
-step (no seeded generator whose state could be recovered), never from the user's seed.
-
-Floating-point position of the transcript (as Opacus's secure mode states it): each noise
-coordinate is the sum of four inverse-CDF normals from 52-bit CSPRNG uniforms divided by two
-(Holohan & Braghin 2021, the construction of Opacus's ``secure_mode``), added in float64 to the
-clipped sum. The released gradients are therefore *not* on a grid: the Gaussian-mechanism proof
-is for real arithmetic, and the transcript is a float64 rounding of it. Against the attack of
-Mironov (2012) this relies on the noise being the sum of four independent draws (whose
-floating-point image has no systematic holes at the scale of the clip norm) and on the
-parameters, not the raw transcript, being what a fit returns; ``callback`` exposes the
-transcript and inherits this caveat. Single statistics released by
-:func:`dpinfer.privacy.laplace` / :func:`dpinfer.privacy.gaussian` are exact (grid + integer noise).
-
-Non-finite per-example rows (a record whose gradient overflows, e.g. x = 1e3 in a Poisson
-regression) are replaced by zero rows *inside* the clipped contribution: one record must not be
-able to decide whether a fit completes (release-or-error would itself be a function of that
-record). A zero row is within the clip ball, so the sensitivity analysis is unchanged.
+The release itself — clipping, the sum, the Gaussian noise of std σC and the private count — is
+the privacy core's :mod:`dpinfer.privacy.mechanisms.gaussian_sum`: its noise comes from the
+:class:`~dpinfer.privacy.context.ReleaseContext` the optimizer holds (the OS CSPRNG at every step,
+never the user's seed), drawn inside the fit's release, which the caller charges up front. That
+module also states the floating-point position of the transcript (plain float noise, as Opacus's
+secure mode: the released gradients are not on a grid; a fit returns parameters, post-processing
+of them) and why non-finite rows become zero rows inside the clipped contribution.
 
 Private clip count and adaptive clipping (Andrew, Thakkar, McMahan & Ramaswamy 2021,
 "Differentially private learning with adaptive clipping", Algorithm 1). With ``count_noise`` σ_b
@@ -50,26 +39,18 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import torch
 
 from ...errors import InvalidPrivacyParameterError
-from ...privacy import PrivacyRNG
+from ...privacy.context import ReleaseContext
+from ...privacy.mechanisms.gaussian_sum import (
+    add_gaussian_noise,
+    clip_per_example,
+    noisy_centred_count,
+)
 from .families import LOW_NOISE
 
 Tensor = torch.Tensor
-
-
-def finite_rows(grads: Tensor) -> tuple[Tensor, int]:
-    """``grads`` with every row containing NaN or ±inf replaced by zeros, and how many were.
-
-    The count is computed on confidential data: it is never part of a private result.
-    """
-    ok = torch.isfinite(grads).all(dim=-1, keepdim=True)
-    n_bad = int(grads.shape[0] - int(ok.sum())) if grads.ndim == 2 else int(not bool(ok.all()))
-    if n_bad == 0:
-        return grads, 0
-    return torch.where(ok, grads, torch.zeros((), dtype=grads.dtype, device=grads.device)), n_bad
 
 
 def count_noise_std(expected_batch: float, noise_multiplier: float) -> float:
@@ -152,27 +133,6 @@ def gradient_noise_multiplier(noise_multiplier: float, count_noise: float) -> fl
     return (z**-2 - (2.0 * zb) ** -2) ** -0.5
 
 
-def row_norms(grads: Tensor) -> Tensor:
-    """The L2 norm of every row (overflow-safe: scaled by the row's largest entry first)."""
-    peak = torch.clamp(grads.abs().amax(dim=-1, keepdim=True), min=1e-300)
-    return torch.linalg.vector_norm(grads / peak, dim=-1, keepdim=True) * peak
-
-
-def clip_per_example(grads: Tensor, clip: float | None) -> Tensor:
-    """Scale every row of ``grads`` to L2 norm at most ``clip`` (``None``: no clipping).
-
-    Rows with a non-finite entry become zero rows (module docstring), so the output is finite and
-    every row has norm <= ``clip`` whatever a record holds. A row whose norm overflows to inf but
-    whose entries are finite is scaled in two steps (by its largest entry first) so it is clipped,
-    not zeroed.
-    """
-    grads, _ = finite_rows(grads)
-    if clip is None or math.isinf(clip):
-        return grads
-    norms = row_norms(grads)  # entries scaled to [-1, 1] first: the norm cannot overflow
-    return grads * torch.clamp(clip / torch.clamp(norms, min=1e-300), max=1.0)
-
-
 class WindowedAdaGrad:
     """PyMC3's windowed AdaGrad (ascent): θ ← θ + lr g / sqrt(Σ_{last n_win} g² + stabiliser)."""
 
@@ -245,8 +205,12 @@ class DPOptimizer:
         Per-example L2 clip norm C (``None``: no clipping; only for non-private runs).
     noise_multiplier
         σ: the noise std is σ·C. 0 disables the noise (non-private runs only).
-    privacy_rng
-        Source of the noise: a :class:`~dpinfer.privacy.PrivacyRNG` (OS CSPRNG).
+    context
+        The :class:`~dpinfer.privacy.context.ReleaseContext` of the release the steps belong to
+        (``None`` only without noise): the noise and the private count are drawn with its
+        PrivacyRNG (:mod:`dpinfer.privacy.mechanisms.gaussian_sum`), inside a release that the
+        caller has charged (:meth:`dpinfer.release.dpvi.DPVI.fit` charges the whole fit before
+        the first step). A bare PrivacyRNG is refused: pass ``ReleaseContext(privacy_rng=...)``.
     count_noise, expected_batch
         σ_b (count units) and the public expected batch size qn: release the private unclipped
         count every step (module docstring); the gradient noise becomes σ_Δ·C.
@@ -259,7 +223,7 @@ class DPOptimizer:
         optimizer: WindowedAdaGrad | Adam | SGD,
         clip: float | None,
         noise_multiplier: float,
-        privacy_rng: PrivacyRNG | None,
+        context: ReleaseContext | None,
         *,
         count_noise: float | None = None,
         expected_batch: float | None = None,
@@ -269,17 +233,21 @@ class DPOptimizer:
     ) -> None:
         if noise_multiplier < 0 or not math.isfinite(noise_multiplier):
             raise InvalidPrivacyParameterError(f"noise_multiplier must be >= 0, got {noise_multiplier!r}.")
-        if noise_multiplier > 0 and (clip is None or not isinstance(privacy_rng, PrivacyRNG)):
-            raise InvalidPrivacyParameterError("noise needs a finite clip norm and a PrivacyRNG.")
+        if context is not None and not isinstance(context, ReleaseContext):
+            raise TypeError(
+                f"DPOptimizer draws its noise through a ReleaseContext, got {type(context).__name__}; "
+                "pass ReleaseContext(privacy_rng=...) (or None without noise)."
+            )
+        finite_clip = clip is not None and math.isfinite(float(clip)) and float(clip) > 0
+        if noise_multiplier > 0 and (not finite_clip or context is None):
+            raise InvalidPrivacyParameterError("noise needs a finite clip norm and a ReleaseContext.")
         self.optimizer = optimizer
         self.clip_norm = clip
         self.noise_multiplier = float(noise_multiplier)
-        self.privacy_rng = privacy_rng
+        self.context = context
         self.count_noise = None if count_noise is None else float(count_noise)
-        if self.count_noise is not None and (
-            clip is None or expected_batch is None or not isinstance(privacy_rng, PrivacyRNG)
-        ):
-            raise InvalidPrivacyParameterError("the private count needs a clip, qn and a PrivacyRNG.")
+        if self.count_noise is not None and (not finite_clip or expected_batch is None or context is None):
+            raise InvalidPrivacyParameterError("the private count needs a clip, qn and a ReleaseContext.")
         self.expected_batch = expected_batch
         self.adaptive = bool(adaptive)
         self.target_quantile, self.base_clip_lr = float(target_quantile), float(clip_lr)
@@ -330,9 +298,9 @@ class DPOptimizer:
 
     def private_count(self, per_example: Tensor) -> float:
         """The released unclipped fraction b̃ = (Σ(1[‖g_i‖ ≤ C] − ½) + N(0, σ_b²))/(qn) + ½."""
-        rows, _ = finite_rows(per_example)
-        inside = (row_norms(rows).reshape(-1) <= float(self.clip_norm)).to(torch.float64)  # type: ignore[arg-type]
-        centred = float((inside - 0.5).sum()) + float(self.privacy_rng.normal(self.count_noise))  # type: ignore[union-attr]
+        centred = noisy_centred_count(
+            self.context, per_example, clip=float(self.clip_norm), std=float(self.count_noise)  # type: ignore[arg-type]
+        )
         return centred / float(self.expected_batch) + 0.5  # type: ignore[arg-type]
 
     def clip(self, per_example: Tensor) -> Tensor:
@@ -345,11 +313,12 @@ class DPOptimizer:
         return clipped.sum(0)
 
     def noise(self, summed: Tensor) -> Tensor:
-        """Add N(0, (σC)²) to every coordinate (draws from the PrivacyRNG, module docstring)."""
+        """Add N(0, (σC)²) to every coordinate, drawn by the privacy core
+        (:func:`~dpinfer.privacy.mechanisms.gaussian_sum.add_gaussian_noise`) with the context's
+        PrivacyRNG; unchanged without noise."""
         if self.noise_multiplier == 0:
             return summed
-        z = torch.from_numpy(np.asarray(self.privacy_rng.normal(1.0, tuple(summed.shape))))  # type: ignore[union-attr]
-        return summed + self.noise_std * z.to(device=summed.device, dtype=summed.dtype)
+        return add_gaussian_noise(self.context, summed, self.noise_std)  # type: ignore[arg-type]
 
     def privatize(self, per_example: Tensor) -> Tensor:
         """``noise(accumulate(clip(per_example)))``: the released gradient sum (with the private

@@ -156,9 +156,11 @@ class TrainingOptions:
         per-example gradients, clipping, sums and updates run
         (:func:`dpinfer.execution.device.resolve_device`; an unavailable ``"cuda"`` is refused
         at validation, before anything is charged). The minibatch indices and the Gaussian noise
-        are still drawn on the CPU from the :class:`~dpinfer.privacy.PrivacyRNG` (and the Monte
-        Carlo draws from the seed) and then moved to the device, so the release has the same
-        distribution on every device; the CPU path is unchanged.
+        are still drawn on the CPU by the privacy core (:mod:`dpinfer.privacy.subsampling`,
+        :mod:`dpinfer.privacy.mechanisms.gaussian_sum`) from the fit's
+        :class:`~dpinfer.privacy.context.ReleaseContext` (and the Monte Carlo draws from the seed)
+        and then moved to the device, so the release has the same distribution on every device;
+        the CPU path is unchanged.
     """
 
     steps: int = 1000

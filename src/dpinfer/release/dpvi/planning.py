@@ -13,7 +13,6 @@ Conventions (exact group privacy or the paper's ``2·act(2σ_paper, δ/2, δ')``
 
 from __future__ import annotations
 
-import contextlib
 import math
 import warnings
 from dataclasses import dataclass
@@ -26,13 +25,11 @@ from ...privacy import (
     PoissonSubsampledGaussianEvent,
     PrivacyEvent,
     PrivacyReport,
-    PrivacyRNG,
     SampledWithReplacementGaussianEvent,
     calibrate_noise_multiplier,
     get_accountant,
 )
 from ...privacy.accountants import Accountant
-from ...privacy.ledger import charge_or_warn
 from ...privacy.validation import check_delta, check_epsilon, check_positive, check_relation
 from .optim import count_noise_std, gradient_noise_multiplier
 from .schedule import Phase, schedule_event
@@ -346,24 +343,7 @@ def fit_report(
     )
 
 
-def charge_fit(
-    plan: PrivacyPlan | None,
-    privacy_rng: PrivacyRNG | None,
-    ledger: Ledger | None,
-    dataset: str | None,
-    label: str,
-) -> contextlib.AbstractContextManager[Any]:
-    """The ledger charge of a private fit (warns when a private fit has no ledger)."""
-    if plan is None:  # a non-private fit releases nothing and is never charged
-        return contextlib.nullcontext()
-    insecure = bool(privacy_rng.deterministic)  # type: ignore[union-attr]
-    return charge_or_warn(
-        ledger, dataset, plan.event, label=label, insecure=insecure, what="DPVI fit", stacklevel=4
-    )
-
-
 __all__ = [
-    "charge_fit",
     "PrivacyPlan",
     "check_ledger",
     "epsilon_spent",
