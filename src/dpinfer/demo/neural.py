@@ -12,6 +12,7 @@ beside it and SPPE is scored against it by C2ST (skipped in quick mode).
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 
@@ -28,17 +29,16 @@ def section_sppe(ctx: DemoContext) -> None:
     from ..inference.neural.sppe import SPPE
     from ..models import SIR
     from ..plots import plot_draws_2d
-    from ..privacy import PrivacyRNG
 
     quick = bool(ctx.quick)
     model = SIR(population=20_000, epsilon=EPSILON)
     confidential = model.simulate_confidential(np.array([TRUTH]), ctx.rng(60))[0]
     ctx.ledger.register(DATASET, epsilon=EPSILON, delta=0.0, accountant="pure")
     release = model.mechanism.release(
-        confidential, PrivacyRNG(), ledger=ctx.ledger, dataset=DATASET, label="SIR infection curve (Prop. 4)"
+        confidential, None, ledger=ctx.ledger, dataset=DATASET, label="SIR infection curve (Prop. 4)"
     )
     s_dp = release.value
-    settings = {
+    settings: dict[str, Any] = {
         "flow": {"kind": "nsf", "transforms": 4, "hidden": 32, "blocks": 2, "bins": 8},
         "rounds": 1 if quick else 3,
         "simulations_per_round": 200 if quick else 300,

@@ -44,10 +44,8 @@ def _exact_rate_posterior(release, observed: float, a: float, b: float) -> tuple
 
 def section_own_model(ctx: DemoContext) -> None:
     """Release a clamped sum of counts, then infer the rate with a model written from functions."""
-    import dpinfer
-
+    from ..inference import infer
     from ..models import GammaPrior, PrivateDataModel, clamped_release
-    from ..privacy import PrivacyRNG
 
     release = clamped_release("sum", 0, CAP, epsilon=EPSILON, n=N, mechanism="geometric")
 
@@ -58,12 +56,12 @@ def section_own_model(ctx: DemoContext) -> None:
 
     visits = ctx.rng(7).poisson(3.8, size=N)  # stands in for the confidential records
     ctx.ledger.register(DATASET, epsilon=3.0, delta=0.0, accountant="pure")
-    out = release.release_records(visits, PrivacyRNG(), ledger=ctx.ledger, dataset=DATASET,
+    out = release.release_records(visits, None, ledger=ctx.ledger, dataset=DATASET,
                                   label="clamped sum of visits (geometric)")
     observed = float(np.asarray(out.value).reshape(-1)[0])
 
     t0 = time.perf_counter()
-    post = dpinfer.infer(model, [observed], seed=int(ctx.seed), budget_seconds=30 if ctx.quick else 120)
+    post = infer(model, [observed], seed=int(ctx.seed), budget_seconds=30 if ctx.quick else 120)
     t_inf = time.perf_counter() - t0
     exact_mean, exact_sd = _exact_rate_posterior(release, observed, 2.0, 0.5)
     mean, sd = float(post.mean()[0]), float(post.sd()[0])

@@ -31,14 +31,13 @@ def section_smc_abc(ctx: DemoContext) -> None:
     from ..inference.smc.smc_abc import smc_abc
     from ..models import LinearRegression
     from ..plots import plot_interval_comparison
-    from ..privacy import PrivacyRNG
 
     x, y = load_linreg_confidential()
     model = LinearRegression(epsilon=EPSILON, x_mean=(0.90014, -1.17335))
     s = model.statistic(x, y)
     ctx.ledger.register(DATASET, epsilon=EPSILON, delta=0.0, accountant="pure")
     release = model.mechanism.release(
-        s, PrivacyRNG(), ledger=ctx.ledger, dataset=DATASET, label="9 sufficient statistics (Laplace)"
+        s, None, ledger=ctx.ledger, dataset=DATASET, label="9 sufficient statistics (Laplace)"
     )
     s_dp = release.value
 

@@ -89,7 +89,7 @@ def _init_worker(threads: int) -> None:
     try:
         import numba
 
-        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))  # type: ignore[attr-defined]
     except Exception:  # noqa: BLE001 - numba absent or threads already launched: not fatal
         pass
 

@@ -60,7 +60,8 @@ def encode_state(state: dict[str, Any]) -> bytes:
     tree = _flatten(state, arrays)
     header = np.frombuffer(json.dumps(tree, allow_nan=True).encode(), dtype=np.uint8)
     buf = io.BytesIO()
-    np.savez(buf, __json__=header, **arrays)
+    members: dict[str, Any] = {"__json__": header, **arrays}
+    np.savez(buf, **members)
     return buf.getvalue()
 
 

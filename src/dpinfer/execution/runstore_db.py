@@ -82,7 +82,7 @@ class Database:
             self._pg = psycopg
             from psycopg.conninfo import conninfo_to_dict
 
-            params = conninfo_to_dict(str(target))
+            params: dict[str, Any] = dict(conninfo_to_dict(str(target)))
             self._secret = str(params.get("password") or "") or None
             params["options"] = f"{params.get('options', '')} -c search_path={PG_SCHEMA}".strip()
             self._params = params

@@ -120,8 +120,9 @@ class InferenceResult(ResultFile):
         draws = self.sample(n_draws or self.n_draws, seed)
         idata = draws_to_arviz(draws, tuple(self.param_names), self.privacy, method=self.method,
                                reason=self.reason)
-        if self.weights is not None:
-            add_weighted_groups(idata, self.particles, self.weights, self.param_names,
+        particles = self.particles
+        if self.weights is not None and particles is not None:
+            add_weighted_groups(idata, particles, self.weights, self.param_names,
                                 getattr(self.result, "observed", None))
         return idata
 

@@ -15,6 +15,7 @@ import importlib
 import inspect
 import os
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from ..errors import DPInferError, InvalidDataError
@@ -74,6 +75,7 @@ def build_user_model(spec: str, epsilon: float | None = None, **kwargs: Any) -> 
     mechanism fixes ε, and a different ``epsilon`` is refused.
     """
     factory = load_factory(spec)
+    params: Mapping[str, inspect.Parameter]
     try:
         params = inspect.signature(factory).parameters
     except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
@@ -105,7 +107,7 @@ def build_user_model(spec: str, epsilon: float | None = None, **kwargs: Any) -> 
         )
     declared = getattr(model.mechanism, "epsilon", None)
     fixed = epsilon is not None and not takes_eps and declared is not None
-    if fixed and abs(declared - epsilon) > 1e-9 * epsilon:
+    if epsilon is not None and declared is not None and fixed and abs(declared - epsilon) > 1e-9 * epsilon:
         raise InvalidDataError(
             f"--model {spec}: its mechanism releases at epsilon={declared:g} but epsilon={epsilon:g} was "
             "given; give the factory an epsilon parameter, or drop --epsilon."

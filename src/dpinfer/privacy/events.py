@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidPrivacyParameterError, NeighbouringRelationError
 from .validation import check_delta, check_epsilon, check_relation
@@ -39,13 +39,18 @@ ADD_REMOVE = "add-remove"
 class PrivacyEvent:
     """Base class of all events (never instantiated directly)."""
 
+    if TYPE_CHECKING:  # every event is a frozen dataclass with this field
+
+        @property
+        def neighbouring(self) -> str: ...
+
     def __post_init__(self) -> None:
-        check_relation(self.neighbouring)  # type: ignore[attr-defined]
+        check_relation(self.neighbouring)
 
     @property
     def relation(self) -> str:
         """The neighbouring relation of this event (alias of ``neighbouring``)."""
-        return self.neighbouring  # type: ignore[attr-defined]
+        return self.neighbouring
 
 
 @dataclass(frozen=True)

@@ -238,6 +238,7 @@ def load_result(path: str | Path, **kwargs: Any) -> Any:
         Not a ``dpinfer.result`` file, a newer version, an unknown type, or content that does not
         fit the type it names.
     """
+    klass: type[ResultFile]
     klass, record = read_record(path)
     return _construct(klass, record, path, kwargs)
 

@@ -225,7 +225,7 @@ def da_mcmc_linreg(
         int(n_samples),
         int(burn_in),
         int(thin),
-        model.mechanism.scale,
+        model.mechanism.scale,  # type: ignore[attr-defined]  # linear regression's Laplace mechanism
         model.x_mean.astype(np.float64),
         float(np.sqrt(model.noise_var)),
         1.0 / model.prior_sd**2,

@@ -58,7 +58,7 @@ class ImportanceResult(WeightedSample):
     privacy: PrivacyReport | None = None
 
     @property
-    def weights(self) -> np.ndarray:
+    def weights(self) -> np.ndarray:  # type: ignore[override]  # derived from log_weights, read-only
         lw = self.log_weights
         w = np.exp(lw - lw.max())
         return w / w.sum()

@@ -161,6 +161,12 @@ class ConditionalFlow(nn.Module):
         Dimensions of ``x`` and ``c``.
     """
 
+    x_mean: torch.Tensor  # buffers (register_buffer in __init__)
+    x_std: torch.Tensor
+    c_mean: torch.Tensor
+    c_std: torch.Tensor
+    x_coef: torch.Tensor
+
     def __init__(self, config: FlowConfig, features: int, context: int) -> None:
         super().__init__()
         if features < 1 or context < 1:

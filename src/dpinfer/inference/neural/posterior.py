@@ -21,7 +21,7 @@ from __future__ import annotations
 import copy
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -61,6 +61,9 @@ def prior_from_dict(spec: dict[str, Any] | None) -> Prior | None:
     raise InvalidDataError(f"unknown stored prior type {spec.get('type')!r}.")
 
 
+P = TypeVar("P", bound="NeuralPosterior")
+
+
 class NeuralPosterior(ResultFile):
     """Shared machinery: moments from draws, arviz export, persistence."""
 
@@ -89,8 +92,9 @@ class NeuralPosterior(ResultFile):
 
     @classmethod
     def from_model(
-        cls, flow: ConditionalFlow, model: Any, observed: np.ndarray, settings: dict[str, Any], **kwargs: Any
-    ) -> NeuralPosterior:
+        cls: type[P], flow: ConditionalFlow, model: Any, observed: np.ndarray, settings: dict[str, Any],
+        **kwargs: Any,
+    ) -> P:
         """The posterior of ``model`` (prior, names, privacy report, description) given ``observed``."""
         return cls(
             flow,
@@ -118,7 +122,7 @@ class NeuralPosterior(ResultFile):
             )
         return arr
 
-    def at(self, x: Any) -> NeuralPosterior:
+    def at(self: P, x: Any) -> P:
         """This posterior given another observed release ``x`` (the same flow, no retraining).
 
         SPPE allows it only for an amortised posterior (one round on prior simulations): after
@@ -278,9 +282,7 @@ class NeuralPosterior(ResultFile):
                 "the prior is not a Gaussian prior and was not stored; pass prior= or model= to load()."
             )
         fl = meta["flow"]
-        config = {"regress": False, **fl["config"]}  # files written before regression z-scoring
-        flow = ConditionalFlow(FlowConfig(**config), fl["features"], fl["context"])
-        flow_state.setdefault("x_coef", torch.zeros_like(flow.x_coef))
+        flow = ConditionalFlow(FlowConfig(**fl["config"]), fl["features"], fl["context"])
         flow.load_state_dict(flow_state)
         flow.eval()
         obj = cls.__new__(cls)

@@ -126,10 +126,10 @@ class SPLEPosterior(NeuralPosterior):
         return self.run_mcmc(int(n), seed, self.draws).copy()
 
     def _arviz_draws(self, n_draws: int, seed: Any) -> np.ndarray:
-        self.run_mcmc(n_draws, seed, self.draws)
+        draws = self.run_mcmc(n_draws, seed, self.draws)
         C = self.mcmc["chains"]
-        per = self.draws.shape[0] // C
-        return self.draws[: per * C].reshape(per, C, self.dim).transpose(1, 0, 2)
+        per = draws.shape[0] // C
+        return draws[: per * C].reshape(per, C, self.dim).transpose(1, 0, 2)
 
     def _fields(self) -> dict[str, Any]:
         return {**super()._fields(), "mcmc_settings": self.mcmc_settings, "mcmc": self.mcmc}

@@ -361,17 +361,20 @@ class SimulationPool:
     @staticmethod
     def _stack(
         parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], device: Any = "cpu"
-    ) -> tuple[torch.Tensor, ...]:
-        return tuple(
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        theta, x, log_prior = (
             torch.as_tensor(np.concatenate([p[k] for p in parts]), dtype=torch.float32).to(device)
             for k in range(3)
         )
+        return theta, x, log_prior
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
         """The training parameters and privatised copies of all rounds (float64)."""
         return (np.concatenate([p[0] for p in self.train]), np.concatenate([p[1] for p in self.train]))
 
-    def tensors(self, device: Any = "cpu") -> tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]]:
+    def tensors(
+        self, device: Any = "cpu"
+    ) -> tuple[tuple[torch.Tensor, torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
         """float32 ``(theta, x, log_prior)`` of the training and validation sets on ``device``."""
         return self._stack(self.train, device), self._stack(self.validation, device)
 

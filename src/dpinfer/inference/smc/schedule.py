@@ -85,8 +85,8 @@ class QuantileSchedule:
             return None
         if t > 0 and acceptance_rate < self.min_acceptance_rate:
             return None
-        q = weighted_quantile(distances, weights, self.alpha)
-        return float(max(q, self.min_tolerance))
+        q = float(weighted_quantile(distances, weights, self.alpha))
+        return max(q, float(self.min_tolerance))
 
 
 @dataclass(frozen=True)

@@ -261,7 +261,7 @@ def smc_abc(
     root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     own_backend = not isinstance(backend, Backend)
     be = get_backend(backend, n_workers)
-    settings = {
+    settings: dict[str, Any] = {
         "n_particles": n_particles,
         "schedule": repr(sched),
         "backend": be.name,
@@ -281,11 +281,13 @@ def smc_abc(
 
     pops: list[_Diagnostics] = []
     hist: list[tuple[np.ndarray, np.ndarray]] = []
-    particles = weights = dists = None
+    particles: np.ndarray | None = None
+    weights: np.ndarray | None = None
+    dists: np.ndarray | None = None
     total_sims = 0
 
     def partial(complete: bool, reason: str) -> _Result | None:
-        if particles is None:
+        if particles is None or weights is None or dists is None:
             return None
         return _Result(particles, weights, dists, list(pops), list(hist), names, obs, settings,
                        complete, reason, privacy, model_desc)
@@ -298,7 +300,7 @@ def smc_abc(
         while True:
             start = time.perf_counter()
             kernel = None
-            if particles is not None:
+            if particles is not None and weights is not None:
                 # the proposal population (resampled copy if degenerate); the last completed
                 # population itself is left untouched until this one completes
                 kernel = PerturbationKernel.build(
@@ -336,7 +338,9 @@ def smc_abc(
             if keep_history:
                 hist.append((particles.copy(), weights.copy()))
             if checkpoint is not None:
-                partial(False, f"checkpoint after population {t}").save(checkpoint)
+                snapshot = partial(False, f"checkpoint after population {t}")
+                if snapshot is not None:
+                    snapshot.save(checkpoint)
             if callback is not None:
                 callback(diag)
             nxt = sched.next(t, tol, dists, weights, diag.acceptance_rate)

@@ -14,7 +14,7 @@ SMC-ABC tests compare against.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from scipy import fft as sfft
@@ -132,7 +132,7 @@ class GaussianMean(PrivateDataModel):
         theta = np.atleast_1d(np.asarray(theta, dtype=np.float64))
         out = np.empty(theta.size)
         support = lo + (hi - lo) * np.arange(self.n * bins + 1) / (self.n * bins)
-        b = self.mechanism.scale
+        b = cast(LaplaceMechanism, self.mechanism).scale
         lap = np.exp(-np.abs(s_dp - support) / b) / (2 * b)
         for start in range(0, theta.size, 32):
             chunk = theta[start : start + 32]

@@ -18,7 +18,7 @@ logit); the prior density includes the Jacobian ``p(1 - p)``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from scipy.special import expit, logit
@@ -131,7 +131,7 @@ class NaiveBayes(PrivateDataModel):
 
     def _beta_posterior(self, counts: np.ndarray, n_draws: int, seed: Any) -> DrawsPosterior:
         gen = as_generator(seed)
-        a = self.prior.a
+        a = cast(LogitBetaPrior, self.prior).a
         c = counts.reshape(2, 2, 2)  # (class, feature, value)
         draws = np.empty((n_draws, 5))
         for i in range(2):

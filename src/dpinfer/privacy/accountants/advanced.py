@@ -164,8 +164,8 @@ class AdvancedCompositionAccountant(Accountant):
     def _gaussian_add_remove(self, event: PrivacyEvent, delta: float) -> float:
         if isinstance(event, GaussianEvent):
             sigma, steps, q = event.noise_multiplier, 1, 1.0
-        else:
-            sigma, steps, q = event.noise_multiplier, event.steps, event.sampling_rate
+        else:  # the subsampled Gaussian events (Poisson or with replacement) carry all three
+            sigma, steps, q = (getattr(event, k) for k in ("noise_multiplier", "steps", "sampling_rate"))
         if delta <= 0.0:
             return math.inf
         dprime = self.delta_prime if self.delta_prime is not None else self.delta_prime_fraction * delta

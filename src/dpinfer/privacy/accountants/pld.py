@@ -78,8 +78,8 @@ def _leaf_pld(event: PrivacyEvent, count: int, vdi: float) -> pld_lib.PrivacyLos
         ).self_compose(event.steps)
     else:
         params = pld_common.DifferentialPrivacyParameters(
-            event.epsilon,
-            getattr(event, "delta", 0.0),  # type: ignore[attr-defined]
+            getattr(event, "epsilon"),  # noqa: B009 - the pure/approximate leaf events (LaplaceEvent, KnownEvent)
+            getattr(event, "delta", 0.0),
         )
         out = pld_lib.from_privacy_parameters(params, value_discretization_interval=vdi)
     return out.self_compose(count) if count > 1 else out
