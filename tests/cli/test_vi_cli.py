@@ -80,6 +80,7 @@ def test_cli_abalone_non_private_reports_accuracy(tmp_path, capsys):
                 "--data",
                 "abalone",
                 "--non-private",
+                "--no-ledger",
                 "--steps",
                 "300",
                 "--sampling-rate",
@@ -96,6 +97,35 @@ def test_cli_abalone_non_private_reports_accuracy(tmp_path, capsys):
     )
     last = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert last["privacy"] is None and last["test_accuracy"] > 0.7
+    assert last["private"] is False and last["privacy_warning"].startswith("NON-PRIVATE")
+
+
+def test_cli_non_private_fit_needs_an_explicit_no_ledger_and_is_marked(tmp_path, capsys):
+    """Issue 23: a non-private fit of confidential data is the same explicit, loud choice as an
+    unaccounted release. Without --no-ledger it is refused before the data are read (exit 2, no
+    file; the old CLI wrote the fit, exit 0); --ledger is refused; with --no-ledger the fit runs,
+    its file says NON-PRIVATE and a notice on standard error says so again."""
+    X, y = _data(200)
+    _write_csv(tmp_path / "d.csv", X, y)
+    out = tmp_path / "fit.json"
+    argv = ["dpvi", "--data", str(tmp_path / "d.csv"), "--target", "label", "--non-private",
+            "--steps", "20", "--seed", "0", "--no-progress", "--out", str(out)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "--no-ledger" in err and "WITHOUT noise" in err
+    assert not out.exists() and not out.with_suffix(".npz").exists()
+    ledger = tmp_path / "l.db"
+    Ledger(ledger, create=True).register("d", epsilon=3.0, delta=1e-5, accountant="pld")
+    assert main([*argv, "--ledger", str(ledger)]) == 2
+    assert "not releases" in capsys.readouterr().err
+    assert not out.exists() and Ledger(ledger).history("d") == []
+    assert main([*argv, "--no-ledger"]) == 0
+    err = capsys.readouterr().err
+    assert "notice: NON-PRIVATE" in err
+    fit = DPVIResult.load(out)
+    assert fit.privacy is None and fit.config["private"] is False
+    assert fit.config["privacy_warning"].startswith("NON-PRIVATE")
+    assert json.loads(out.read_text())["config"]["privacy_warning"].startswith("NON-PRIVATE")
 
 
 def test_cli_bad_input_is_a_clear_error_and_nothing_is_charged(tmp_path, capsys):
@@ -156,7 +186,7 @@ def test_cli_defaults_fit_the_posterior_not_a_clipping_artefact(tmp_path):
         assert main(argv) == 0
         return DPVIResult.load(out)
 
-    ref = fit("--non-private")
+    ref = fit("--non-private", "--no-ledger")
     default = fit("--epsilon", "1000", "--no-ledger")
     paper = fit("--epsilon", "1000", "--no-ledger", "--per-example", "elbo", "--clip", "5", "--last-iterate")
     z_default = np.abs(default.mean() - ref.mean()) / ref.std

@@ -124,20 +124,24 @@ def test_budget_show_and_history_on_a_typo_create_nothing(tmp_path, capsys):
 
 def test_budget_init_creates_and_refuses_a_foreign_file(tmp_path, capsys):
     path = tmp_path / "new" / "b.db"
-    assert main(["budget", "init", "--ledger", str(path), "--dataset", "d", "--epsilon", "1"]) == 0
+    assert main(["budget", "init", "--ledger", str(path), "--dataset", "d", "--epsilon", "1",
+                 "--unbound"]) == 0
     assert Ledger(path).datasets() == ["d"]
     # a second data set in the same ledger
-    assert main(["budget", "init", "--ledger", str(path), "--dataset", "e", "--epsilon", "1"]) == 0
+    assert main(["budget", "init", "--ledger", str(path), "--dataset", "e", "--epsilon", "1",
+                 "--unbound"]) == 0
     assert Ledger(path).datasets() == ["d", "e"]
     capsys.readouterr()
     # invalid parameters: refused before any file is created
     bad = tmp_path / "bad.db"
-    assert main(["budget", "init", "--ledger", str(bad), "--dataset", "d", "--epsilon", "-1"]) == 1
+    assert main(["budget", "init", "--ledger", str(bad), "--dataset", "d", "--epsilon", "-1",
+                 "--unbound"]) == 1
     assert not bad.exists()
     capsys.readouterr()
     other = tmp_path / "other.txt"
     other.write_text("keep me")
-    assert main(["budget", "init", "--ledger", str(other), "--dataset", "d", "--epsilon", "1"]) == 2
+    assert main(["budget", "init", "--ledger", str(other), "--dataset", "d", "--epsilon", "1",
+                 "--unbound"]) == 2
     assert "not a dpinfer ledger" in _one_line_refusal(capsys)
     assert other.read_text() == "keep me"
 
@@ -201,7 +205,7 @@ def test_cli_budget_init_data_binds_the_file(tmp_path, capsys):
     assert Ledger(path).budget("r").fingerprint == file_fingerprint(data)
     copy = tmp_path / "copy.csv"
     copy.write_bytes(data.read_bytes())
-    assert main([*init, str(copy), "--dataset", "r2"]) == 1
+    assert main([*init, str(copy), "--dataset", "r2"]) == 2  # a refusal
     err = capsys.readouterr().err
     assert "'r'" in err and "second budget" in err and err.count("\n") == 1
     assert Ledger(path).datasets() == ["r"]
@@ -279,7 +283,7 @@ def test_concurrent_first_opens_of_an_old_ledger_migrate_once(tmp_path):
 def test_insecure_charges_are_flagged_in_history_and_the_cli(tmp_path, capsys):
     path = tmp_path / "l.db"
     ledger = Ledger.create(path)
-    ledger.register("d", 2.0)
+    ledger.register("d", 2.0, accountant="pure")
     with ledger.charge("d", LaplaceEvent(0.1), label="real") as c:
         assert c.insecure is False
     with ledger.charge("d", LaplaceEvent(0.1), label="test run", insecure=True) as c:
@@ -403,7 +407,7 @@ def test_release_refused_on_a_fingerprint_mismatch(tmp_path, capsys, release_cmd
     out = tmp_path / "out.json"
     assert main(argv(out, "--ledger", str(ledger), "--dataset", "records")) == 2
     err = _one_line_refusal(capsys)
-    assert "not the data registered as 'records'" in err and "nothing was charged" in err
+    assert "not the data registered as 'records'" in err and "nothing was charged" in err.lower()
     assert not out.exists() and Ledger(ledger).history("records") == []
     # the very file that was registered is accepted and charged
     registered.write_bytes(data.read_bytes())
@@ -421,8 +425,10 @@ def test_dpvi_non_private_needs_no_ledger_and_refuses_one(tmp_path, capsys):
     out = tmp_path / "fit.json"
     argv = ["dpvi", "--data", str(data), "--target", "label", "--non-private", "--steps", "20",
             "--no-progress", "--out", str(out)]
-    assert main(argv) == 0
-    assert "notice" not in capsys.readouterr().err
+    assert main(argv) == 2  # issue 23: the non-private fit of confidential data needs --no-ledger
+    assert "--no-ledger" in _one_line_refusal(capsys) and not out.exists()
+    assert main([*argv, "--no-ledger"]) == 0
+    assert "NON-PRIVATE" in capsys.readouterr().err
     out.unlink()
     assert main([*argv, "--ledger", str(tmp_path / "l.db")]) == 2
     assert "not releases" in _one_line_refusal(capsys)

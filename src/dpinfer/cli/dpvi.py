@@ -21,6 +21,11 @@ A private fit needs ``--ledger PATH`` (charged to ``--dataset``, default: the fi
 any noise is drawn) or an explicit ``--no-ledger`` (released unaccounted). If the data set was
 registered with ``--data FILE``, ``--data`` must be that very file (same bytes).
 
+``--non-private`` fits the confidential data without noise: the output is not a release and
+offers no privacy at all. It is never charged (``--ledger`` is refused) and, like an unaccounted
+release, needs the explicit ``--no-ledger``; the output file says ``NON-PRIVATE`` in its config
+(``privacy_warning``) and a notice on standard error says so again.
+
 The CSV has a header row; every column other than ``--target`` (or those listed in
 ``--features``) is a feature and must be numeric. Features are used as given: scale them with
 *public* bounds beforehand (standardising with the data's own statistics is itself a release).
@@ -33,6 +38,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -108,19 +114,39 @@ def read_csv(
     return out[:, :-1], out[:, -1], names
 
 
-def _ledger(args: argparse.Namespace, private: bool) -> tuple[Any, str | None]:
-    """The ledger decision, before anything is read (refusals first)."""
-    if private:
-        if args.data == "abalone":
-            from ..datasets import data_path
+#: What a non-private fit's output and notices say (config["privacy_warning"]).
+NON_PRIVATE_MARK = (
+    "NON-PRIVATE: fitted to the confidential data without noise (dpinfer dpvi --non-private "
+    "--no-ledger); not a differentially private release: do not publish it or anything computed from it."
+)
 
-            data_file, default_name = data_path("abalone.data"), "abalone"
-        else:
-            data_file, default_name = Path(args.data), Path(args.data).stem
+
+def _ledger(args: argparse.Namespace, private: bool) -> tuple[Any, str | None]:
+    """The ledger decision, before anything is read (refusals first).
+
+    A non-private fit is never charged, and it needs the same explicit, loud choice as an
+    unaccounted release: ``--no-ledger`` (:func:`~dpinfer.cli.common.open_release_ledger` refuses
+    without it).
+    """
+    if args.data == "abalone":
+        from ..datasets import data_path
+
+        data_file, default_name = data_path("abalone.data"), "abalone"
+    else:
+        data_file, default_name = Path(args.data), Path(args.data).stem
+    if private:
         return open_release_ledger(args, data_file, default_name)
     if args.ledger or args.dataset:
-        raise Refusal("--non-private fits are not releases and cannot be charged to a ledger.")
-    return None, None
+        raise Refusal(
+            "--non-private fits are not releases and cannot be charged to a ledger; pass --no-ledger "
+            "instead (nothing was read or written)."
+        )
+    if not args.no_ledger:
+        raise Refusal(
+            "--non-private fits the confidential data WITHOUT noise: the output is not a private "
+            "release. Pass --no-ledger to make that choice explicit (nothing was read or written)."
+        )
+    return open_release_ledger(args, data_file, default_name)  # (None, None) with --no-ledger
 
 
 def _data(args: argparse.Namespace) -> tuple[np.ndarray, np.ndarray, list[str] | None, Any]:
@@ -167,7 +193,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.delta is None:  # the budget's delta when charged to a ledger (so defaults fit), else 1e-5
         args.delta = ledger.budget(dataset).delta if ledger is not None else 1e-5
         args.delta = args.delta if args.delta > 0 else 1e-5
-    with release_notices(accounted=ledger is not None or not private):
+    with release_notices(accounted=ledger is not None or not private):  # non-private: notice below
         fit = DPVI(model, args.family).fit(
             X,
             y,
@@ -183,6 +209,9 @@ def _run(args: argparse.Namespace) -> int:
             **pick(args, *_FIT_OPTIONS),
         )
     mark_unaccounted(fit, ledger)
+    if not private:
+        fit.config["privacy_warning"] = NON_PRIVATE_MARK
+        print(f"dpinfer: notice: {NON_PRIVATE_MARK}", file=sys.stderr)
     if names is not None:
         fit.config["feature_names"] = names
     path = fit.save(args.out)
@@ -196,7 +225,11 @@ def _run(args: argparse.Namespace) -> int:
     print(f"wrote {path}")
     if args.json:
         print(
-            json.dumps({"out": str(path), **extra, "privacy": fit.privacy.to_dict() if fit.privacy else None})
+            json.dumps({
+                "out": str(path), **extra, "private": private,
+                "privacy": fit.privacy.to_dict() if fit.privacy else None,
+                **({} if private else {"privacy_warning": NON_PRIVATE_MARK}),
+            })
         )
     return 0
 
@@ -250,7 +283,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--mc-samples", type=int, default=None,
                    help="Monte Carlo draws per step (default: 4 with --per-example theta, else 1)")
     p.add_argument("--label-rule", default="code", choices=("code", "paper"), help="Abalone label rule")
-    p.add_argument("--non-private", action="store_true", help="non-private baseline (no clip, no noise)")
+    p.add_argument("--non-private", action="store_true",
+                   help="non-private baseline (no clip, no noise; NOT a release): needs --no-ledger")
     p.add_argument("--clip-non-private", action="store_true", help="clip in the non-private baseline")
     p.add_argument("--seed", type=int, default=None, help="simulation seed (never the privacy noise)")
     add_ledger_options(p)
