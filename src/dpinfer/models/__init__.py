@@ -20,6 +20,7 @@ from ..privacy.mechanisms.counts import DiscreteLaplaceMechanism as DiscreteLapl
 from ..privacy.mechanisms.counts import GeometricMechanism as GeometricMechanism
 from ..privacy.mechanisms.counts import RandomizedResponseMechanism as RandomizedResponseMechanism
 from ..privacy.mechanisms.gaussian import GaussianMechanism as GaussianMechanism
+from ..privacy.mechanisms.known import KnownNoiseMechanism as KnownNoiseMechanism
 from .contract import PrivateDataModel as PrivateDataModel
 from .posteriors import DrawsPosterior as DrawsPosterior
 from .posteriors import GaussianPosterior as GaussianPosterior

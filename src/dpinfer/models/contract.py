@@ -46,7 +46,7 @@ import numpy as np
 
 from ..errors import InvalidDataError
 from ..privacy import PrivacyReport
-from ..privacy.mechanisms.base import Mechanism
+from ..privacy.mechanisms.base import Mechanism, uncomputed_report
 from ..randomness import as_generator, open_uniforms
 from .prior_adapters import as_prior
 from .priors import Prior
@@ -214,8 +214,22 @@ class PrivateDataModel:
         return self.mechanism.check_observed(observed)
 
     def privacy_report(self) -> PrivacyReport:
-        """The privacy guarantee of the release this model describes."""
-        return self.mechanism.privacy_report()
+        """The privacy guarantee of the release this model describes.
+
+        Never raises: an analyst's inference must not abort because the guarantee of the release
+        it analyses cannot be computed (e.g. a mechanism whose event no accountant interprets, or
+        a known-noise mechanism without a declared sensitivity). The report then says why, with
+        ``epsilon = inf`` (:func:`~dpinfer.privacy.mechanisms.base.uncomputed_report`).
+        """
+        mech = self.mechanism
+        try:
+            return mech.privacy_report()
+        except Exception as exc:  # noqa: BLE001 - a report must never abort an inference
+            return uncomputed_report(
+                getattr(mech, "name", type(mech).__name__), f"{type(exc).__name__}: {exc}",
+                neighbouring=getattr(mech, "neighbouring", "replace-one"),
+                delta=float(getattr(mech, "delta", 0.0) or 0.0),
+            )
 
     def describe(self) -> dict[str, Any]:
         """A JSON-ready description (for results and the CLI)."""

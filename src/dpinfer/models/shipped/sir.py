@@ -15,8 +15,10 @@ Release mechanism (Prop. 4)::
 Replacing one individual's record (its infection status) moves each ``I(t_j)`` by at most 1; the
 binomial likelihood ratio per time point is then at most ``(1 + 1/M)^N`` (App. B), so the release is
 ``d·N·log(1 + 1/M)``-DP, which is ``<= d·N/M = ε``. The privacy event declares the tighter
-``d·N·log(1 + 1/M)``. ``G(s, u) = F⁻¹_{Bin(N, p)}(u)/N``, ``k = d`` uniforms, with an inverse CDF
-exact in both tails (:func:`~dpinfer.models.shipped.binomial.binom_ppf`; see
+``d·N·log(1 + 1/M)``. The release (exact binomial counts, charged through the one release path)
+lives in :mod:`dpinfer.privacy.mechanisms.binomial` (:class:`BinomialTrajectoryRelease`, re-exported
+here); this module adds the inference map ``G(s, u) = F⁻¹_{Bin(N, p)}(u)/N``, ``k = d`` uniforms,
+with an inverse CDF exact in both tails (:func:`~dpinfer.models.shipped.binomial.binom_ppf`; see
 :class:`BinomialTrajectoryMechanism` for what that guarantees). ``binom_ppf``, ``gillespie_sir``
 and ``DEFAULT_TIMES`` stay importable from this module.
 """
@@ -30,10 +32,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import InferenceWarning, InvalidDataError
-from ...privacy import KnownEvent
-from ...privacy.events import PrivacyEvent
-from ...privacy.mechanisms.base import Mechanism
-from ...privacy.validation import check_epsilon
+from ...privacy.mechanisms.binomial import BinomialTrajectoryRelease
 from ...randomness import as_generator
 from ..contract import PrivateDataModel
 from ..priors import GaussianPrior
@@ -45,6 +44,7 @@ __all__ = [
     "DEFAULT_TIMES",
     "SIR",
     "BinomialTrajectoryMechanism",
+    "BinomialTrajectoryRelease",
     "binom_ppf",
     "gillespie_sir",
     "real_outbreak_prior",
@@ -56,8 +56,15 @@ __all__ = [
 # ----------------------------------------------------------------------------------------------
 
 
-class BinomialTrajectoryMechanism(Mechanism):
+class BinomialTrajectoryMechanism(BinomialTrajectoryRelease):
     """The Proposition 4 release ``s̃_j = Bin(N, (I_j + M)/(K + 2M))/N`` with ``M = N·d/ε``.
+
+    The release itself (validation, the exact binomial draw, the event and the report) is
+    :class:`dpinfer.privacy.mechanisms.binomial.BinomialTrajectoryRelease`: a release draws each
+    count exactly, as the sum of N exact Bernoulli(p_j) trials with the rational
+    p_j = (I_j + M)/(K + 2M) (integer randomness from the OS CSPRNG), so every count has exactly
+    its binomial probability and Prop. 4's pure-ε bound holds with no residual. This class adds
+    the inference map ``G`` and the reading of published observed values.
 
     Parameters
     ----------
@@ -75,94 +82,18 @@ class BinomialTrajectoryMechanism(Mechanism):
     ``G`` draws each ``Bin(N, p_j)`` by :func:`binom_ppf`, whose inverse CDF is exact in both tails
     (the lower tail summed from the far end for ``u <= 1/2``; for ``u > 1/2`` the exact ``1 - u``
     compared with the upper tail summed from the far end). An output ``k`` is therefore produced
-    exactly when ``u`` falls in ``(F(k - 1), F(k)]`` of the true binomial CDF: with the privacy
-    uniforms (53-bit grid, clipped to ``[2⁻⁵⁴, 1 - 2⁻⁵³]``) every output has its binomial
-    probability up to the grid resolution, outputs with binomial mass far below 2⁻⁵³ (such as N/N
-    from a small ``I_j``) never occur, and the result is monotone in ``u``. The Prop. 4
-    likelihood-ratio bound ``(1 + 1/M)^N`` per time point, which holds for the binomial pmf at
-    every ``k``, thus holds for every reachable output; before this, rounding in a running CDF
-    sum sent ``u`` near 1 to N (e.g. ``N = 1000, p = 1/2, u = 1 - 10⁻¹³`` gave 1000, exact 616),
-    an output reachable from one ``I_j`` and not from its neighbour (an infinite privacy loss).
-    What remains for ``G`` is the finite resolution of the uniforms: an output at the very edge
-    of the reachable range (binomial tail mass ~2⁻⁵³) can be reachable from ``I_j + 1`` and not
-    from ``I_j``, with probability ~2⁻⁵³ per time point. ``G`` is therefore used for *inference*
-    only: a :meth:`release` does not go through uniforms at all but draws each count exactly,
-    as the sum of N exact Bernoulli(p_j) trials with the rational p_j = (I_j + M)/(K + 2M)
-    (:func:`dpinfer.privacy.discrete.sample_binomial`, integer randomness from the OS CSPRNG), so
-    every count has exactly its binomial probability and Prop. 4's pure-ε bound holds with no
-    residual.
+    exactly when ``u`` falls in ``(F(k - 1), F(k)]`` of the true binomial CDF: with 53-bit
+    uniforms every output has its binomial probability up to the grid resolution, outputs with
+    binomial mass far below 2⁻⁵³ (such as N/N from a small ``I_j``) never occur, and the result is
+    monotone in ``u``. Before this, rounding in a running CDF sum sent ``u`` near 1 to N (e.g.
+    ``N = 1000, p = 1/2, u = 1 - 10⁻¹³`` gave 1000, exact 616). What remains for ``G`` is the
+    finite resolution of the uniforms (an output at the very edge of the reachable range can be
+    reachable from ``I_j + 1`` and not from ``I_j``, with probability ~2⁻⁵³ per time point), which
+    is why ``G`` is used for inference only and a release never goes through uniforms.
     """
-
-    name = "binomial-trajectory (Xiong et al. 2025, Prop. 4)"
-    has_density = True
-    accountant = "pure"
-
-    def __init__(self, population: int, n_times: int, n_trials: int = 1000, epsilon: float = 10.0) -> None:
-        self.population = int(population)
-        self.stat_dim = self.out_dim = self.noise_dim = int(n_times)
-        if int(n_trials) != n_trials or n_trials < 1:
-            raise InvalidDataError(f"n_trials must be a positive integer, got {n_trials!r}.")
-        self.n_trials = int(n_trials)
-        self.epsilon = check_epsilon(epsilon)
-        self.M = self.n_trials * self.stat_dim / self.epsilon
-        self.neighbouring = "replace-one"
-        # rounded up by one ulp: the declared ε never understates d·N·log(1 + 1/M)
-        eps_exact = self.stat_dim * self.n_trials * math.log1p(1.0 / self.M)
-        self.epsilon_exact = math.nextafter(eps_exact, math.inf)
-
-    @property
-    def sensitivity(self) -> float:
-        return 1.0  # each I(t_j) moves by at most 1 when one individual's record is replaced
-
-    @property
-    def lattice(self) -> np.ndarray:
-        """Binomial counts over N: the grid ``k/N``."""
-        return np.full(self.out_dim, 1.0 / self.n_trials)
-
-    def probabilities(self, s: np.ndarray) -> np.ndarray:
-        return (np.asarray(s, dtype=np.float64) + self.M) / (self.population + 2.0 * self.M)
 
     def G(self, s: np.ndarray, u: np.ndarray) -> np.ndarray:
         return binom_ppf(u, self.n_trials, self.probabilities(s)) / self.n_trials
-
-    def _prepare_release(self, s: np.ndarray) -> Any:
-        """The exact release (class docstring): N exact Bernoulli trials per time point."""
-        from fractions import Fraction
-
-        from ...privacy.discrete import sample_binomial
-
-        m = Fraction(self.M)
-        probs = [(Fraction(int(i)) + m) / (self.population + 2 * m) for i in s]
-        return lambda gen: np.array([sample_binomial(self.n_trials, p, gen) for p in probs]) / self.n_trials
-
-    def log_density(self, s_dp: np.ndarray, s: np.ndarray) -> np.ndarray:
-        from scipy.stats import binom
-
-        k = np.rint(np.asarray(s_dp, dtype=np.float64) * self.n_trials)
-        return binom.logpmf(k, self.n_trials, self.probabilities(s)).sum(-1)
-
-    def event(self) -> PrivacyEvent:
-        return KnownEvent(
-            self.epsilon_exact,
-            0.0,
-            "replace-one",
-            f"binomial trajectory release (Xiong et al. 2025, Prop. 4): d={self.stat_dim}, "
-            f"N={self.n_trials}, M={self.M:g}, K={self.population}",
-        )
-
-    def details(self) -> dict[str, Any]:
-        return {
-            "N": self.n_trials,
-            "M": self.M,
-            "d": self.stat_dim,
-            "K": self.population,
-            "epsilon_nominal": self.epsilon,
-            "epsilon_exact": self.epsilon_exact,
-        }
-
-    @property
-    def output_range(self) -> tuple[float, float]:
-        return 0.0, 1.0
 
     def check_observed(self, s_dp: Any) -> np.ndarray:
         """Range and shape as for every mechanism; values off the grid ``k/N`` (which this
@@ -179,16 +110,6 @@ class BinomialTrajectoryMechanism(Mechanism):
                 stacklevel=2,
             )
         return arr
-
-    def validate_statistic_range(self, s: np.ndarray) -> None:
-        if np.any(s < 0) or np.any(s > self.population) or np.any(s != np.rint(s)):
-            raise InvalidDataError(f"infection counts must be integers in [0, {self.population}].")
-
-    def __repr__(self) -> str:
-        return (
-            f"BinomialTrajectoryMechanism(K={self.population}, d={self.stat_dim}, N={self.n_trials}, "
-            f"epsilon={self.epsilon:g}, M={self.M:g})"
-        )
 
 
 def synthetic_prior() -> GaussianPrior:

@@ -21,17 +21,35 @@ data sets have n and n ± 1 records, and for n = 1 the mean can move by ``hi - l
 n as public and use replace-one, or release ``sum_and_count`` (a noisy sum and a noisy count, ε
 split by ``count_share``, and δ too for the Gaussian) and let the model simulate both: the
 posterior then accounts for the noise in the count, which a plug-in ``sum/count`` would not.
+
+Clamp bounds
+------------
+The bounds are always **explicit** (``clamped_release`` has no default interval): a default such
+as [−2, 2] applied to body-mass indices around 25 clamps every record and spends the budget on
+releasing 1.999. The library never computes, reports or warns about the fraction of records that
+were actually clamped: that fraction is itself confidential (a warning that fires on one data set
+and not on its neighbour is a release). Instead the bounds are checked against *public*
+information only: pass ``data_range``, the range the column's values can take by its public
+schema (in the data's units, e.g. (10, 80) kg/m² for BMI). A clamp interval disjoint from it is
+refused (every record would be clamped to one bound: the release carries nothing); one covering
+less than half of it warns (:class:`~dpinfer.errors.PrivacyWarning`).
+
+Records are validated one by one before anything is computed (finite; integers for the geometric
+mechanism), so that whether a data set is released or refused never depends on how its records
+happen to add up; no message prints a record or the statistic.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from ...errors import InvalidDataError
+from ...errors import InvalidDataError, PrivacyWarning
+from ..context import ReleaseContext
 from ..events import PrivacyEvent
 from ..rng import PrivacyRNG
 from ..validation import check_epsilon, check_relation
@@ -61,11 +79,24 @@ class ClampedRelease(Mechanism):
     ``inner`` (a Laplace, Gaussian, geometric or, for ``sum_and_count``, composed mechanism).
     """
 
+    exact_release = True
+
     def __init__(
-        self, statistic: str, lower: float, upper: float, n: int | None, inner: Mechanism, epsilon: float
+        self,
+        statistic: str,
+        lower: float,
+        upper: float,
+        n: int | None,
+        inner: Mechanism,
+        epsilon: float,
+        data_range: tuple[float, float] | None = None,
     ) -> None:
         self.kind, self.lower, self.upper, self.n, self.inner = statistic, lower, upper, n, inner
         self.epsilon = epsilon  # of the whole release
+        self.data_range = data_range
+        self.integer_records = isinstance(inner, GeometricMechanism) or (
+            isinstance(inner, ComposedMechanism) and isinstance(inner.parts[0], GeometricMechanism)
+        )
         shared = ("stat_dim", "out_dim", "noise_dim", "neighbouring", "has_density", "accountant", "delta")
         for attr in shared:
             setattr(self, attr, getattr(inner, attr))
@@ -107,14 +138,38 @@ class ClampedRelease(Mechanism):
         ledger: Any = None,
         dataset: str | None = None,
         label: str = "",
+        context: ReleaseContext | None = None,
     ) -> PrivateRelease:
-        """Compute :meth:`statistic` of the confidential records ``x`` (1-d) and :meth:`release` it."""
-        arr = np.asarray(x, dtype=np.float64)
+        """Compute :meth:`statistic` of the confidential records ``x`` (1-d) and :meth:`release` it.
+
+        Every record is validated first, individually (module docstring): finite, and an integer
+        when the noise is geometric. Messages never print a record. Nothing is charged before
+        every check has passed.
+        """
+        try:
+            arr = np.asarray(x, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise InvalidDataError(f"{self.name}: the records must be numbers.") from None
         if arr.ndim != 1:
             raise InvalidDataError(
                 f"{self.name}: release one data set at a time (a 1-d array), got {arr.shape}."
             )
-        return self.release(self.statistic(arr), privacy_rng, ledger=ledger, dataset=dataset, label=label)
+        bad = ~np.isfinite(arr)
+        if bad.any():
+            raise InvalidDataError(
+                f"{self.name}: some records are NaN or infinite; remove or impute them before the "
+                "release. Nothing was charged or released."
+            )
+        if self.integer_records and np.any(arr != np.floor(arr)):
+            raise InvalidDataError(
+                f"{self.name}: the geometric mechanism releases sums of integer records, and some "
+                "records are not integers (records are checked one by one, whatever their sum; the "
+                "values are confidential and not shown). Round them by a public rule first, or use "
+                "mechanism='laplace'. Nothing was charged or released."
+            )
+        return self.release(
+            self.statistic(arr), privacy_rng, ledger=ledger, dataset=dataset, label=label, context=context
+        )
 
     def G(self, s: np.ndarray, u: np.ndarray) -> np.ndarray:
         return self.inner.G(s, u)
@@ -123,11 +178,22 @@ class ClampedRelease(Mechanism):
         return self.inner.log_density(s_dp, s)
 
     def event(self) -> PrivacyEvent:
-        return self.inner.event()
+        return self.inner._release_event()
+
+    @property
+    def lattice(self) -> np.ndarray | None:
+        return self.inner.lattice
+
+    @property
+    def output_range(self) -> tuple[float, float]:
+        return self.inner.output_range
 
     def details(self) -> dict[str, Any]:
         clamp = [self.lower, self.upper]
-        return {"statistic": self.kind, "clamp": clamp, "n": self.n, **self.inner.details()}
+        out = {"statistic": self.kind, "clamp": clamp, "n": self.n, **self.inner.details()}
+        if self.data_range is not None:
+            out["data_range"] = list(self.data_range)
+        return out
 
     def check_observed(self, s_dp: Any) -> np.ndarray:
         return self.inner.check_observed(s_dp)
@@ -135,8 +201,10 @@ class ClampedRelease(Mechanism):
     def validate_statistic_range(self, s: np.ndarray) -> None:
         self.inner.validate_statistic_range(s)
 
-    def _prepare_release(self, s: np.ndarray) -> Callable[[PrivacyRNG], np.ndarray]:
-        return self.inner._prepare_release(s)
+    def _prepare_release(
+        self, s: np.ndarray, *, unsafe_float_release: bool = False
+    ) -> Callable[[PrivacyRNG], np.ndarray]:
+        return self.inner._prepare_release(s, unsafe_float_release=unsafe_float_release)
 
     def __repr__(self) -> str:
         return f"clamped_release({self.kind!r}, {self.lower:g}, {self.upper:g}, n={self.n}, {self.inner!r})"
@@ -153,6 +221,7 @@ def clamped_release(
     delta: float = 0.0,
     neighbouring: str = "replace-one",
     count_share: float = 0.5,
+    data_range: tuple[float, float] | None = None,
 ) -> ClampedRelease:
     """The release of a clamped mean or sum of scalar records, sensitivity from the clamp bounds.
 
@@ -174,12 +243,18 @@ def clamped_release(
         ``"replace-one"`` or ``"add-remove"``.
     count_share
         For ``"sum_and_count"``: the share of ε (and δ) spent on the count.
+    data_range
+        The public range (lo, hi) of a record's values by the data's schema, in its units. The
+        clamp interval is checked against it (module docstring): refused when disjoint from it,
+        a :class:`~dpinfer.errors.PrivacyWarning` when it covers less than half of it. Only public
+        information is used; the records themselves are never inspected for this.
 
     Raises
     ------
     InvalidDataError
         For a mean under add-remove, a mean without n, ``sum_and_count`` under replace-one, a
-        geometric mechanism on a non-integer statistic, or bad bounds.
+        geometric mechanism on a non-integer statistic, bad bounds, or bounds disjoint from
+        ``data_range``.
     """
     if statistic not in STATISTICS:
         raise InvalidDataError(f"statistic must be one of {STATISTICS}, got {statistic!r}.")
@@ -190,6 +265,7 @@ def clamped_release(
         raise InvalidDataError(
             f"the clamp bounds must be finite with lower < upper, got ({lower!r}, {upper!r})."
         )
+    schema = _check_data_range(lo, hi, data_range)
     eps, relation = check_epsilon(epsilon), check_relation(neighbouring)
     if mechanism == "geometric" and (statistic == "mean" or lo != round(lo) or hi != round(hi)):
         raise InvalidDataError(
@@ -235,7 +311,37 @@ def clamped_release(
             _noise(mechanism, 1.0 if mechanism != "geometric" else 1, eps * share, delta * share, relation,
                    ([0.0], [np.inf])),
         ])
-    return ClampedRelease(statistic, lo, hi, n, inner, eps)
+    return ClampedRelease(statistic, lo, hi, n, inner, eps, schema)
+
+
+def _check_data_range(lo: float, hi: float, data_range: Any) -> tuple[float, float] | None:
+    """The clamp [lo, hi] against the column's public range (module docstring)."""
+    if data_range is None:
+        return None
+    try:
+        a, b = (float(v) for v in data_range)
+    except (TypeError, ValueError):
+        raise InvalidDataError(f"data_range must be (lower, upper), got {data_range!r}.") from None
+    if not (math.isfinite(a) and math.isfinite(b) and a < b):
+        raise InvalidDataError(f"data_range must be finite with lower < upper, got {data_range!r}.")
+    covered = max(0.0, min(hi, b) - max(lo, a)) / (b - a)
+    if covered == 0.0:
+        raise InvalidDataError(
+            f"the clamp bounds [{lo:g}, {hi:g}] lie outside the data's declared range [{a:g}, {b:g}]: every "
+            "record would be clamped to one bound and the release would carry no information about "
+            "the data while spending the budget. Choose clamp bounds in the data's units. Nothing was "
+            "charged or released."
+        )
+    if covered < 0.5:
+        warnings.warn(
+            f"the clamp bounds [{lo:g}, {hi:g}] cover {covered:.0%} of the data's declared range "
+            f"[{a:g}, {b:g}]: records outside them are clamped, so the release may say little about the "
+            "data. Check that the bounds are in the data's units (this check uses the declared range "
+            "only, never the records).",
+            PrivacyWarning,
+            stacklevel=3,
+        )
+    return a, b
 
 
 __all__ = ["ClampedRelease", "STATISTICS", "clamped_release"]

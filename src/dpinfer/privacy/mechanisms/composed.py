@@ -4,7 +4,9 @@
 and concatenates the outputs, the density is the product of the blocks' densities (the noises
 are independent), and the privacy event is the sequential composition of the parts' events (all
 blocks are computed from the same records), charged once, before any block is drawn. Every part
-releases through its own floating-point-safe construction.
+releases through its own floating-point-safe construction (a part of your own through its
+declared noise family); a part without one makes the whole release refused unless the caller
+passes ``unsafe_float_release=True`` (:mod:`.base`).
 """
 
 from __future__ import annotations
@@ -53,14 +55,20 @@ class ComposedMechanism(Mechanism):
         self._noise = _cuts([p.noise_dim for p in self.parts])
         self.stat_dim, self.out_dim, self.noise_dim = self._stat[-1][1], self._out[-1][1], self._noise[-1][1]
         self.has_density = all(p.has_density for p in self.parts)
-        self.delta = float(sum(p.delta for p in self.parts))
-        accountants = {p.accountant for p in self.parts}
+        sources = [p._family() or p for p in self.parts]  # a part of your own: its declared family
+        self.delta = float(sum(p.delta for p in sources))
+        accountants = {p.accountant for p in sources}
         self.accountant = "pure" if accountants == {"pure"} else ("rdp" if "rdp" in accountants else "pld")
         self.name = " + ".join(p.name for p in self.parts)
 
     @property
     def sensitivity(self) -> list[Any]:
         return [p.sensitivity for p in self.parts]
+
+    @property
+    def releases_exactly(self) -> bool:
+        """Every part releases through an exact construction."""
+        return all(p.releases_exactly for p in self.parts)
 
     @property
     def lattice(self) -> np.ndarray | None:
@@ -90,7 +98,10 @@ class ComposedMechanism(Mechanism):
         )
 
     def event(self) -> PrivacyEvent:
-        return compose(*(p.event() for p in self.parts))
+        return compose(*(p._release_event() for p in self.parts))
+
+    def _release_event(self) -> PrivacyEvent:
+        return self.event()
 
     def details(self) -> dict[str, Any]:
         return {"parts": [{"mechanism": p.name, **p.details()} for p in self.parts]}
@@ -108,8 +119,13 @@ class ComposedMechanism(Mechanism):
         for p, (a, b) in zip(self.parts, self._stat, strict=True):
             p.validate_statistic_range(p.check_statistic(s[a:b]))
 
-    def _prepare_release(self, s: np.ndarray) -> Callable[[PrivacyRNG], np.ndarray]:
-        draws = [p._prepare_release(s[a:b]) for p, (a, b) in zip(self.parts, self._stat, strict=True)]
+    def _prepare_release(
+        self, s: np.ndarray, *, unsafe_float_release: bool = False
+    ) -> Callable[[PrivacyRNG], np.ndarray]:
+        draws = [
+            p._prepare_release(s[a:b], unsafe_float_release=unsafe_float_release)
+            for p, (a, b) in zip(self.parts, self._stat, strict=True)
+        ]
         return lambda gen: np.concatenate([np.asarray(d(gen), dtype=np.float64).reshape(-1) for d in draws])
 
     def __repr__(self) -> str:

@@ -37,11 +37,34 @@ _SCALE_BITS = 16
 _MAX_COUNT = 2.0**50
 
 
-def _integers(name: str, arr: np.ndarray, what: str) -> None:
+def check_integers(name: str, arr: np.ndarray, what: str, *, public: bool = False) -> None:
+    """Refuse non-integers (or |values| >= 2^50). Only ``public`` values (observed releases) are
+    printed: a confidential statistic never appears in a message."""
     if np.any(arr != np.round(arr)) or np.any(np.abs(arr) >= _MAX_COUNT):
+        if public:
+            raise InvalidDataError(
+                f"{name}: {what} must be integers (below 2^50 in magnitude), got {arr.tolist()}."
+            )
         raise InvalidDataError(
-            f"{name}: {what} must be integers (below 2^50 in magnitude), got {arr.tolist()}."
+            f"{name}: {what} must be integers (below 2^50 in magnitude); the values are confidential "
+            "and not shown. Nothing was charged or released."
         )
+
+
+def discrete_laplace_ppf(u: Any, scale: float) -> np.ndarray:
+    """The discrete Laplace quantile ``F⁻¹(u)`` of ``P(Z = z) ∝ exp(-|z|/scale)``, in closed form.
+
+    ``a = e^{-1/t}``: ``P(Z <= -1) = a/(1 + a)``; below it ``k = ⌈t·log(u(1 + a))⌉``, above it
+    ``k = max(0, ⌈-t·log((1 - u)(1 + a))⌉ - 1)`` (inverting the CDF of
+    :func:`~dpinfer.privacy.discrete_pmf.discrete_laplace_cdf`). Inference only: releases draw
+    with the exact sampler.
+    """
+    u = np.asarray(u, dtype=np.float64)
+    t = float(scale)
+    log1pa = math.log1p(math.exp(-1.0 / t))
+    neg = np.ceil(t * (np.log(u) + log1pa))
+    pos = np.maximum(0.0, np.ceil(-t * (np.log1p(-u) + log1pa)) - 1.0)
+    return np.where(u <= math.exp(-1.0 / t - log1pa), neg, pos)
 
 
 class GeometricMechanism(Mechanism):
@@ -62,6 +85,8 @@ class GeometricMechanism(Mechanism):
 
     name = "geometric (discrete Laplace)"
     has_density = True
+    accountant = "pure"
+    exact_release = True
 
     def __init__(
         self,
@@ -95,13 +120,7 @@ class GeometricMechanism(Mechanism):
         ``a = e^{-1/t}``: ``P(Z <= -1) = a/(1 + a)``; below it ``k = ⌈t·log(u(1 + a))⌉``, above
         it ``k = max(0, ⌈-t·log((1 - u)(1 + a))⌉ - 1)``.
         """
-        u = np.asarray(u, dtype=np.float64)
-        t = self.scale
-        log1pa = math.log1p(math.exp(-1.0 / t))
-        neg = np.ceil(t * (np.log(u) + log1pa))
-        pos = np.maximum(0.0, np.ceil(-t * (np.log1p(-u) + log1pa)) - 1.0)
-        z = np.where(u <= math.exp(-1.0 / t - log1pa), neg, pos)
-        return np.asarray(s, dtype=np.float64) + z
+        return np.asarray(s, dtype=np.float64) + discrete_laplace_ppf(u, self.scale)
 
     def log_density(self, s_dp: np.ndarray, s: np.ndarray) -> np.ndarray:
         """``log P(s_dp | s)`` (a pmf): ``-inf`` unless ``s_dp - s`` is an integer vector."""
@@ -116,7 +135,7 @@ class GeometricMechanism(Mechanism):
         return {"noise_scale": self.scale, "stat_dim": self.stat_dim, "sampler": sampler}
 
     def validate_statistic_range(self, s: np.ndarray) -> None:
-        _integers(self.name, s, "the confidential statistic")
+        check_integers(self.name, s, "the confidential statistic")
         check_in_bounds(self.name, s, self.bounds)
 
     @property
@@ -126,10 +145,12 @@ class GeometricMechanism(Mechanism):
 
     def check_observed(self, s_dp: Any) -> np.ndarray:
         arr = super().check_observed(s_dp)
-        _integers(self.name, arr, "observed releases")
+        check_integers(self.name, arr, "observed releases", public=True)
         return arr
 
-    def _prepare_release(self, s: np.ndarray) -> Callable[[PrivacyRNG], np.ndarray]:
+    def _prepare_release(
+        self, s: np.ndarray, *, unsafe_float_release: bool = False
+    ) -> Callable[[PrivacyRNG], np.ndarray]:
         from ..discrete import sample_discrete_laplace
 
         k = s.astype(np.int64)
@@ -165,6 +186,8 @@ class RandomizedResponseMechanism(Mechanism):
 
     name = "randomized response"
     has_density = True
+    accountant = "pure"
+    exact_release = True
 
     def __init__(self, n_records: int, epsilon: float, n_attributes: int = 1) -> None:
         if int(n_records) != n_records or n_records < 1:
@@ -222,15 +245,17 @@ class RandomizedResponseMechanism(Mechanism):
         return {"n_records": self.n_records, "p_truthful": self.p, "n_attributes": self.stat_dim}
 
     def validate_statistic_range(self, s: np.ndarray) -> None:
-        _integers(self.name, s, "the confidential counts")
+        check_integers(self.name, s, "the confidential counts")
         check_in_bounds(self.name, s, (np.zeros(self.stat_dim), np.full(self.stat_dim, self.n_records)))
 
     def check_observed(self, s_dp: Any) -> np.ndarray:
         arr = super().check_observed(s_dp)
-        _integers(self.name, arr, "observed counts")
+        check_integers(self.name, arr, "observed counts", public=True)
         return arr
 
-    def _prepare_release(self, s: np.ndarray) -> Callable[[PrivacyRNG], np.ndarray]:
+    def _prepare_release(
+        self, s: np.ndarray, *, unsafe_float_release: bool = False
+    ) -> Callable[[PrivacyRNG], np.ndarray]:
         from ..discrete import sample_binomial
 
         ones = [int(v) for v in s]
@@ -246,4 +271,5 @@ class RandomizedResponseMechanism(Mechanism):
         )
 
 
-__all__ = ["DiscreteLaplaceMechanism", "GeometricMechanism", "RandomizedResponseMechanism"]
+__all__ = ["DiscreteLaplaceMechanism", "GeometricMechanism", "RandomizedResponseMechanism", "check_integers",
+           "discrete_laplace_ppf"]

@@ -9,14 +9,18 @@ zCDP bound of Thm 14 via the RDP accountant in d dimensions).
 
 Inference (:meth:`G`, :meth:`log_density`): the continuous ``N(s, σ²)`` with the σ that runs,
 ``G(s, u) = s + σ·Φ⁻¹(u)``. The released law differs from it only by the grid (a shift of at most
-γ/2 = σ/2¹¹ and the lattice), which is far below Monte Carlo error.
+γ/2 <= σ/2¹¹ and the lattice), which is far below Monte Carlo error.
+
+A release whose σ is *published* rather than calibrated to (ε, δ) (census counts with discrete
+Gaussian noise of σ = 10, say) is :meth:`GaussianMechanism.known`, a
+:class:`~dpinfer.privacy.mechanisms.known.KnownNoiseMechanism`.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy.special import ndtri
@@ -25,6 +29,9 @@ from ..events import PrivacyEvent
 from ..rng import PrivacyRNG
 from ..validation import check_epsilon, check_relation
 from .base import Mechanism, as_bounds, check_in_bounds
+
+if TYPE_CHECKING:
+    from .known import KnownNoiseMechanism
 
 
 class GaussianMechanism(Mechanism):
@@ -49,6 +56,7 @@ class GaussianMechanism(Mechanism):
 
     name = "gaussian"
     has_density = True
+    exact_release = True
 
     def __init__(
         self,
@@ -75,6 +83,33 @@ class GaussianMechanism(Mechanism):
         self.accountant = "pld" if self.stat_dim == 1 else "rdp"
         self.bounds = as_bounds(bounds)
 
+    @classmethod
+    def known(
+        cls,
+        sigma: Any,
+        stat_dim: int = 1,
+        *,
+        discrete: bool = False,
+        sensitivity: float | None = None,
+        neighbouring: str = "replace-one",
+        delta: float = 1e-6,
+        bounds: tuple[Any, Any] | None = None,
+    ) -> KnownNoiseMechanism:
+        """Gaussian noise of a *published* σ (one, or one per coordinate), not calibrated to ε.
+
+        ``discrete=True``: an integer statistic plus exact discrete Gaussian noise N_Z(0, σ²)
+        (e.g. census counts, σ = 10); otherwise a real statistic on a power-of-two grid. The
+        privacy event is computed from σ and ``sensitivity`` (L2) when given; without it the
+        report says the guarantee is not computed and a release is refused. See
+        :class:`~dpinfer.privacy.mechanisms.known.KnownNoiseMechanism`.
+        """
+        from .known import KnownNoiseMechanism
+
+        return KnownNoiseMechanism(
+            "gaussian", sigma, stat_dim, discrete=discrete, sensitivity=sensitivity,
+            neighbouring=neighbouring, delta=delta, bounds=bounds,
+        )
+
     @property
     def sensitivity(self) -> float:
         return self._sensitivity
@@ -98,7 +133,9 @@ class GaussianMechanism(Mechanism):
             "floating_point": "exact discrete Gaussian on the grid (CKS 2020)",
         }
 
-    def _prepare_release(self, s: np.ndarray) -> Callable[[PrivacyRNG], np.ndarray]:
+    def _prepare_release(
+        self, s: np.ndarray, *, unsafe_float_release: bool = False
+    ) -> Callable[[PrivacyRNG], np.ndarray]:
         from ..discrete import sample_discrete_gaussian
         from ..grid import grid_integers
 
