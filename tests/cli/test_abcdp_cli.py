@@ -45,7 +45,8 @@ def test_simulate_file_contents(covid_files):
 def test_abcdp_command_charges_ledger_and_writes_release(covid_files):
     tmp, sims, data = covid_files
     ledger = tmp / "budget.db"
-    assert main(["budget", "init", "--ledger", str(ledger), "--dataset", "nl", "--epsilon", "50"]) == 0
+    assert main(["budget", "init", "--ledger", str(ledger), "--dataset", "nl", "--epsilon", "50",
+                 "--data", str(data)]) == 0
     out = tmp / "release.json"
     argv = [
         "abcdp", "--observed", str(data), "--columns", "cases", "--simulations", str(sims), "-c", "5",
@@ -74,7 +75,7 @@ BAD = ["nan", "dims", "c0", "c_big", "neg_eps_abc", "bandwidth", "sims_shape", "
 def test_abcdp_command_bad_input(covid_files, bad, capsys):
     tmp, sims, data = covid_files
     ledger = tmp / "budget.db"
-    main(["budget", "init", "--ledger", str(ledger), "--dataset", "nl", "--epsilon", "50"])
+    main(["budget", "init", "--ledger", str(ledger), "--dataset", "nl", "--epsilon", "50", "--unbound"])
     argv = {
         "--observed": str(data), "--columns": "cases", "--simulations": str(sims), "-c": "5",
         "--epsilon": "1", "--epsilon-abc": "0.05", "--ledger": str(ledger), "--dataset": "nl",

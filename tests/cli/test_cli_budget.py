@@ -33,6 +33,7 @@ def test_budget_init_show_history(tmp_path, capsys):
                 "1e-6",
                 "--accountant",
                 "pld",
+                "--unbound",
             ]
         )
         == 0
@@ -58,7 +59,7 @@ def test_budget_errors_are_clear(tmp_path, capsys):
     path = str(tmp_path / "b.db")
     assert main(["budget", "history", "--ledger", path, "--dataset", "nope"]) == 2
     assert "no ledger at" in capsys.readouterr().err
-    assert main(["budget", "init", "--ledger", path, "--dataset", "x", "--epsilon", "-1"]) == 1
+    assert main(["budget", "init", "--ledger", path, "--dataset", "x", "--epsilon", "-1", "--unbound"]) == 1
     assert "positive" in capsys.readouterr().err
     assert not (tmp_path / "b.db").exists()  # nothing created for an invalid budget
     Ledger(path, create=True)
@@ -66,7 +67,8 @@ def test_budget_errors_are_clear(tmp_path, capsys):
     assert "not registered" in capsys.readouterr().err
     assert (
         main(
-            ["budget", "init", "--ledger", path, "--dataset", "x", "--epsilon", "1", "--accountant", "bogus"]
+            ["budget", "init", "--ledger", path, "--dataset", "x", "--epsilon", "1", "--accountant", "bogus",
+             "--unbound"]
         )
         == 1
     )
@@ -93,7 +95,8 @@ def _dpvi(data, ledger, dataset, out):
 def test_budget_init_defaults_account_dpvi_and_laplace(tmp_path, capsys):
     ledger = tmp_path / "b.db"
     data = _records(tmp_path / "r.csv")
-    assert main(["budget", "init", "--ledger", str(ledger), "--dataset", "r", "--epsilon", "3"]) == 0
+    assert main(["budget", "init", "--ledger", str(ledger), "--dataset", "r", "--epsilon", "3",
+                 "--data", str(data)]) == 0
     b = Ledger(ledger).budget("r")
     assert (b.accountant, b.delta) == ("pld", 1e-6)
     assert _dpvi(data, ledger, "r", tmp_path / "fit.json") == 0
@@ -120,8 +123,8 @@ def test_pure_budget_charged_with_dpvi_says_what_to_do(tmp_path, capsys):
 def test_pld_with_delta_zero_is_refused_at_init(tmp_path, capsys):
     ledger = tmp_path / "b.db"
     assert main(["budget", "init", "--ledger", str(ledger), "--dataset", "r", "--epsilon", "1",
-                 "--delta", "0", "--accountant", "pld"]) == 2
-    assert "--delta > 0" in capsys.readouterr().err
+                 "--delta", "0", "--accountant", "pld", "--unbound"]) == 2
+    assert "delta > 0" in capsys.readouterr().err
     assert not ledger.exists()
 
 
@@ -160,7 +163,7 @@ def test_budget_init_help_explains_the_accountant(capsys):
         main(["budget", "init", "--help"])
     out = " ".join(capsys.readouterr().out.split())
     assert "budgets cannot be changed later" in out and "(default: pld)" in out
-    assert "(default: 1e-06)" in out
+    assert "(default: 1e-6, or 0 with --accountant pure" in out
 
 
 # ---- input files: blank lines and missing values are refused, never dropped --------------------
@@ -182,7 +185,8 @@ def test_dpvi_csv_errors_name_file_and_line(tmp_path, capsys, body, match):
 def test_dpvi_without_delta_uses_the_budgets_delta(tmp_path, capsys):
     ledger = tmp_path / "b.db"
     data = _records(tmp_path / "r.csv")
-    assert main(["budget", "init", "--ledger", str(ledger), "--dataset", "r", "--epsilon", "1"]) == 0
+    assert main(["budget", "init", "--ledger", str(ledger), "--dataset", "r", "--epsilon", "1",
+                 "--unbound"]) == 0
     assert main(["dpvi", "--data", str(data), "--target", "label", "--epsilon", "1", "--steps", "20",
                  "--sampling-rate", "0.2", "--no-progress", "--out", str(tmp_path / "f.json"),
                  "--ledger", str(ledger), "--dataset", "r"]) == 0

@@ -90,3 +90,21 @@ def test_a_different_file_than_the_registered_one_is_refused(tmp_path, data):
     other = _csv(tmp_path / "other.csv", ["0.5"] * 60)
     assert _release(other, tmp_path / "r.json", "--ledger", str(ledger), "--dataset", "xs") == 2
     assert Ledger(ledger).history("xs") == []
+
+
+def test_a_file_bound_to_another_budget_is_refused(tmp_path, data, capsys):
+    """Finding 6 as reported: `a` registered with --data x.csv, `b` without; `dpinfer release
+    --data x.csv` against `b` was accepted (1 charge on b). Now refused: 0 charges, no file."""
+    ledger = tmp_path / "b.db"
+    assert main(["budget", "init", "--ledger", str(ledger), "--dataset", "a", "--epsilon", "2",
+                 "--data", str(data)]) == 0
+    assert main(["budget", "init", "--ledger", str(ledger), "--dataset", "b", "--epsilon", "2",
+                 "--unbound"]) == 0
+    capsys.readouterr()
+    out = tmp_path / "r.json"
+    assert _release(data, out, "--ledger", str(ledger), "--dataset", "b") == 2
+    err = capsys.readouterr().err
+    assert "registered as dataset 'a'" in err and "Nothing was charged" in err
+    assert Ledger(ledger).history("b") == [] and not out.exists()
+    assert _release(data, out, "--ledger", str(ledger), "--dataset", "a") == 0
+    assert len(Ledger(ledger).history("a")) == 1

@@ -35,7 +35,7 @@ def test_laplace_G_is_the_laplace_inverse_cdf():
 
 def test_release_charges_before_release_and_refuses_bad_input(tmp_path, test_rng):
     ledger = Ledger(tmp_path / "l.db", create=True)
-    ledger.register("d", epsilon=1.0)
+    ledger.register("d", epsilon=1.0, accountant="pure")
     model = GaussianMean(n=20, clamp=(0.0, 1.0), epsilon=0.6)
     rel = model.mechanism.release([0.5], test_rng, ledger=ledger, dataset="d")
     assert rel.privacy.epsilon == pytest.approx(0.6) and rel.privacy.insecure_rng

@@ -79,7 +79,7 @@ def test_sir_release_and_observed_checks(tmp_path, test_rng):
     model = SIR(population=10_000, epsilon=10.0)
     assert model.mechanism.M == pytest.approx(1000.0)
     ledger = Ledger(tmp_path / "l.db", create=True)
-    ledger.register("outbreak", epsilon=10.0)
+    ledger.register("outbreak", epsilon=10.0, accountant="pure")
     s = model.simulate_confidential(np.array([[-0.5, -3.0]]), 0)[0]
     rel = model.mechanism.release(s, test_rng, ledger=ledger, dataset="outbreak")
     assert rel.value.shape == (10,) and np.all((rel.value >= 0) & (rel.value <= 1))

@@ -36,6 +36,7 @@ from dpinfer.privacy import (
     LedgerFileError,
     LedgerNotFoundError,
 )
+from dpinfer.privacy.ledger import DataBindingError
 
 FORK = mp.get_context("fork")
 
@@ -69,7 +70,7 @@ def test_opening_creates_nothing_and_creation_is_explicit(target, request):
 
 def test_charges_refusals_and_history(target):
     ledger = Ledger.create(target)
-    ledger.register("d", 1.0)
+    ledger.register("d", 1.0, accountant="pure")
     with ledger.charge("d", LaplaceEvent(0.5), label="first") as c:
         assert c.epsilon_spent == pytest.approx(0.5)
     ran = False
@@ -90,7 +91,7 @@ def test_charges_refusals_and_history(target):
     assert all(h["pid"] == os.getpid() and h["host"] for h in hist)
     with pytest.raises(UnknownDatasetError, match="budget init"):
         ledger.charge("other", LaplaceEvent(0.1)).__enter__()
-    ledger.register("e", 1.0, delta=1e-6, accountant="pure")
+    ledger.register("e", 1.0, accountant="pure")
     with pytest.raises(NeighbouringRelationError):
         ledger.charge("e", LaplaceEvent(0.1, "add-remove")).__enter__()
     with pytest.raises(UnsupportedEventError):
@@ -122,7 +123,7 @@ def test_a_newer_schema_version_is_refused_and_left_alone(target, request):
 
 def test_the_budget_commands_take_either_backend(target, capsys):
     assert main(["budget", "init", "--ledger", target, "--dataset", "d", "--epsilon", "1",
-                 "--accountant", "pure", "--delta", "0"]) == 0
+                 "--accountant", "pure", "--delta", "0", "--unbound"]) == 0
     with Ledger(target).charge("d", LaplaceEvent(0.25), label="q"):
         pass
     capsys.readouterr()
@@ -151,7 +152,7 @@ def _race(target, barrier, results, stall=0.0):
 
 def test_sixteen_processes_race_for_one_budget(target):
     ledger = Ledger.create(target)
-    ledger.register("d", epsilon=1.0)
+    ledger.register("d", epsilon=1.0, accountant="pure")
     barrier, results = FORK.Barrier(16), FORK.Queue()
     procs = [FORK.Process(target=_race, args=(target, barrier, results)) for _ in range(16)]
     for p in procs:
@@ -172,7 +173,7 @@ def test_the_race_catches_a_backend_without_its_lock(pg_server, monkeypatch):
 
     monkeypatch.setattr(_PostgresTx, "lock_row", "")
     target = pg_server.new_database()
-    Ledger.create(target).register("d", epsilon=1.0)
+    Ledger.create(target).register("d", epsilon=1.0, accountant="pure")
     barrier, results = FORK.Barrier(8), FORK.Queue()
     procs = [FORK.Process(target=_race, args=(target, barrier, results, 0.5)) for _ in range(8)]
     for p in procs:
@@ -185,7 +186,7 @@ def test_the_race_catches_a_backend_without_its_lock(pg_server, monkeypatch):
 
 def test_a_second_connection_sees_a_charge_at_once(target):
     first = Ledger.create(target)
-    first.register("d", 1.0)
+    first.register("d", 1.0, accountant="pure")
     second = Ledger(target)
     with first.charge("d", LaplaceEvent(0.4), label="seen"):
         # committed before the release runs: the other connection already counts it
@@ -225,7 +226,7 @@ def _charge_and_hang(target, charged):
 
 def test_a_client_killed_mid_charge_leaves_all_or_nothing(target):
     ledger = Ledger.create(target)
-    ledger.register("d", epsilon=1.0)
+    ledger.register("d", epsilon=1.0, accountant="pure")
     # killed inside the charge transaction (lock held, nothing committed): nothing recorded
     inside, released = FORK.Event(), FORK.Event()
     p = FORK.Process(target=_charge_stalled, args=(target, inside, released))
@@ -254,7 +255,7 @@ def test_a_client_killed_mid_charge_leaves_all_or_nothing(target):
 def test_server_stopped_mid_charge_records_nothing_and_releases_nothing(pg_server, mode):
     target = pg_server.new_database()
     ledger = Ledger.create(target)
-    ledger.register("d", epsilon=1.0)
+    ledger.register("d", epsilon=1.0, accountant="pure")
     inside, outcome = threading.Event(), {}
     _stall_inside_the_transaction(ledger, inside, 1.5)
 
@@ -286,7 +287,7 @@ def test_server_stopped_mid_charge_records_nothing_and_releases_nothing(pg_serve
 def test_server_stopped_during_the_release_keeps_the_charge(pg_server):
     target = pg_server.new_database()
     ledger = Ledger.create(target)
-    ledger.register("d", epsilon=1.0)
+    ledger.register("d", epsilon=1.0, accountant="pure")
     try:
         with pytest.warns(LedgerStatusWarning, match="stays 'charged'"):
             with ledger.charge("d", LaplaceEvent(0.4), label="kept"):
@@ -306,7 +307,7 @@ def test_passwords_never_appear(pg_server, tmp_path, capsys, monkeypatch):
 
     url = pg_server.new_database()
     db = url.rsplit("/", 1)[1]
-    Ledger.create(url).register("d", 1.0)
+    Ledger.create(url).register("d", 1.0, accountant="pure")
     wrong = pg_server.url(db, user="secret", password="Wr0ng-Pa55")
     with pytest.raises(LedgerConnectionError, match="password authentication failed") as err:
         Ledger(wrong)
@@ -327,7 +328,7 @@ def test_passwords_never_appear(pg_server, tmp_path, capsys, monkeypatch):
         ["budget", "history", "--ledger", right, "--dataset", "d"],
         ["budget", "show", "--ledger", wrong],
         ["budget", "show", "--ledger", right, "--dataset", "x"],
-        ["budget", "init", "--ledger", right, "--dataset", "d", "--epsilon", "1"],
+        ["budget", "init", "--ledger", right, "--dataset", "d", "--epsilon", "1", "--unbound"],
     ):
         main(argv)
         out = capsys.readouterr()
@@ -342,7 +343,7 @@ def test_passwords_never_appear(pg_server, tmp_path, capsys, monkeypatch):
 
 def test_a_charge_waiting_too_long_for_a_lock_is_refused(target):
     holder = Ledger.create(target)
-    holder.register("d", 1.0)
+    holder.register("d", 1.0, accountant="pure")
     inside = threading.Event()
     _stall_inside_the_transaction(holder, inside, 1.5)
     thread = threading.Thread(target=lambda: holder.charge("d", LaplaceEvent(0.1), label="slow").__enter__())
@@ -357,3 +358,116 @@ def test_a_charge_waiting_too_long_for_a_lock_is_refused(target):
     finally:
         thread.join(30)
     assert [h["label"] for h in Ledger(target).history("d")] == ["slow"]
+
+
+# ---- budgets bound to data (issue 23, finding 6) -----------------------------------------------------
+F = "f0" * 32  # the fingerprint of the data file x.csv
+G = "9a" * 32  # another file's
+
+
+def test_a_fingerprint_bound_to_one_budget_cannot_be_charged_to_another(target):
+    """Finding 6: data set `a` registered with x.csv, `b` without; releasing x.csv against `b` was
+    accepted (a second budget for the same file). Every way round is now refused in the charge."""
+    ledger = Ledger.create(target)
+    ledger.register("a", 1.0, fingerprint=F)
+    ledger.register("b", 1.0)  # unbound
+    ran = False
+    with pytest.raises(DataBindingError, match="registered as dataset 'a'"):
+        with ledger.charge("b", LaplaceEvent(0.1), fingerprint=F):
+            ran = True
+    with pytest.raises(DataBindingError, match="registered as dataset 'a'"):
+        ledger.for_data(F).charge("b", LaplaceEvent(0.1)).__enter__()
+    with pytest.raises(DataBindingError, match="not the data registered as 'a'"):
+        ledger.charge("a", LaplaceEvent(0.1), fingerprint=G).__enter__()
+    assert not ran and ledger.history("a") == [] and ledger.history("b") == []
+    with ledger.for_data(F).charge("a", LaplaceEvent(0.1)):
+        pass
+    # an unbound budget: the first file charged to it may not then be charged elsewhere
+    ledger.register("c", 1.0)
+    with ledger.charge("b", LaplaceEvent(0.1), fingerprint=G):
+        pass
+    with pytest.raises(DataBindingError, match="already charged to dataset 'b'"):
+        ledger.charge("c", LaplaceEvent(0.1), fingerprint=G).__enter__()
+    with pytest.raises(DataBindingError, match="already charged"):
+        ledger.register("g-again", 1.0, fingerprint=G)
+    with pytest.raises(DataBindingError, match="already charged to dataset 'b'"):
+        ledger.check_data("c", G)  # the read-only pre-check of the commands says the same
+    ledger.check_data("b", G)  # fine
+    assert [h["fingerprint"] for h in ledger.history("a")] == [F]
+    assert [h["fingerprint"] for h in ledger.history("b")] == [G] and ledger.history("c") == []
+    assert ledger.datasets() == ["a", "b", "c"]
+
+
+def test_the_binding_check_is_what_refuses_finding_6(target, monkeypatch):
+    """Known-broken variant: without the cross-data-set lookup the finding-6 release goes through."""
+    monkeypatch.setattr(Ledger, "_binding_problem", lambda self, tx, budget, fp: None)
+    ledger = Ledger.create(target)
+    ledger.register("a", 1.0, fingerprint=F)
+    ledger.register("b", 1.0)
+    with ledger.charge("b", LaplaceEvent(0.1), fingerprint=F):
+        pass
+    assert len(ledger.history("b")) == 1  # the second budget spent on a's data: what the check stops
+
+
+def _bind_race(target, dataset, barrier, results, stall):
+    ledger = Ledger(target).for_data(F)
+    _stall_inside_the_transaction(ledger, threading.Event(), stall)
+    barrier.wait()
+    try:
+        with ledger.charge(dataset, LaplaceEvent(0.01), label=dataset):
+            pass
+        results.put(dataset)
+    except DataBindingError:
+        results.put("refused")
+    except Exception as exc:  # pragma: no cover - reported by the assertion below
+        results.put(repr(exc))
+
+
+def _race_for_one_file(target):
+    ledger = Ledger.create(target)
+    ledger.register("x", 1.0, accountant="pure")
+    ledger.register("y", 1.0, accountant="pure")
+    barrier, results = FORK.Barrier(8), FORK.Queue()
+    procs = [FORK.Process(target=_bind_race, args=(target, "xy"[i % 2], barrier, results, 0.3))
+             for i in range(8)]
+    for p in procs:
+        p.start()
+    outcomes = sorted(results.get(timeout=60) for _ in procs)
+    for p in procs:
+        p.join(10)
+    return outcomes, {name: len(ledger.history(name)) for name in ("x", "y")}
+
+
+def test_eight_processes_charging_one_file_to_two_unbound_budgets_bind_it_to_one(target):
+    """Atomic: 4 processes charge x.csv to `x`, 4 to `y`, each stalling 0.3 s inside its charge
+    transaction; exactly one budget gets the file (4 charges), the other 4 are refused."""
+    outcomes, charged = _race_for_one_file(target)
+    winner = "x" if charged["x"] else "y"
+    assert outcomes == sorted(["refused"] * 4 + [winner] * 4)
+    assert sorted(charged.values()) == [0, 4]
+
+
+def test_the_binding_race_catches_a_backend_without_the_fingerprint_lock(pg_server, monkeypatch):
+    """Known-broken variant: PostgreSQL charges without the fingerprint's advisory lock let both
+    budgets take the same file (each checked before the other committed)."""
+    from dpinfer.privacy.ledger_postgres import _PostgresTx
+
+    monkeypatch.setattr(_PostgresTx, "lock_fingerprint", lambda self, fp: None)
+    _, charged = _race_for_one_file(pg_server.new_database())
+    assert charged["x"] > 0 and charged["y"] > 0
+
+
+def test_an_older_postgres_ledger_gains_charge_fingerprints(pg_server):
+    target = pg_server.new_database()
+    db = target.rsplit("/", 1)[1]
+    Ledger.create(target).register("d", 1.0, accountant="pure")
+    with Ledger(target).charge("d", LaplaceEvent(0.25), label="before"):
+        pass
+    pg_server.sql(db, "ALTER TABLE dpinfer.charges DROP COLUMN fingerprint")  # as version 3 wrote it
+    pg_server.sql(db, "DROP INDEX IF EXISTS dpinfer.charges_fingerprint")
+    pg_server.sql(db, "UPDATE dpinfer.ledger_meta SET value = '3' WHERE key = 'schema_version'")
+    ledger = Ledger(target)
+    assert pg_server.sql(db, "SELECT value FROM dpinfer.ledger_meta WHERE key = 'schema_version'") == [("4",)]
+    with ledger.charge("d", LaplaceEvent(0.25), fingerprint=F):
+        pass
+    assert [h["fingerprint"] for h in ledger.history("d")] == [None, F] and ledger.integrity_check()

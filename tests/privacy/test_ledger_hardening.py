@@ -420,6 +420,41 @@ def test_release_refused_on_a_fingerprint_mismatch(tmp_path, capsys, release_cmd
     assert "notice" not in capsys.readouterr().err
 
 
+def test_a_file_bound_to_one_budget_is_refused_against_another(tmp_path, capsys, release_cmd):
+    """Finding 6 end to end: `a` registered with --data x.csv and `b` --unbound; releasing x.csv
+    against `b` was accepted (charged to `b`: a second budget for the file). Now exit 2, nothing
+    charged or written; and a file first charged to an unbound budget cannot go to another one."""
+    argv, data = release_cmd
+    ledger = tmp_path / "l.db"
+    init = ["budget", "init", "--ledger", str(ledger), "--epsilon", "50", "--delta", "1e-5"]
+    assert main([*init, "--dataset", "a", "--data", str(data)]) == 0
+    assert main([*init, "--dataset", "b", "--unbound"]) == 0
+    capsys.readouterr()
+    out = tmp_path / "out.json"
+    assert main(argv(out, "--ledger", str(ledger), "--dataset", "b")) == 2
+    assert "registered as dataset 'a'" in _one_line_refusal(capsys)
+    assert not out.exists() and Ledger(ledger).history("b") == [] and Ledger(ledger).history("a") == []
+    # two unbound budgets: the file goes to the first one charged, and only to it
+    fresh = tmp_path / "fresh.db"
+    init[init.index(str(ledger))] = str(fresh)
+    assert main([*init, "--dataset", "b", "--unbound"]) == 0
+    assert main([*init, "--dataset", "c", "--unbound"]) == 0
+    assert main(argv(out, "--ledger", str(fresh), "--dataset", "b")) == 0
+    capsys.readouterr()
+    out.unlink()
+    assert main(argv(out, "--ledger", str(fresh), "--dataset", "c")) == 2
+    assert "already charged to dataset 'b'" in _one_line_refusal(capsys)
+    assert not out.exists() and Ledger(fresh).history("c") == []
+    assert [h["fingerprint"] for h in Ledger(fresh).history("b")] == [file_fingerprint(data)]
+
+
+def test_budget_init_needs_data_or_unbound(tmp_path, capsys):
+    path = tmp_path / "l.db"
+    assert main(["budget", "init", "--ledger", str(path), "--dataset", "d", "--epsilon", "1"]) == 2
+    err = _one_line_refusal(capsys)
+    assert "--data FILE" in err and "--unbound" in err and not path.exists()
+
+
 def test_dpvi_non_private_needs_no_ledger_and_refuses_one(tmp_path, capsys):
     data = _csv(tmp_path / "records.csv")
     out = tmp_path / "fit.json"

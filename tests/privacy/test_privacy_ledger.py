@@ -35,7 +35,7 @@ def _charge_once(path, barrier, results):
 
 def test_eight_concurrent_processes_never_overspend(tmp_path):
     path = tmp_path / "ledger.db"
-    Ledger(path, create=True).register("d", epsilon=1.0)
+    Ledger(path, create=True).register("d", epsilon=1.0, accountant="pure")
     ctx = mp.get_context("fork")
     barrier, results = ctx.Barrier(8), ctx.Queue()
     procs = [ctx.Process(target=_charge_once, args=(path, barrier, results)) for _ in range(8)]
@@ -67,7 +67,7 @@ def _charge_and_hang(path, charged):
 
 def test_sigkill_leaves_ledger_consistent(tmp_path):
     path = tmp_path / "ledger.db"
-    Ledger(path, create=True).register("d", epsilon=1000.0)
+    Ledger(path, create=True).register("d", epsilon=1000.0, accountant="pure")
     ctx = mp.get_context("fork")
     for _ in range(3):
         started = ctx.Event()
@@ -99,7 +99,7 @@ def test_sigkill_leaves_ledger_consistent(tmp_path):
 
 def test_failed_release_keeps_its_charge(tmp_path):
     ledger = Ledger(tmp_path / "l.db", create=True)
-    ledger.register("d", 1.0)
+    ledger.register("d", 1.0, accountant="pure")
     with pytest.raises(RuntimeError):
         with ledger.charge("d", LaplaceEvent(0.4)):
             raise RuntimeError("release crashed after the noise was drawn")
@@ -109,7 +109,7 @@ def test_failed_release_keeps_its_charge(tmp_path):
 
 def test_exhausted_budget_charges_nothing(tmp_path):
     ledger = Ledger(tmp_path / "l.db", create=True)
-    ledger.register("d", 1.0)
+    ledger.register("d", 1.0, accountant="pure")
     with ledger.charge("d", LaplaceEvent(0.7)):
         pass
     ran = False
@@ -140,7 +140,7 @@ def test_ledger_composes_with_the_registered_accountant(tmp_path):
 
 def test_ledger_refusals(tmp_path):
     ledger = Ledger(tmp_path / "l.db", create=True)
-    ledger.register("d", 1.0)
+    ledger.register("d", 1.0, accountant="pure")
     with pytest.raises(UnknownDatasetError, match="budget init"):
         with ledger.charge("other", LaplaceEvent(0.1)):
             pass
@@ -159,15 +159,32 @@ def test_ledger_refusals(tmp_path):
     assert ledger.datasets() == ["d"]
 
 
-def test_fingerprints_moved_to_fingerprint_keep_a_deprecated_alias():
-    import warnings
+# ---- one default accountant; budgets that cannot work refused at registration (finding 8) -------
+def test_python_and_cli_share_one_default_accountant(tmp_path):
+    from dpinfer.cli import main
+    from dpinfer.privacy.ledger import DEFAULT_ACCOUNTANT
 
-    import dpinfer.privacy.fingerprint as new
-    import dpinfer.privacy.ledger as old
+    ledger = Ledger(tmp_path / "l.db", create=True)
+    b = ledger.register("d", 1.0)
+    assert (b.accountant, b.delta) == (DEFAULT_ACCOUNTANT, 1e-6) == ("pld", 1e-6)
+    assert main(["budget", "init", "--ledger", str(tmp_path / "l.db"), "--dataset", "cli", "--epsilon", "1",
+                 "--unbound"]) == 0
+    cli = ledger.budget("cli")
+    assert (cli.accountant, cli.delta) == (b.accountant, b.delta)
+    assert ledger.register("p", 1.0, accountant="pure").delta == 0.0  # pure: delta 0 by default
 
-    for name in ("data_fingerprint", "file_fingerprint"):
-        with pytest.warns(DeprecationWarning, match=f"privacy.fingerprint.{name}"):
-            assert getattr(old, name) is getattr(new, name)
-    with warnings.catch_warnings():  # still used by the ledger itself: no warning
-        warnings.simplefilter("error")
-        from dpinfer.privacy.ledger import Ledger, LedgerFileError, LedgerNotFoundError  # noqa: F401
+
+def test_a_delta_budget_on_the_pure_accountant_is_refused_at_registration(tmp_path):
+    """Before: Ledger.register("d", 1.0, delta=1e-5) was a pure budget; the first Gaussian or DP-SGD
+    release then failed at charge time (after the fit) with no way out but a new ledger. Now the
+    default accounts it, and a pure budget with delta > 0 is refused before anything is stored."""
+    ledger = Ledger(tmp_path / "l.db", create=True)
+    ledger.register("d", 1.0, delta=1e-5)
+    with ledger.charge("d", GaussianEvent(5.0)):
+        pass  # the default (pld) accounts Gaussian releases
+    refused = (("pure", 1e-5, "'pld'"), ("pld", 0.0, "delta > 0"), ("rdp", 0.0, "delta > 0"))
+    for accountant, delta, what in refused:
+        with pytest.raises(InvalidPrivacyParameterError, match="cannot work") as exc:
+            ledger.register("e", 1.0, delta=delta, accountant=accountant)
+        assert what in str(exc.value) and "\n" not in str(exc.value)
+    assert ledger.datasets() == ["d"]

@@ -112,7 +112,7 @@ def test_gaussian_bad_delta(tmp_path):
 
 def test_release_is_charged_and_reported(tmp_path, test_rng):
     ledger = Ledger(tmp_path / "l.db", create=True)
-    ledger.register("d", 1.0)
+    ledger.register("d", 1.0, accountant="pure")
     noisy, event = laplace([1.0, 2.0], 0.1, 0.4, test_rng, ledger=ledger, dataset="d")
     assert noisy.shape == (2,)
     hist = ledger.history("d")

@@ -123,7 +123,7 @@ def test_composed_mechanism_splits_sums_densities_and_charges_one_composed_event
         parts[0].log_density(out[:, :1], s[:, :1])[0] + parts[1].log_density(out[:, 1:], s[:, 1:])[0]
     )
     ledger = Ledger(tmp_path / "l.db", create=True)
-    ledger.register("d", epsilon=1.5)
+    ledger.register("d", epsilon=1.5, accountant="pure")
     rel = mech.release(s[0], PrivacyRNG(), ledger=ledger, dataset="d")
     assert rel.value.shape == (3,) and rel.value[0] == round(rel.value[0])
     assert ledger.spent("d") == pytest.approx(1.0)

@@ -1,9 +1,10 @@
 """``dpinfer budget init | show | history``: the privacy-budget ledger.
 
 ``init`` registers a data set with its total budget (creating the ledger: a SQLite file, or the
-``dpinfer`` schema in the PostgreSQL database of a ``postgresql://`` URL), optionally bound to the
-SHA-256 of its data file (``--data``); ``show`` lists budget, spent and remaining per data set;
-``history`` lists every charge of one data set. A URL's password is never printed.
+``dpinfer`` schema in the PostgreSQL database of a ``postgresql://`` URL), bound to the SHA-256 of
+its data file (``--data FILE``; the same file cannot then be charged to any other budget of the
+ledger) or, explicitly, to nothing (``--unbound``); ``show`` lists budget, spent and remaining per
+data set; ``history`` lists every charge of one data set. A URL's password is never printed.
 """
 
 from __future__ import annotations
@@ -13,26 +14,34 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..errors import InvalidPrivacyParameterError
 from ..privacy import Ledger
 from ..privacy.event_conversion import describe, event_from_dict
 from ..privacy.fingerprint import file_fingerprint
+from ..privacy.ledger import DEFAULT_ACCOUNTANT, check_budget_accountant
 from .common import Refusal, add_command
 
 
 def _init(args: argparse.Namespace) -> int:
-    from ..privacy.accountants import get_accountant
-    from ..privacy.validation import check_delta, check_epsilon, check_relation
+    from ..privacy.validation import check_epsilon, check_relation
 
     # everything is checked before the ledger file is created
-    check_epsilon(args.epsilon, "budget epsilon")
-    check_delta(args.delta, "budget delta")
-    get_accountant(args.accountant)
-    if args.accountant in ("pld", "rdp") and args.delta == 0:
+    if not args.data and not args.unbound:
         raise Refusal(
-            f"--accountant {args.accountant} with --delta 0 cannot account Laplace or Gaussian releases "
-            "(their epsilon at delta = 0 is infinite); pass --delta > 0 (e.g. 1e-6, well below 1/n), or "
-            "--accountant pure for pure-DP releases only. Nothing was registered."
+            "budget init needs --data FILE (binds the budget to the file's SHA-256: the same file cannot "
+            "then be charged to another budget, and releases must read this very file) or, to register "
+            "a budget bound to no file, --unbound (nothing then stops the same data from being charged "
+            "to another unbound budget until a release names them). Nothing was registered."
         )
+    if args.data and args.unbound:
+        raise Refusal("--data and --unbound contradict each other; pass one of them. Nothing was registered.")
+    check_epsilon(args.epsilon, "budget epsilon")
+    try:
+        check_budget_accountant(args.accountant, args.delta)
+    except InvalidPrivacyParameterError as exc:
+        if "cannot work" not in str(exc):
+            raise
+        raise Refusal(f"{exc} (--accountant, --delta). Nothing was registered.") from None
     check_relation(args.neighbouring)
     fingerprint = None
     if args.data:
@@ -46,7 +55,8 @@ def _init(args: argparse.Namespace) -> int:
     print(
         f"registered {b.dataset!r} in {ledger.location}: epsilon={b.epsilon:g}, delta={b.delta:g}, "
         f"accountant={b.accountant}, {b.neighbouring}"
-        + (f", data {args.data} (SHA-256 {fingerprint[:16]}...)" if fingerprint else "")
+        + (f", bound to data {args.data} (SHA-256 {fingerprint[:16]}...)" if fingerprint else
+           ", UNBOUND (bound to no data file)")
     )
     return 0
 
@@ -86,7 +96,7 @@ def _show(args: argparse.Namespace) -> int:
             f"{r['dataset']:20s} {r['epsilon_budget']:10.4g} {r['delta']:9.2g} "
             f"{r['epsilon_spent']:10.4g} {r['epsilon_remaining']:10.4g} {r['charges']:7d}  "
             f"{r['accountant']} ({r['neighbouring']})"
-            + (f"  data {r['fingerprint'][:12]}" if r["fingerprint"] else "")
+            + (f"  data {r['fingerprint'][:12]}" if r["fingerprint"] else "  unbound")
         )
     return 0
 
@@ -138,21 +148,29 @@ def register(subparsers: Any) -> None:
         help="total epsilon of the budget: all releases from these data together may spend at most this",
     )
     init.add_argument(
-        "--delta", type=float, default=1e-6,
-        help="total delta of the budget; spent epsilon is measured at this delta (use 0 with --accountant "
-        "pure); a DPVI run's --delta must not exceed it",
+        "--delta", type=float, default=None,
+        help="total delta of the budget; spent epsilon is measured at this delta; a DPVI run's --delta must "
+        "not exceed it (default: 1e-6, or 0 with --accountant pure; pure with delta > 0 and pld/rdp with "
+        "delta 0 are refused)",
     )
     init.add_argument(
-        "--accountant", default="pld", help=ACCOUNTANT_HELP
+        "--accountant", default=DEFAULT_ACCOUNTANT, help=ACCOUNTANT_HELP
     )
     init.add_argument(
         "--neighbouring", default="replace-one", choices=("replace-one", "add-remove"),
         help="neighbouring relation: data sets differing in one record replaced, or one added/removed",
     )
-    init.add_argument(
+    bind = init.add_mutually_exclusive_group()
+    bind.add_argument(
         "--data",
         help="the data file: its SHA-256 (over the exact bytes) is registered, so the same file "
-        "cannot get a second budget and releases must read this very file",
+        "cannot get a second budget nor be charged to another one, and releases must read this very file "
+        "(this or --unbound is required)",
+    )
+    bind.add_argument(
+        "--unbound", action="store_true",
+        help="register a budget bound to no data file (instead of --data): a file first charged to it "
+        "cannot then be charged to another budget, but nothing checks which file that is",
     )
     init.set_defaults(func=_init)
     for action, dataset_required, help_text, func in (

@@ -3,9 +3,16 @@
 Commands that release a private result from confidential data (``dpvi``, ``abcdp``) need either
 ``--ledger PATH`` (the release is charged to a registered budget first) or an explicit
 ``--no-ledger`` (released unaccounted, with a one-line notice); :func:`add_ledger_options` and
-:func:`open_release_ledger` implement that for every such command. Refusals (:class:`Refusal`, a
-missing or foreign ledger file) exit with status 2 and one line on standard error, before anything
-is read, charged or released; other errors exit with status 1 (:func:`run_command`).
+:func:`open_release_ledger` implement that for every such command, and bind the charge to the
+SHA-256 of the data file read (a file bound to one budget cannot be charged to another). Refusals
+(:class:`Refusal`, a missing or foreign ledger file, data bound to another budget) exit with
+status 2 and one line on standard error, before anything is read, charged or released; other
+errors exit with status 1 (:func:`run_command`).
+
+Files a command writes (``--out``) go through :func:`atomic_output`: written to a temporary file
+beside the target and renamed over it only when complete, removed on an error or Ctrl-C, so a
+partial file never stands where a complete one is expected. :func:`check_output_size` refuses
+sizes that cannot fit before anything is allocated.
 """
 
 from __future__ import annotations
@@ -14,18 +21,20 @@ import argparse
 import importlib.util
 import json
 import os
+import shutil
 import sys
+import tempfile
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..errors import DPInferError, PrivacyWarning, UnsupportedEventError
+from ..errors import DPInferError, InvalidDataError, PrivacyWarning, UnsupportedEventError
 from ..models.shipped.registry import MODEL_HELP, MODELS, load_release, model_args
 from ..privacy import Ledger
 from ..privacy.fingerprint import file_fingerprint
-from ..privacy.ledger import LedgerFileError, LedgerNotFoundError
+from ..privacy.ledger import DataBindingError, LedgerFileError, LedgerNotFoundError
 from ..privacy.ledger_store import redact
 
 
@@ -93,7 +102,7 @@ def run_command(func: Callable[[argparse.Namespace], int | None], args: argparse
     except UnsupportedEventError as exc:
         error(unsupported_event_advice(exc, args))
         return 2
-    except (Refusal, LedgerNotFoundError, LedgerFileError) as exc:
+    except (Refusal, LedgerNotFoundError, LedgerFileError, DataBindingError) as exc:
         error(exc)
         return 2
     except (DPInferError, ValueError, FileNotFoundError) as exc:
@@ -115,6 +124,18 @@ def progress_bar(total: int, desc: str, enabled: bool | None = None) -> Any:
 
     disable = (not sys.stderr.isatty()) if enabled is None else (not enabled)
     return tqdm(total=total, desc=desc, unit="draw", disable=disable, leave=False)
+
+
+def count(value: str) -> int:
+    """A whole number >= 1 from the command line (an argparse ``type``); ``1e6`` reads as 1000000,
+    so an absurd size reaches the size checks instead of a parse error."""
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
+    if number != number or number in (float("inf"), float("-inf")) or number != int(number) or number < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number >= 1")
+    return int(number)
 
 
 def pick(args: argparse.Namespace, *names: str) -> dict[str, Any]:
@@ -237,8 +258,11 @@ def open_release_ledger(
     """The ledger and data-set name a release is charged to, or ``(None, None)`` with --no-ledger.
 
     Refuses (:class:`Refusal`) unless exactly one of ``--ledger`` / ``--no-ledger`` is given, and
-    ``--dataset`` without ``--ledger``. If the data set was registered with a fingerprint
-    (``dpinfer budget init --data FILE``), ``data_file`` must have exactly those bytes.
+    ``--dataset`` without ``--ledger``. The returned ledger is bound to the SHA-256 of
+    ``data_file`` (:meth:`~dpinfer.privacy.ledger.Ledger.for_data`): its charge is refused,
+    atomically, when that file is bound to (or was charged to) another data set, or when the data
+    set was registered with another file (``dpinfer budget init --data FILE``); the same is
+    checked here first, before anything is read, fitted, charged or released.
     """
     dataset = getattr(args, "dataset", None)
     if args.ledger and args.no_ledger:
@@ -259,19 +283,91 @@ def open_release_ledger(
     dataset = dataset or default_dataset
     if not dataset:
         raise Refusal("--ledger needs --dataset NAME (registered with `dpinfer budget init`).")
-    budget = ledger.budget(dataset)
-    if budget.fingerprint is not None:
-        path = Path(data_file)
-        if not path.is_file():
-            raise FileNotFoundError(f"data file {path} not found.")
-        found = file_fingerprint(path)
-        if found != budget.fingerprint:
-            raise Refusal(
-                f"{path} is not the data registered as {dataset!r} in {ledger.location} (file SHA-256 "
-                f"{found[:16]}..., registered {budget.fingerprint[:16]}...); nothing was charged or "
-                "released. The fingerprint covers the file's exact bytes: a reformatted copy differs."
-            )
-    return ledger, dataset
+    path = Path(data_file)
+    if not path.is_file():
+        raise FileNotFoundError(f"data file {path} not found; nothing was charged or released.")
+    fingerprint = file_fingerprint(path)
+    try:
+        ledger.check_data(dataset, fingerprint)
+    except DataBindingError as exc:
+        raise Refusal(f"{path}: {exc}") from None
+    return ledger.for_data(fingerprint), dataset
+
+
+# --- files written by the commands ----------------------------------------------------------
+
+#: The largest output a command writes without being told it is on purpose (bytes).
+MAX_OUTPUT_BYTES = 8 * 2**30
+
+
+def _gib(n_bytes: float) -> str:
+    return f"{n_bytes / 2**30:.3g} GiB"
+
+
+def check_output_size(
+    what: str, n_bytes: float, out: str | Path, *, memory_bytes: float = 0.0, how_to_shrink: str
+) -> None:
+    """Refuse (:class:`Refusal`) an output of ``n_bytes`` (and ``memory_bytes`` held in memory)
+    that exceeds :data:`MAX_OUTPUT_BYTES`, the free disk space beside ``out`` or the machine's
+    memory: estimated before anything is allocated or written. ``how_to_shrink`` says what to do."""
+    folder = Path(out).resolve().parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    free = shutil.disk_usage(folder).free
+    limits = [(MAX_OUTPUT_BYTES, f"the {_gib(MAX_OUTPUT_BYTES)} limit on one output file")]
+    limits.append((free, f"the {_gib(free)} free on the disk of {folder}"))
+    problems = [text for limit, text in limits if n_bytes > limit]
+    total_memory = _memory_bytes()
+    if memory_bytes and total_memory and memory_bytes > 0.5 * total_memory:
+        problems.append(
+            f"half of this machine's {_gib(total_memory)} of memory ({_gib(memory_bytes)} needed)"
+        )
+    if problems:
+        raise Refusal(
+            f"{what} would write about {_gib(n_bytes)} to {out}, more than {' and '.join(problems)}; "
+            f"nothing was written. {how_to_shrink}"
+        )
+
+
+def _memory_bytes() -> int | None:
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
+        return None
+
+
+@contextmanager
+def atomic_output(out: str | Path, suffix: str = "") -> Iterator[Path]:
+    """A temporary path beside ``out`` to write to; renamed over ``out`` when the body returns.
+
+    On an error or Ctrl-C (``KeyboardInterrupt``) the temporary file is removed and ``out`` is
+    left as it was (absent, or the previous complete file): a partial output never stands in
+    place of a complete one. The parent folder is created if missing.
+    """
+    target = Path(out)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.is_dir():
+        raise InvalidDataError(f"--out {target} is a folder; give a file name.")
+    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=(suffix or "") + ".partial",
+                                dir=target.parent)
+    os.close(fd)
+    tmp = Path(name)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # as an ordinary new file (mkstemp makes it private)
+    try:
+        yield tmp
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_text_atomic(out: str | Path, text: str) -> Path:
+    """Write ``text`` to ``out`` through :func:`atomic_output`; returns ``out``."""
+    with atomic_output(out) as tmp:
+        tmp.write_text(text)
+    return Path(out)
 
 
 @contextmanager

@@ -2,11 +2,13 @@
 
 A data set may be registered in a :class:`~dpinfer.privacy.ledger.Ledger` with a fingerprint of
 its data (:func:`data_fingerprint` for arrays, :func:`file_fingerprint` for files, or any hex
-digest). The same fingerprint cannot be registered under a second name, so the same data cannot
-get a second budget by being registered again under a new name by accident. A fingerprint is a
-hash of exact values (arrays) or exact bytes (files): reordered records, one changed value or a
-reformatted file give a different fingerprint, so it catches accidental re-registration, not an
-adversary.
+digest), and a charge may carry the fingerprint of the data it releases
+(:meth:`~dpinfer.privacy.ledger.Ledger.for_data`; the releasing commands pass the file's). The
+ledger looks a fingerprint up across all its data sets: it cannot be registered under a second
+name, nor charged to a data set other than the one it is bound to (or was first charged to), so
+the same data cannot get a second budget by accident. A fingerprint is a hash of exact values
+(arrays) or exact bytes (files): reordered records, one changed value or a reformatted file give
+a different fingerprint, so it catches accidental re-registration and mix-ups, not an adversary.
 """
 
 from __future__ import annotations
@@ -62,9 +64,10 @@ def data_fingerprint(data: Any) -> str:
 def file_fingerprint(path: str | os.PathLike[str]) -> str:
     """SHA-256 hex digest of a file's bytes (what ``sha256sum`` prints).
 
-    This is what ``dpinfer budget init --data FILE`` registers and what ``dpinfer dpvi`` /
-    ``dpinfer abcdp`` compare against: the same records in a reformatted file (other number
-    formatting, column order, line endings) are a different fingerprint.
+    This is what ``dpinfer budget init --data FILE`` registers and what ``dpinfer release``,
+    ``dpinfer dpvi``, ``dpinfer abcdp`` and ``dpinfer synthesize --covariates`` charge with: the
+    same records in a reformatted file (other number formatting, column order, line endings) are
+    a different fingerprint.
     """
     h = hashlib.sha256()
     with open(path, "rb") as fh:

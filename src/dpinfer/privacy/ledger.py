@@ -29,9 +29,31 @@ created only on purpose: :meth:`Ledger.create`, ``Ledger(target, create=True)`` 
 Ledgers written by older versions open as they are and gain the newer columns on first open; the
 schema version is recorded, and a ledger of a newer version is refused.
 
-A data set may be registered with a fingerprint of its data (:mod:`dpinfer.privacy.fingerprint`);
-the same fingerprint cannot be registered under a second name (no second budget for the same
-data). A charge for a release whose noise came from a deterministic test RNG is stored with
+Budgets bound to data
+---------------------
+A data set may be registered with a fingerprint of its data (:mod:`dpinfer.privacy.fingerprint`),
+and a charge may carry the fingerprint of the data it releases (``charge(..., fingerprint=...)``,
+or every charge of ``ledger.for_data(data)``; the releasing commands ``dpinfer release | dpvi |
+abcdp`` pass the SHA-256 of the file they read). Across *all* data sets of the ledger, inside the
+charge's own transaction (so two processes cannot both slip through):
+
+* a charge to a data set bound to another fingerprint is refused (these are not its data);
+* a charge of data whose fingerprint is bound to, or was already charged to, another data set is
+  refused (the same data cannot spend a second budget);
+* a registration with a fingerprint that is bound to, or was charged to, any data set is refused.
+
+Each charge records its fingerprint. A charge without one (a Python release that did not say
+which data it read) is checked against nothing: binding protects what it is told about.
+
+Accountants
+-----------
+One default, :data:`DEFAULT_ACCOUNTANT` (``"pld"``), in Python and on the command line, at
+``delta=1e-6`` (:data:`DEFAULT_DELTA`); ``accountant="pure"`` defaults to ``delta=0``. Budgets
+that cannot work are refused when they are registered, not at their first charge (when they can
+no longer be changed): the pure accountant with ``delta > 0`` and the PLD/RDP accountants with
+``delta = 0`` (:func:`check_budget_accountant`).
+
+A charge for a release whose noise came from a deterministic test RNG is stored with
 ``insecure=True`` and shown as such by :meth:`Ledger.history` and ``dpinfer budget history``.
 """
 
@@ -67,14 +89,58 @@ from .ledger_open import open_store
 from .ledger_store import Tx, is_database_url, now
 from .validation import check_delta, check_epsilon, check_relation
 
-__all__ = ["Budget", "Charge", "Ledger", "LedgerConnectionError", "LedgerFileError", "LedgerNotFoundError"]
+__all__ = [
+    "DEFAULT_ACCOUNTANT", "DEFAULT_DELTA", "Budget", "Charge", "DataBindingError", "Ledger",
+    "LedgerConnectionError", "LedgerFileError", "LedgerNotFoundError", "check_budget_accountant",
+]
 
-#: Fingerprint functions that moved to :mod:`dpinfer.privacy.fingerprint` (aliases for one release).
+#: The accountant of a budget registered without one (Python and ``dpinfer budget init``): it
+#: accounts every release dpinfer makes (Laplace, geometric, sparse vector, Gaussian, DP-SGD).
+DEFAULT_ACCOUNTANT = "pld"
+#: The δ of a budget registered without one under an accountant that needs δ > 0.
+DEFAULT_DELTA = 1e-6
+# Accountants that certify composed releases only at δ > 0 (at δ = 0 two Laplace releases already
+# compose to ε = inf under the PLD accountant's pessimistic discretisation).
+_NEEDS_DELTA = frozenset({"pld", "rdp"})
 
 # Relative slack for floating-point noise in "spent <= budget" (e.g. 0.1 + 0.2 vs 0.3).
 _TOLERANCE = 1e-9
 # Which machine recorded a charge (with its pid), for ledgers shared by many hosts.
 _HOST = socket.gethostname()
+
+
+class DataBindingError(InvalidPrivacyParameterError):
+    """A registration or charge refused because the data's fingerprint is bound to another
+    budget, or the data set is bound to other data (nothing was registered, charged or released)."""
+
+
+def check_budget_accountant(accountant: str, delta: float | None) -> tuple[str, float]:
+    """``(accountant, delta)`` of a budget to register, or a refusal saying what to do.
+
+    ``delta=None`` is 0 for the pure accountant and :data:`DEFAULT_DELTA` otherwise. Refused: the
+    pure accountant with ``delta > 0`` (it spends no δ on Gaussian or DP-SGD releases, which it
+    cannot account: such a budget fails at its first such charge, when it can no longer be
+    changed) and the PLD/RDP accountants with ``delta = 0`` (composed releases get ε = inf).
+    """
+    name = get_accountant(accountant).name
+    if delta is None:
+        delta = 0.0 if name == "pure" else DEFAULT_DELTA
+    delta = check_delta(delta, "budget delta")
+    if name == "pure" and delta > 0:
+        raise InvalidPrivacyParameterError(
+            f"a budget with delta={delta:g} on the 'pure' accountant cannot work: that accountant adds "
+            "up the epsilons of pure-DP releases (Laplace, geometric, sparse vector) and cannot "
+            "account Gaussian or DP-SGD releases, so the budget would fail at their first charge, "
+            "when it can no longer be changed. Register it with accountant 'pld' (the default; "
+            "accounts every dpinfer release at this delta), or with delta 0 for pure-DP releases only."
+        )
+    if name in _NEEDS_DELTA and delta == 0:
+        raise InvalidPrivacyParameterError(
+            f"a budget with delta 0 on the {name!r} accountant cannot work: composed releases (even two "
+            "Laplace releases) have epsilon = inf at delta = 0 under it. Pass delta > 0 (e.g. 1e-6, "
+            "well below 1/n), or accountant 'pure' with delta 0 for pure-DP releases only."
+        )
+    return name, delta
 
 
 @dataclass(frozen=True)
@@ -152,26 +218,33 @@ class Ledger:
         self,
         dataset: str,
         epsilon: float,
-        delta: float = 0.0,
-        accountant: str = "pure",
+        delta: float | None = None,
+        accountant: str = DEFAULT_ACCOUNTANT,
         neighbouring: str = "replace-one",
         *,
         fingerprint: Any = None,
     ) -> Budget:
         """Register ``dataset`` with a total budget (ε, δ) interpreted by ``accountant``.
 
+        ``delta=None`` is :data:`DEFAULT_DELTA` (1e-6) under the default ``"pld"`` accountant and
+        0 under ``"pure"``; combinations that cannot work are refused here
+        (:func:`check_budget_accountant`), not at the first charge.
+
         ``fingerprint`` binds the budget to the data: a hex digest string (e.g. from
-        :func:`file_fingerprint`), raw ``bytes`` (hashed like a file's bytes) or array-like data
-        (hashed by :func:`data_fingerprint`). A fingerprint already registered under another name
-        is refused: the same data cannot get a second budget. Without one, nothing is checked.
+        :func:`~dpinfer.privacy.fingerprint.file_fingerprint`), raw ``bytes`` (hashed like a
+        file's bytes) or array-like data (hashed by
+        :func:`~dpinfer.privacy.fingerprint.data_fingerprint`). A fingerprint already bound to,
+        or already charged to, a data set of this ledger is refused (:class:`DataBindingError`):
+        the same data cannot get a second budget. Without one, the budget is unbound.
         """
         if not isinstance(dataset, str) or not dataset.strip():
             raise InvalidPrivacyParameterError("dataset must be a non-empty name.")
+        name, delta = check_budget_accountant(accountant, delta)
         budget = Budget(
             dataset,
             check_epsilon(epsilon, "budget epsilon"),
-            check_delta(delta, "budget delta"),
-            get_accountant(accountant).name,
+            delta,
+            name,
             check_relation(neighbouring),
             as_fingerprint(fingerprint),
         )
@@ -183,23 +256,94 @@ class Ledger:
                     f"dataset {dataset!r} is already registered in {self.location}; budgets cannot "
                     "be reset or raised. Use a new dataset name only for genuinely new data."
                 )
-            if budget.fingerprint is not None:
-                rows = tx.rows("SELECT name FROM datasets WHERE fingerprint = ?", (budget.fingerprint,))
-                if rows:
-                    raise InvalidPrivacyParameterError(
-                        f"these data (fingerprint {budget.fingerprint[:16]}...) are already "
-                        f"registered as dataset {rows[0][0]!r} in {self.location}: the same data cannot "
-                        f"get a second budget. Charge releases of these data to {rows[0][0]!r}."
+            fp = budget.fingerprint
+            if fp is not None:
+                tx.lock_fingerprint(fp)
+                bound = tx.rows("SELECT name FROM datasets WHERE fingerprint = ?", (fp,))
+                charged = tx.rows("SELECT DISTINCT dataset FROM charges WHERE fingerprint = ?", (fp,))
+                holder = bound[0][0] if bound else charged[0][0] if charged else None
+                if holder is not None:
+                    how = "registered" if bound else "already charged (as an unbound data set)"
+                    raise DataBindingError(
+                        f"these data (fingerprint {fp[:16]}...) are {how} as dataset {holder!r} in "
+                        f"{self.location}: the same data cannot get a second budget. Charge releases "
+                        f"of these data to {holder!r}. Nothing was registered."
                     )
             tx.rows(
                 "INSERT INTO datasets (name, epsilon, delta, accountant, neighbouring, created,"
                 " fingerprint) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (dataset, budget.epsilon, budget.delta, budget.accountant, budget.neighbouring, now(),
-                 budget.fingerprint),
+                (dataset, budget.epsilon, budget.delta, budget.accountant, budget.neighbouring, now(), fp),
             )
 
         self._store.transaction(insert, write=True, what=f"registering {dataset!r}")
         return budget
+
+    # -- data bound to budgets ---------------------------------------------------------------
+    def for_data(self, data: Any) -> Ledger:
+        """This ledger, with every charge made through it carrying the fingerprint of ``data``.
+
+        ``data``: what :meth:`register` takes as ``fingerprint`` (a hex digest, raw bytes, an
+        array). Pass the returned ledger to a release (``ledger=ledger.for_data(X)``): its charge
+        is refused, atomically, if ``X`` is bound to another data set or the data set to other
+        data (module docstring). Nothing is read or written here.
+        """
+        fingerprint = as_fingerprint(data)
+        if fingerprint is None:
+            raise InvalidPrivacyParameterError("for_data needs the data (or their fingerprint), got None.")
+        bound = object.__new__(Ledger)
+        bound.__dict__.update(self.__dict__)
+        bound._data_fingerprint = fingerprint
+        return bound
+
+    @property
+    def data_fingerprint(self) -> str | None:
+        """The fingerprint every charge through this ledger carries (:meth:`for_data`), or None."""
+        return self.__dict__.get("_data_fingerprint")
+
+    def check_data(self, dataset: str, data: Any) -> None:
+        """Refuse (:class:`DataBindingError`) now what a charge of ``data`` to ``dataset`` would
+        refuse: a command checks before it reads or fits anything. Read-only; the charge itself
+        checks again, atomically."""
+        fingerprint = as_fingerprint(data)
+        if fingerprint is None:
+            raise InvalidPrivacyParameterError("check_data needs the data (or their fingerprint), got None.")
+
+        def look(tx: Tx) -> None:
+            problem = self._binding_problem(tx, self._budget(tx, dataset), fingerprint)
+            if problem:
+                raise DataBindingError(problem + " Nothing was charged or released.")
+
+        self._read(look)
+
+    def _binding_problem(self, tx: Tx, budget: Budget, fingerprint: str) -> str | None:
+        """Why data with ``fingerprint`` may not be charged to ``budget``'s data set, or None."""
+        dataset = budget.dataset
+        if budget.fingerprint is not None and budget.fingerprint != fingerprint:
+            return (
+                f"the data released (fingerprint {fingerprint[:16]}...) are not the data registered as "
+                f"{dataset!r} in {self.location} (registered {budget.fingerprint[:16]}...). A file's "
+                "fingerprint covers its exact bytes: a reformatted copy differs."
+            )
+        bound = tx.rows(
+            "SELECT name FROM datasets WHERE fingerprint = ? AND name <> ?", (fingerprint, dataset)
+        )
+        if bound:
+            return (
+                f"these data (fingerprint {fingerprint[:16]}...) are registered as dataset "
+                f"{bound[0][0]!r} in {self.location}, not {dataset!r}: the same data cannot spend a "
+                f"second budget. Charge this release to {bound[0][0]!r}."
+            )
+        charged = tx.rows(
+            "SELECT DISTINCT dataset FROM charges WHERE fingerprint = ? AND dataset <> ?",
+            (fingerprint, dataset),
+        )
+        if charged:
+            return (
+                f"these data (fingerprint {fingerprint[:16]}...) were already charged to dataset "
+                f"{charged[0][0]!r} in {self.location}, not {dataset!r}: the same data cannot spend a "
+                f"second budget. Charge this release to {charged[0][0]!r}."
+            )
+        return None
 
     def datasets(self) -> list[str]:
         """Names of all registered data sets."""
@@ -234,7 +378,13 @@ class Ledger:
     # -- charging ----------------------------------------------------------------------------
     @contextmanager
     def charge(
-        self, dataset: str, event: PrivacyEvent, label: str = "", *, insecure: bool = False
+        self,
+        dataset: str,
+        event: PrivacyEvent,
+        label: str = "",
+        *,
+        insecure: bool = False,
+        fingerprint: Any = None,
     ) -> Iterator[Charge]:
         """Charge ``event`` to ``dataset``, then run the body (the release).
 
@@ -245,15 +395,27 @@ class Ledger:
         test RNG (pass ``rng.deterministic``); it is charged all the same. If the ledger cannot be
         reached or the connection is lost before the commit, :class:`LedgerConnectionError` is
         raised, nothing is recorded and the body does not run.
+
+        ``fingerprint`` (default: this ledger's :attr:`data_fingerprint`, see :meth:`for_data`)
+        names the data released; a charge of data bound to another budget, or to a data set bound
+        to other data, is refused in the same transaction (:class:`DataBindingError`, module
+        docstring), and the fingerprint is recorded with the charge.
         """
         if not isinstance(event, PrivacyEvent):
             raise InvalidPrivacyParameterError(
                 f"ledger.charge takes a PrivacyEvent, got {type(event).__name__}."
             )
         record = json.dumps(event_to_dict(event))
+        fp = as_fingerprint(fingerprint) if fingerprint is not None else self.data_fingerprint
 
         def charge(tx: Tx) -> tuple[int, float]:
+            if fp is not None:
+                tx.lock_fingerprint(fp)  # before the row lock: registrations take it after theirs
             budget = self._budget(tx, dataset, lock=True)  # excludes every other charge of dataset
+            if fp is not None:
+                problem = self._binding_problem(tx, budget, fp)
+                if problem:
+                    raise DataBindingError(problem + " Nothing was charged or released.")
             if event.neighbouring != budget.neighbouring:
                 raise NeighbouringRelationError(
                     f"dataset {dataset!r} is budgeted under {budget.neighbouring!r} but the "
@@ -275,8 +437,8 @@ class Ledger:
                 )
             charge_id = tx.insert(
                 "INSERT INTO charges (dataset, event, label, epsilon_spent, status, created, pid,"
-                " insecure, host) VALUES (?, ?, ?, ?, 'charged', ?, ?, ?, ?)",
-                (dataset, record, label, spent, now(), os.getpid(), int(bool(insecure)), _HOST),
+                " insecure, host, fingerprint) VALUES (?, ?, ?, ?, 'charged', ?, ?, ?, ?, ?)",
+                (dataset, record, label, spent, now(), os.getpid(), int(bool(insecure)), _HOST, fp),
             )
             return charge_id, spent
 
@@ -322,13 +484,14 @@ class Ledger:
 
     def history(self, dataset: str) -> list[dict[str, Any]]:
         """All charges of ``dataset`` in order, as dictionaries (``insecure``: the release's
-        noise came from a deterministic test RNG; ``host`` and ``pid``: who charged it)."""
+        noise came from a deterministic test RNG; ``host`` and ``pid``: who charged it;
+        ``fingerprint``: of the data released, None if the release did not say)."""
 
         def read(tx: Tx) -> list[tuple[Any, ...]]:
             self._budget(tx, dataset)
             return tx.rows(
-                "SELECT id, event, label, epsilon_spent, status, created, pid, insecure, host FROM "
-                "charges WHERE dataset = ? ORDER BY id",
+                "SELECT id, event, label, epsilon_spent, status, created, pid, insecure, host, "
+                "fingerprint FROM charges WHERE dataset = ? ORDER BY id",
                 (dataset,),
             )
 
@@ -343,6 +506,7 @@ class Ledger:
                 "pid": r[6],
                 "insecure": bool(r[7]),
                 "host": r[8],
+                "fingerprint": r[9],
             }
             for r in self._read(read)
         ]

@@ -64,12 +64,25 @@ _DDL: tuple[str, ...] = (
     created TEXT NOT NULL,
     pid INTEGER NOT NULL,
     insecure INTEGER NOT NULL DEFAULT 0,
-    host TEXT
+    host TEXT,
+    fingerprint TEXT
 )""",
     "CREATE INDEX charges_dataset ON charges (dataset, id)",
+    "CREATE INDEX charges_fingerprint ON charges (fingerprint)",
     "CREATE TABLE ledger_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
 )
 _TABLES = ("datasets", "charges", "ledger_meta")
+# Bringing a ledger of an older schema version up to SCHEMA_VERSION (each statement idempotent).
+_MIGRATION: tuple[str, ...] = (
+    "ALTER TABLE charges ADD COLUMN IF NOT EXISTS fingerprint TEXT",  # version 4
+    "CREATE INDEX IF NOT EXISTS charges_fingerprint ON charges (fingerprint)",
+)
+
+
+def _fingerprint_key(fingerprint: str) -> int:
+    """The advisory-lock key of a fingerprint: its first 60 bits (a collision only serialises two
+    unrelated charges a little more)."""
+    return int(fingerprint[:15], 16)
 
 
 class _PostgresTx:
@@ -90,6 +103,11 @@ class _PostgresTx:
     def lock_datasets(self) -> None:
         """Registrations wait for each other (charges, which lock single rows, do not wait)."""
         self._conn.execute("LOCK TABLE datasets IN SHARE ROW EXCLUSIVE MODE")
+
+    def lock_fingerprint(self, fingerprint: str) -> None:
+        """Registrations and charges of the same data wait for each other (a transaction-scoped
+        advisory lock keyed by the fingerprint, released at commit or rollback)."""
+        self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (_fingerprint_key(fingerprint),))
 
 
 class PostgresStore:
@@ -168,7 +186,35 @@ class PostgresStore:
                 "ledger; it was left untouched. Use another database for the ledger."
             )
         check_version(version, store.location)
+        if version is None or version < SCHEMA_VERSION:
+            store.migrate()
         return store
+
+    def migrate(self) -> None:
+        """Bring a ledger of an older schema version up to :data:`SCHEMA_VERSION` (in place, once,
+        under the creation lock); the ledger's owner must do it (it alters the tables)."""
+
+        def upgrade(tx: _PostgresTx) -> None:
+            tx.rows("SELECT pg_advisory_xact_lock(?)", (_CREATE_LOCK,))
+            row = tx.rows("SELECT value FROM ledger_meta WHERE key = 'schema_version'")
+            if row and int(row[0][0]) >= SCHEMA_VERSION:
+                return  # another client did it meanwhile
+            for statement in _MIGRATION:
+                tx.rows(statement)
+            tx.rows(
+                "INSERT INTO ledger_meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) "
+                "DO UPDATE SET value = EXCLUDED.value",
+                (str(SCHEMA_VERSION),),
+            )
+
+        try:
+            self.transaction(upgrade, write=True, what="upgrading the ledger's schema")
+        except LedgerFileError as exc:
+            raise LedgerFileError(
+                f"ledger {self.location} has an older schema and must be upgraded to version "
+                f"{SCHEMA_VERSION} by its owner (the database user who ran `dpinfer budget init`): "
+                f"open it once as that user, e.g. `dpinfer budget show --ledger URL` ({exc})"
+            ) from None
 
     def kind(self) -> tuple[str, int | None]:
         """``("ledger", version)``, ``("empty", None)`` (no ``dpinfer`` schema), ``("denied", None)``

@@ -9,7 +9,7 @@ hosts through PostgreSQL (:mod:`dpinfer.privacy.ledger_postgres`).
 
 A file written by an older version is brought up to the current schema in place on first open
 (``ALTER TABLE ... ADD COLUMN`` for each column of :data:`_ADDED_COLUMNS` it lacks, the
-fingerprint index, the ``ledger_meta`` table with :data:`~dpinfer.privacy.ledger_store.SCHEMA_VERSION`).
+fingerprint indexes, the ``ledger_meta`` table with :data:`~dpinfer.privacy.ledger_store.SCHEMA_VERSION`).
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ from .ledger_store import HOW_TO_CREATE, SCHEMA_VERSION, check_version
 T = TypeVar("T")
 
 _FINGERPRINT_INDEX = "CREATE UNIQUE INDEX IF NOT EXISTS datasets_fingerprint ON datasets(fingerprint)"
+_CHARGE_FINGERPRINT_INDEX = "CREATE INDEX IF NOT EXISTS charges_fingerprint ON charges(fingerprint)"
+_INDEXES = {"datasets_fingerprint": _FINGERPRINT_INDEX, "charges_fingerprint": _CHARGE_FINGERPRINT_INDEX}
 _META = "CREATE TABLE IF NOT EXISTS ledger_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
 _SET_VERSION = "INSERT OR REPLACE INTO ledger_meta (key, value) VALUES ('schema_version', ?)"
 
@@ -51,9 +53,11 @@ _SCHEMA: tuple[str, ...] = (
     created TEXT NOT NULL,
     pid INTEGER NOT NULL,
     insecure INTEGER NOT NULL DEFAULT 0,
-    host TEXT
+    host TEXT,
+    fingerprint TEXT
 )""",
     _FINGERPRINT_INDEX,
+    _CHARGE_FINGERPRINT_INDEX,
     _META,
 )
 _TABLES = frozenset({"datasets", "charges"})
@@ -64,6 +68,7 @@ _ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("datasets", "fingerprint", "TEXT"),
     ("charges", "insecure", "INTEGER NOT NULL DEFAULT 0"),
     ("charges", "host", "TEXT"),
+    ("charges", "fingerprint", "TEXT"),
 )
 
 
@@ -98,6 +103,9 @@ class _SQLiteTx:
         return int(self._conn.execute(sql, tuple(params)).lastrowid)
 
     def lock_datasets(self) -> None:
+        """Nothing to do: the write transaction holds SQLite's reserved lock."""
+
+    def lock_fingerprint(self, fingerprint: str) -> None:
         """Nothing to do: the write transaction holds SQLite's reserved lock."""
 
 
@@ -218,36 +226,34 @@ class SQLiteStore:
                 conn.execute(_SET_VERSION, (str(SCHEMA_VERSION),))
 
     @staticmethod
-    def _state(conn: sqlite3.Connection) -> tuple[list[tuple[str, str, str]], bool, int | None]:
-        """Columns of :data:`_ADDED_COLUMNS` the file lacks, whether the fingerprint index is
-        missing, and the recorded schema version (None: before versions were recorded)."""
+    def _state(conn: sqlite3.Connection) -> tuple[list[tuple[str, str, str]], list[str], int | None]:
+        """Columns of :data:`_ADDED_COLUMNS` the file lacks, the fingerprint indexes it lacks, and
+        the recorded schema version (None: before versions were recorded)."""
         columns = {
             table: {r[1] for r in conn.execute(f"PRAGMA table_info({table})")} for table in _TABLES
         }
         missing = [c for c in _ADDED_COLUMNS if c[1] not in columns[c[0]]]
-        index = conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'datasets_fingerprint'"
-        ).fetchone()
+        present = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
         version = None
         if "ledger_meta" in _table_names(conn):
             row = conn.execute("SELECT value FROM ledger_meta WHERE key = 'schema_version'").fetchone()
             version = int(row[0]) if row else None
-        return missing, index is None, version
+        return missing, [sql for name, sql in _INDEXES.items() if name not in present], version
 
     def migrate(self) -> None:
         """Bring a ledger written by an older version up to the current schema (in place); refuse
         one written by a newer version."""
         with self.connect() as conn:
-            missing, no_index, version = self._state(conn)
+            missing, indexes, version = self._state(conn)
             check_version(version, self.location)
-            if not missing and not no_index and version == SCHEMA_VERSION:
+            if not missing and not indexes and version == SCHEMA_VERSION:
                 return
             with immediate(conn):
-                missing, no_index, version = self._state(conn)  # another process may have done it
+                missing, indexes, version = self._state(conn)  # another process may have done it
                 check_version(version, self.location)
                 for table, column, declaration in missing:
                     conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
-                if no_index:
-                    conn.execute(_FINGERPRINT_INDEX)
+                for statement in indexes:
+                    conn.execute(statement)
                 conn.execute(_META)
                 conn.execute(_SET_VERSION, (str(SCHEMA_VERSION),))

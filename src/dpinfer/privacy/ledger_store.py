@@ -34,8 +34,10 @@ __all__ = [
 
 #: Version of the ledger schema this dpinfer writes: 1 = the first file format, 2 = data
 #: fingerprints and insecure flags, 3 = the ``ledger_meta`` table holding this number and the
-#: ``host`` of each charge. A ledger of a newer version is refused, never rewritten.
-SCHEMA_VERSION = 3
+#: ``host`` of each charge, 4 = the ``fingerprint`` of the data each charge released (a budget is
+#: bound to its data across every data set of the ledger). A ledger of a newer version is
+#: refused, never rewritten.
+SCHEMA_VERSION = 4
 
 HOW_TO_CREATE = (
     "create one with `dpinfer budget init --ledger PATH_OR_URL --dataset NAME --epsilon E` or "
@@ -85,6 +87,10 @@ class Tx(Protocol):
 
     def lock_datasets(self) -> None:
         """Exclude concurrent registrations until the transaction ends."""
+
+    def lock_fingerprint(self, fingerprint: str) -> None:
+        """Exclude every other registration or charge of data with this fingerprint until the
+        transaction ends (so "is this fingerprint bound elsewhere?" and the insert are atomic)."""
 
 
 class Store(Protocol):
