@@ -8,6 +8,7 @@ import torch
 from scipy import stats
 
 from dpinfer.privacy import ReleaseContext
+from dpinfer.privacy.mechanisms.gaussian_sum import noisy_clipped_sum
 from dpinfer.release.dpvi import DPOptimizer, WindowedAdaGrad
 from dpinfer.release.dpvi.sampling import draw_batch
 from seeded_privacy_rng import prng
@@ -91,6 +92,15 @@ def test_noise_comes_from_the_privacy_rng_only():
     for bad in (PrivacyRNG(), 0):
         with pytest.raises(TypeError, match="ReleaseContext"):
             DPOptimizer(WindowedAdaGrad(), 1.0, 1.0, bad)
+
+
+def test_the_dp_optimizer_step_is_this_release_bit_for_bit():
+    """DPVI's step (clip → sum → noise through the optimizer's ReleaseContext) is the privacy
+    core's noisy_clipped_sum: the same seed gives the same bits."""
+    rows = _grads(1, B=40, P=6)
+    a = DPOptimizer(WindowedAdaGrad(), 1.0, 1.3, ReleaseContext(privacy_rng=prng(4))).privatize(rows)
+    b = noisy_clipped_sum(ReleaseContext(privacy_rng=prng(4)), rows, clip=1.0, noise_multiplier=1.3)
+    torch.testing.assert_close(a, b, rtol=0, atol=0)
 
 
 def test_poisson_batch_sizes_pass_a_chi_square_test():
