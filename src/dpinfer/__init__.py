@@ -12,9 +12,9 @@ from .privacy import Ledger, PrivacyReport, PrivacyRNG, ReleaseContext
 
 
 def __getattr__(name: str) -> object:
-    """``dpinfer.infer`` (:func:`dpinfer.inference.infer`), imported on first use."""
+    """``dpinfer.infer`` (:func:`dpinfer.inference.entry.infer`), imported on first use."""
     if name == "infer":
-        from .inference.infer import infer
+        from .inference.entry import infer
 
         return infer
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

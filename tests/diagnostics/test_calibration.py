@@ -12,7 +12,7 @@ import pytest
 from dpinfer.cli import main
 from dpinfer.diagnostics.calibration import CalibrationResult, sbc
 from dpinfer.inference import mechanism_importance_sampling
-from dpinfer.inference.infer import calibration_check
+from dpinfer.inference.entry import calibration_check
 from dpinfer.models.shipped.gaussian_mean import GaussianMean
 from dpinfer.plots import plot_calibration
 from user_problems import PoissonClampedSum, TwoClampedMeans

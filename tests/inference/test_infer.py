@@ -10,7 +10,7 @@ import pytest
 
 import dpinfer
 from dpinfer.errors import InvalidDataError, ObservedOutsideSimulationsWarning
-from dpinfer.inference.infer import choose_method
+from dpinfer.inference.entry import choose_method
 from dpinfer.inference.posterior import InferenceResult
 from dpinfer.models.shipped.gaussian_mean import GaussianMean
 from dpinfer.results.format import load_result
@@ -103,3 +103,23 @@ def test_neural_methods_through_infer(poisson, method):
     assert post.method == method
     assert abs(post.mean()[0] - exact.mean) < 0.3 * exact.sd
     assert abs(post.sd()[0] / exact.sd - 1) < 0.15
+
+
+def test_options_restrict_the_automatic_choice_so_load_cannot_break_a_call(monkeypatch):
+    """``infer(model, obs, n_particles=200)`` once raised a raw TypeError when a loaded machine
+    measured a slow simulation and "auto" moved to SPPE. Only methods that accept the options are
+    candidates now, at every measured cost; options no method takes are one clear error."""
+    import dpinfer.inference.entry as infer_mod
+
+    m = PoissonClampedSum()
+    for per_sim in (1e-7, 2e-4, 1e-2, 10.0):  # from an idle machine to a very loaded one
+        method, reason = choose_method(m, per_sim, 120, {"n_particles": 200})
+        assert method in ("exact", "smc-abc") and "n_particles" in reason
+    assert choose_method(m, 10.0, 120, {"rounds": 1})[0] == "sppe"
+    # known-broken variant: ignoring the options lets the cost pick SPPE, which refuses n_particles
+    assert choose_method(m, 10.0, 120)[0] == "sppe"
+    monkeypatch.setattr(infer_mod, "simulation_seconds", lambda *a, **k: 10.0)  # simulated load
+    with pytest.raises(InvalidDataError, match=r"n_particlez.*n_particles|accept"):
+        dpinfer.infer(m, OBS, n_particlez=200)
+    with pytest.raises(InvalidDataError, match="'sppe' does not accept the option.*n_particles.*exact, smc-abc"):
+        dpinfer.infer(m, OBS, method="sppe", n_particles=200)

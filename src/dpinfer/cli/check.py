@@ -54,7 +54,7 @@ def _json_object(option: str, text: str) -> dict[str, Any]:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from ..inference.infer import calibration_check
+    from ..inference.entry import calibration_check
 
     model = load_model(args.model, args.epsilon, _json_object("--model-args", args.model_args))
     options = _json_object("--method-args", args.method_args)

@@ -3,7 +3,7 @@
 Nothing here reads confidential data or draws privacy noise; from :mod:`dpinfer.privacy` these
 modules take only events and reports (checked by the architecture test).
 
-* :func:`infer` — one entry point that chooses a method (:mod:`.infer`);
+* :func:`infer` — one entry point that chooses a method (:mod:`.entry`);
 * :mod:`.smc` — adaptive SMC-ABC with the mechanism inside the simulator;
 * :mod:`.exact` — the exact private-data posterior when the mechanism has a density (importance
   sampling, tempered SMC) and the reference baselines;
@@ -14,7 +14,7 @@ from .exact.importance import mechanism_importance_sampling
 from .exact.importance_result import ImportanceResult
 from .exact.tempered import tempered_smc
 from .exact.tempered_result import TemperedSMCResult
-from .infer import infer
+from .entry import infer
 from .posterior import InferenceResult
 from .smc.result import SMCABCResult
 from .smc.smc_abc import SMCInterrupted, smc_abc

@@ -22,6 +22,7 @@ simulations); each finding is issued as a warning of its category and stored in 
 
 from __future__ import annotations
 
+import inspect
 import time
 import warnings
 from typing import Any
@@ -49,10 +50,29 @@ def simulation_seconds(model: Any, n: int = 200, seed: Any = None) -> float:
     return (time.perf_counter() - start) / n
 
 
-def choose_method(model: Any, per_sim: float, budget_seconds: float) -> tuple[str, str]:
-    """The method ``"auto"`` picks, and why (module docstring)."""
+def choose_method(
+    model: Any, per_sim: float, budget_seconds: float, options: dict[str, Any] | None = None
+) -> tuple[str, str]:
+    """The method ``"auto"`` picks, and why (module docstring).
+
+    Only methods that accept every option the caller passed are candidates, so the same call
+    never fails on one machine and succeeds on another because the measured simulation cost
+    (which depends on load) moved the choice to a method that does not take the options.
+    """
     has_density = bool(getattr(getattr(model, "mechanism", None), "has_density", False))
     cost = {m: k * per_sim for m, k in EXPECTED_SIMULATIONS.items()}
+    if options:
+        fits = [m for m in ("exact", "smc-abc", "sppe") if not unknown_options(m, options)
+                and (m != "exact" or has_density)]
+        if not fits:
+            check_options("smc-abc", options)  # raises, naming the methods that accept them
+        if len(fits) < 3:
+            best = min(fits, key=lambda m: (cost[m] > budget_seconds, ("exact", "smc-abc", "sppe").index(m)))
+            return best, (
+                f"the options {', '.join(sorted(options))} are accepted by {', '.join(fits)} only; "
+                f"{best} (~{cost[best]:.0f} s expected at {per_sim:.2g} s per simulation, budget "
+                f"{budget_seconds:g} s)"
+            )
     if has_density and cost["exact"] <= budget_seconds:
         return "exact", (
             f"the mechanism has a density and a simulation takes {per_sim:.2g} s (~{cost['exact']:.0f} s "
@@ -66,6 +86,60 @@ def choose_method(model: Any, per_sim: float, budget_seconds: float) -> tuple[st
     return "sppe", (
         f"{why}; SMC-ABC would take ~{cost['smc-abc']:.0f} s > budget {budget_seconds:g} s, so SPPE "
         "(2 rounds x 1000 simulations)"
+    )
+
+
+def _target(method: str) -> Any:
+    """The callable that runs ``method`` (its signature lists the options it accepts)."""
+    if method == "exact":
+        from .exact.tempered import tempered_smc
+
+        return tempered_smc
+    if method == "importance":
+        from .exact.importance import mechanism_importance_sampling
+
+        return mechanism_importance_sampling
+    if method == "smc-abc":
+        from .smc.smc_abc import smc_abc
+
+        return smc_abc
+    from .neural import SPLE, SPPE
+
+    return SPPE if method == "sppe" else SPLE
+
+
+def method_options(method: str) -> frozenset[str]:
+    """The options ``infer(..., method=method, **options)`` accepts for ``method``."""
+    target = _target(method)
+    is_class = inspect.isclass(target)
+    inits = [k.__init__ for k in target.__mro__ if "__init__" in vars(k)] if is_class else [target]
+    fixed = {"self", "model", "observed", "seed", "backend"}
+    names: set[str] = set()
+    for fn in inits:  # a class's **kwargs reach its bases' __init__
+        params = inspect.signature(fn).parameters.values()
+        names |= {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+        if not any(p.kind is p.VAR_KEYWORD for p in params):
+            break
+    return frozenset(names - fixed)
+
+
+def unknown_options(method: str, options: dict[str, Any]) -> list[str]:
+    """The names in ``options`` that ``method`` does not accept."""
+    return sorted(set(options) - method_options(method))
+
+
+def check_options(method: str, options: dict[str, Any], reason: str = "") -> None:
+    """Refuse options that ``method`` does not take, naming the methods that do."""
+    bad = unknown_options(method, options)
+    if not bad:
+        return
+    takers = [m for m in METHODS[1:] if not unknown_options(m, options)]
+    hint = (f"methods that accept them: {', '.join(takers)}; pass method=..." if takers
+            else "no method accepts all of them; check the spelling")
+    why = f" (chosen because {reason})" if reason else ""
+    raise InvalidDataError(
+        f"method {method!r}{why} does not accept the option(s) {', '.join(bad)}; {hint}. "
+        f"It accepts: {', '.join(sorted(method_options(method)))}."
     )
 
 
@@ -158,7 +232,7 @@ def infer(
     root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     per_sim = simulation_seconds(model, seed=root)
     if method == "auto":
-        chosen, reason = choose_method(model, per_sim, float(budget_seconds))
+        chosen, reason = choose_method(model, per_sim, float(budget_seconds), options)
     else:
         chosen, reason = method, "requested by the caller"
         if chosen in ("exact", "importance") and not getattr(model.mechanism, "has_density", False):
@@ -166,6 +240,7 @@ def infer(
                 f"method {chosen!r} needs a mechanism with a density; {type(model.mechanism).__name__} has "
                 "none. Use method='smc-abc' or 'sppe' (or 'auto')."
             )
+    check_options(chosen, options, reason if method == "auto" else "")
     start = time.perf_counter()
     result = _run(chosen, model, obs, root, backend, options)
     wall = time.perf_counter() - start
@@ -208,7 +283,9 @@ def calibration_check(
     root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     chosen = method
     if method == "auto":
-        chosen, _ = choose_method(fit_model, simulation_seconds(fit_model, seed=root), budget_seconds)
+        per_sim = simulation_seconds(fit_model, seed=root)
+        chosen, _ = choose_method(fit_model, per_sim, budget_seconds, options)
+    check_options(chosen, options)
 
     def fit(obs: np.ndarray, fit_seed: np.random.SeedSequence) -> Any:
         with warnings.catch_warnings():
@@ -220,4 +297,7 @@ def calibration_check(
     return res
 
 
-__all__ = ["calibration_check", "choose_method", "diagnose", "infer", "simulation_seconds"]
+__all__ = [
+    "calibration_check", "check_options", "choose_method", "diagnose", "infer", "method_options",
+    "simulation_seconds",
+]
