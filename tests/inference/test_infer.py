@@ -121,5 +121,5 @@ def test_options_restrict_the_automatic_choice_so_load_cannot_break_a_call(monke
     monkeypatch.setattr(infer_mod, "simulation_seconds", lambda *a, **k: 10.0)  # simulated load
     with pytest.raises(InvalidDataError, match=r"n_particlez.*n_particles|accept"):
         dpinfer.infer(m, OBS, n_particlez=200)
-    with pytest.raises(InvalidDataError, match="'sppe' does not accept the option.*n_particles.*exact, smc-abc"):
+    with pytest.raises(InvalidDataError, match="'sppe' does not accept.*n_particles.*exact, smc-abc"):
         dpinfer.infer(m, OBS, method="sppe", n_particles=200)
