@@ -33,7 +33,7 @@ CHILD = """
 import sys, time
 from pathlib import Path
 from dpinfer.inference.smc.schedule import FixedSchedule
-from dpinfer.inference import smc_abc
+from dpinfer.inference import RunOptions, smc_abc
 from dpinfer.models.shipped.gaussian_mean import GaussianMean
 
 store, flag = sys.argv[1], Path(sys.argv[2])
@@ -45,7 +45,7 @@ def stall(diag):
 
 model = GaussianMean(n=50, clamp=(-2.0, 2.0), epsilon=0.5, prior_sd=1.0, noise_sd=1.0)
 smc_abc(model, [1.3], n_particles=300, batch_size=200, backend="serial", seed=7,
-        schedule=FixedSchedule(TOLERANCES), runs=store, callback=stall)
+        schedule=FixedSchedule(TOLERANCES), runs=store, run=RunOptions(callback=stall))
 """.replace("TOLERANCES", repr(TOLERANCES))
 
 

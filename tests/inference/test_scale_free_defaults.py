@@ -10,7 +10,7 @@ import pytest
 
 from dpinfer.errors import DPInferError, ImpossibleObservationError, ObservedOutsideSimulationsWarning
 from dpinfer.execution import AutoBackend, SerialBackend, get_backend
-from dpinfer.inference import smc_abc
+from dpinfer.inference import RunOptions, smc_abc
 from dpinfer.inference.smc.adaptive_schedule import AdaptiveSchedule
 from dpinfer.inference.smc.schedule import GeometricSchedule, make_schedule
 from dpinfer.models.shipped.gaussian_mean import GaussianMean
@@ -81,7 +81,7 @@ def test_stopping_rule_does_not_depend_on_units():
     # known-broken variant: the paper's absolute tolerances cannot even be met in milli-units
     smc_abc(base, [0.4], schedule="paper", **kw)
     with pytest.raises(ImpossibleObservationError):
-        smc_abc(milli, [400.0], schedule="paper", max_population_simulations=20_000, **kw)
+        smc_abc(milli, [400.0], schedule="paper", run=RunOptions(max_population_simulations=20_000), **kw)
 
 
 def test_adaptive_schedule_stop_rules():
@@ -110,7 +110,8 @@ def test_impossible_observation_is_a_clear_error_not_a_hang():
         smc_abc(model, [50.0], n_particles=200, schedule="paper", batch_size=1000, seed=0)
     assert isinstance(info.value, DPInferError)
     with pytest.raises(ImpossibleObservationError, match="accepted only 0 of"):
-        smc_abc(model, [50.0], n_particles=200, schedule=[1.0], seed=0, max_population_simulations=5000)
+        smc_abc(model, [50.0], n_particles=200, schedule=[1.0], seed=0,
+                run=RunOptions(max_population_simulations=5000))
 
 
 def test_adaptive_schedule_flags_an_impossible_observation():

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from dpinfer.errors import InvalidDataError
+from dpinfer.inference.smc.options import RunOptions
 from dpinfer.inference.smc.result import SMCABCResult
 from dpinfer.inference.smc.schedule import FixedSchedule, GeometricSchedule, QuantileSchedule
 from dpinfer.inference.smc.smc_abc import SMCInterrupted, smc_abc
@@ -181,7 +182,7 @@ def test_interrupted_run_keeps_completed_populations(tmp_path):
             backend="serial",
             seed=0,
             batch_size=100,
-            checkpoint=ckpt,
+            run=RunOptions(checkpoint=ckpt),
         )
     part = info.value.partial
     assert part is not None and not part.complete and "interrupted" in part.stop_reason

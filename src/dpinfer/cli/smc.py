@@ -36,7 +36,7 @@ from .common import (
 
 # options passed on under their own names (the dests of --theta, --inner are n_theta, n_inner)
 _SMC_OPTIONS = (
-    "backend", "seed", "batch_size", "n_workers", "max_simulations", "checkpoint", "runs", "resume"
+    "backend", "seed", "batch_size", "n_workers", "max_simulations", "runs", "resume"
 )
 _IS_OPTIONS = ("n_theta", "n_inner", "pilot_theta", "pilot_inner", "backend", "n_workers", "seed")
 _WORKERS = "worker processes (default: all cores)"
@@ -153,6 +153,7 @@ class PopulationReporter:
 
 
 def _smc_abc(args: argparse.Namespace) -> int:
+    from ..inference.smc.options import RunOptions
     from ..inference.smc.smc_abc import SMCInterrupted, smc_abc
 
     model, observed, epsilon = release_from_args(args)
@@ -169,8 +170,11 @@ def _smc_abc(args: argparse.Namespace) -> int:
             observed,
             n_particles=args.particles,
             schedule=_schedule(args),
-            progress=not args.no_progress and sys.stderr.isatty(),
-            callback=None if args.json else PopulationReporter(max_populations(args)),
+            run=RunOptions(
+                progress=not args.no_progress and sys.stderr.isatty(),
+                callback=None if args.json else PopulationReporter(max_populations(args)),
+                checkpoint=args.checkpoint,
+            ),
             **pick(args, *_SMC_OPTIONS),
         )
     except SMCInterrupted as exc:

@@ -16,12 +16,15 @@ from .exact.tempered import tempered_smc
 from .exact.tempered_result import TemperedSMCResult
 from .entry import infer
 from .posterior import InferenceResult
+from .smc.options import KernelOptions, RunOptions
 from .smc.result import SMCABCResult
 from .smc.smc_abc import SMCInterrupted, smc_abc
 
 __all__ = [
     "ImportanceResult",
     "InferenceResult",
+    "KernelOptions",
+    "RunOptions",
     "SMCABCResult",
     "SMCInterrupted",
     "TemperedSMCResult",

@@ -24,9 +24,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -38,6 +36,7 @@ from ..weighted import ess as _ess
 from ..weighted import release_facts
 from .adaptive_schedule import stall_message, stalled_findings
 from .kernel import BatchTask, PerturbationKernel, population_batch
+from .options import KernelOptions, RunOptions
 from .result import PopulationDiagnostics as _Diagnostics
 from .result import SMCABCResult as _Result
 from .runs import SMCRunHook
@@ -164,23 +163,17 @@ def _fill_population(
 def smc_abc(
     model: Any,
     observed: Any,
+    *,
     n_particles: int = 2000,
     schedule: Any = "adaptive",
-    backend: Any = "auto",
     seed: int | np.random.SeedSequence | None = None,
-    *,
+    backend: Any = "auto",
+    n_workers: int | None = None,
     batch_size: int = 1000,
-    kernel_scale: float = 2.0,
-    weighted_covariance: bool = True,
-    resample_threshold: float = 0.5,
     scale: Any = None,
     max_simulations: int | None = None,
-    max_population_simulations: int | None = None,
-    n_workers: int | None = None,
-    progress: bool = False,
-    checkpoint: str | Path | None = None,
-    keep_history: bool = True,
-    callback: Callable[[_Diagnostics], None] | None = None,
+    kernel: KernelOptions | None = None,
+    run: RunOptions | None = None,
     runs: Any = None,
     resume: str | None = None,
 ) -> _Result:
@@ -208,26 +201,22 @@ def smc_abc(
         (``python -c``, stdin, notebooks) work.
     seed
         Fixes every simulation (with ``batch_size``), whatever the backend.
+    n_workers
+        Worker processes of a process backend (default: all cores).
     batch_size
         Proposals per batch (the unit of parallel work).
-    kernel_scale, weighted_covariance
-        Perturbation covariance = ``kernel_scale`` × (weighted) covariance of the previous
-        population. Beaumont et al. (2009): 2 and weighted (default); authors' code: 1, unweighted.
-    resample_threshold
-        Resample (multinomial) when ESS < ``resample_threshold·n_particles``.
     scale
         Optional per-coordinate scale of the Euclidean distance (None: unscaled, as the authors).
     max_simulations
         Stop before a population would exceed this total; the last complete population is
         returned with ``complete=False`` and a ``stop_reason``.
-    max_population_simulations
-        A population that has not completed after this many simulations (default
-        ``max(10**6, 1000·n_particles)``) raises :class:`~dpinfer.errors.ImpossibleObservationError`:
-        with (near) zero acceptance the run would otherwise never end.
-    progress
-        Show a tqdm bar per population (off when not a TTY).
-    checkpoint
-        If given, the result so far is saved there after each population.
+    kernel
+        :class:`~dpinfer.inference.smc.options.KernelOptions`: perturbation covariance scale
+        (Beaumont et al. 2009: 2, weighted, the default), weighted covariance, resampling threshold.
+    run
+        :class:`~dpinfer.inference.smc.options.RunOptions`: progress bar, per-population callback,
+        checkpoint file, history, and the simulations after which one population is declared
+        impossible (:class:`~dpinfer.errors.ImpossibleObservationError`).
     runs, resume
         A run store (path, ``postgresql://`` URL or :class:`~dpinfer.execution.runstore.RunStore`)
         that records this run and checkpoints it after every population; ``resume=RUN_ID``
@@ -248,8 +237,16 @@ def smc_abc(
     n_particles = int(n_particles)
     obs = _check_inputs(model, observed, n_particles, batch_size)
     sched = _make_schedule(schedule)
-    if not (kernel_scale > 0 and 0 <= resample_threshold <= 1):
-        raise InvalidDataError("kernel_scale must be > 0 and resample_threshold in [0, 1].")
+    kernel = KernelOptions() if kernel is None else kernel
+    run = RunOptions() if run is None else run
+    if not isinstance(kernel, KernelOptions) or not isinstance(run, RunOptions):
+        raise InvalidDataError(
+            "kernel must be a KernelOptions and run a RunOptions (dpinfer.inference.smc.options)."
+        )
+    kernel_scale, weighted_covariance = float(kernel.scale), bool(kernel.weighted_covariance)
+    resample_threshold = float(kernel.resample_threshold)
+    max_population_simulations, progress = run.max_population_simulations, run.progress
+    checkpoint, keep_history, callback = run.checkpoint, run.keep_history, run.callback
     scale_arr = None if scale is None else np.broadcast_to(np.asarray(scale, float), obs.shape).copy()
     if scale_arr is not None and np.any(scale_arr <= 0):
         raise InvalidDataError("distance scale must be positive.")
