@@ -62,7 +62,7 @@ def main() -> None:
             thetas.append(th)
             rhos.append(dist.batch(prep, sims))
         theta, rho = np.concatenate(thetas), np.concatenate(rhos)
-        delta = dist.sensitivity(prep)
+        delta = dist.sensitivity(len(observed))
         rng = PrivacyRNG()
         for c in C_VALUES:
             for eps_abc in EPS_ABC:

@@ -35,7 +35,7 @@ def run_n(n: int, draws: int, seed: int, c: int, eps: float, eps_abc: float, cli
     observed = model.observed(seed=10_000 + seed)
     dist = model.distance(clip)
     prep = dist.prepare(observed)
-    delta = dist.sensitivity(prep)
+    delta = dist.sensitivity(len(observed))
     stream = SimulatedDraws(model.prior_sample, model.simulate, draws, seed=seed, batch_size=batch)
     engines = {
         "R": SparseVector(c, svt_noise_scale(c, eps, delta, True), eps_abc, True, PrivacyRNG()),

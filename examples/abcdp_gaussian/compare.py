@@ -94,14 +94,13 @@ def engine(kind: str, c: int, eps: float, delta_rho: float, eps_abc: float, k: i
     if kind == "laplace":
         return SparseVector(c, svt_noise_scale(c, eps, delta_rho), eps_abc, False, PrivacyRNG())
     ev = calibrate_gaussian_svt(eps, DELTA, c, k)
-    return GaussianSparseVector(c, ev.threshold_noise_multiplier * delta_rho,
-                                ev.query_noise_multiplier * delta_rho, eps_abc, False, PrivacyRNG())
+    return GaussianSparseVector.from_event(ev, delta_rho, eps_abc, PrivacyRNG())  # at most k queries
 
 
 def run_problem(p, cs, repeats):
     dist = p["dist"]
     prep = dist.prepare(p["observed"])
-    delta_rho = float(dist.sensitivity(prep))
+    delta_rho = float(dist.sensitivity(len(p["observed"])))
     rho = np.concatenate([dist.batch(prep, p["sims"][i:i + 256]) for i in range(0, len(p["sims"]), 256)])
     # wiring check: the public entry point releases c draws of this stream under the same event
     with warnings.catch_warnings():  # an example: nothing is charged to a ledger

@@ -54,7 +54,7 @@ def embedding_setup(p, n_features):
 def run_problem(p, cs_lap, cs_emb, repeats, n_features):
     dist = p["dist"]
     prep = dist.prepare(p["observed"])
-    delta_rho = float(dist.sensitivity(prep))
+    delta_rho = float(dist.sensitivity(len(p["observed"])))
     rho = np.concatenate([dist.batch(prep, p["sims"][i:i + 256]) for i in range(0, len(p["sims"]), 256)])
     T = rho.size
     rows = []

@@ -20,7 +20,8 @@ import pytest
 from scipy import integrate, stats
 
 from dpinfer.diagnostics import svt_noise_scale
-from dpinfer.distances import RFFMMD, ClippedDistance, weighted_euclidean
+from dpinfer.distances import RFFMMD, ClippedDistance, Distance, release_sensitivity, weighted_euclidean
+from dpinfer.errors import InferenceWarning
 from dpinfer.privacy import InsecureRandomnessWarning, PrivacyRNG
 from dpinfer.privacy.mechanisms.svt import SparseVector
 
@@ -50,7 +51,7 @@ def neighbouring_clipped():
     sims[2, 1:, 0] = 2.0 / 3.0
     rho = dist.batch(dist.prepare(d), sims)
     rho_prime = dist.batch(dist.prepare(d_prime), sims)
-    return dist.sensitivity(dist.prepare(d)), rho, rho_prime
+    return dist.sensitivity(d.shape[0]), rho, rho_prime
 
 
 def run_many(engine_cls, rho, b, n_runs, seed, eps_abc=EPS_ABC):
@@ -156,8 +157,8 @@ def test_privacy_audit_rff_mmd_neighbours():
         if shift > best_shift:
             best, best_shift = xp, shift
     rho_prime = dist.batch(dist.prepare(best), sims)
-    assert best_shift <= dist.sensitivity(prep) + 1e-12
-    b = svt_noise_scale(C_STOP, EPS, dist.sensitivity(prep))
+    assert best_shift <= dist.sensitivity(x.shape[0]) + 1e-12
+    b = svt_noise_scale(C_STOP, EPS, dist.sensitivity(x.shape[0]))
     eps_abc = float(np.median(rho))
     counts = [
         run_many(SparseVector, data_rho, b, 200_000, seed, eps_abc)
@@ -226,3 +227,100 @@ def test_privacy_audit_c2_both_resample_options(resample):
     keep = (counts[0] + counts[1]) > 0
     _, violated = certified_violation(counts[0][keep], counts[1][keep], EPS)
     assert not violated
+
+
+# ---- a user's distance that declares half its true sensitivity (issue 23, finding 5) -----------
+
+
+class HandMeanDistance(Distance):
+    """A user's own per-record mean of min(|y_j - y*_j|, 1): true Δρ = 1/n; declares ``factor``/n.
+
+    Written by hand (not a ClippedDistance), so dpinfer cannot prove its declaration."""
+
+    name = "hand-mean"
+
+    def __init__(self, factor: float) -> None:
+        self.factor = factor
+
+    def prepare(self, observed):
+        return np.asarray(observed, dtype=np.float64)[:, 0]
+
+    def batch(self, prepared, sims):
+        arr = np.asarray(sims, dtype=np.float64)[:, :, 0]
+        return np.minimum(np.abs(arr - prepared[None]), 1.0).mean(axis=1)
+
+    def sensitivity(self, n_records):
+        return self.factor / n_records
+
+    def bound(self, n_records):
+        return 1.0
+
+
+def _audit_stream():
+    d = np.zeros((4, 1))
+    d_prime = d.copy()
+    d_prime[0, 0] = 5.0
+    sims = np.zeros((3, 4, 1))
+    sims[:2, 0, 0] = 5.0
+    sims[:2, 1:, 0] = 1.0 / 3.0
+    sims[2, 1:, 0] = 2.0 / 3.0
+    return d, d_prime, sims
+
+
+def _exact_loss(rho, rho_prime, b):
+    p = exact_output_probabilities(rho, b, 2.0)
+    q = exact_output_probabilities(rho_prime, b, 2.0)
+    return float(np.abs(np.log(p / q)).max())
+
+
+def test_half_sensitivity_declaration_is_enforced_by_clipping():
+    """Exact output laws (quadrature) of the release of a user distance declaring Δρ/2: trusted as
+    before (broken variant), the largest log-ratio of neighbouring output probabilities is 1.28 >
+    ε = 1; enforced (the distance clipped to [0, Δρ/2] by release_sensitivity), it is 0 here
+    (both neighbours' distances clip to the bound) and never above ε."""
+    d, d_prime, sims = _audit_stream()
+    half = HandMeanDistance(0.5)
+    with pytest.warns(InferenceWarning):
+        plan = release_sensitivity(half, 4)
+    b = svt_noise_scale(C_STOP, EPS, plan.sensitivity)
+    raw = [half.batch(half.prepare(x), sims) for x in (d, d_prime)]
+    np.testing.assert_allclose(raw[1] - raw[0], [-0.25, -0.25, 0.25])  # the true sensitivity 1/4
+    trusted = _exact_loss(raw[0], raw[1], b)
+    enforced = [plan.distance.batch(plan.distance.prepare(x), sims) for x in (d, d_prime)]
+    assert np.abs(enforced[1] - enforced[0]).max() <= plan.sensitivity
+    assert trusted > EPS + 0.2
+    assert _exact_loss(enforced[0], enforced[1], b) <= EPS
+
+
+@pytest.mark.slow
+def test_half_sensitivity_user_distance_audited_through_public_abcdp(monkeypatch):
+    """Black-box audit through dpinfer.release.abcdp of the half-declaring user distance: the
+    enforced release passes; the broken variant (its declaration trusted, as the old interface
+    did) is flagged."""
+    from dpinfer.distances import enforce
+    from dpinfer.release import abcdp
+
+    d, d_prime, sims = _audit_stream()
+    thetas = np.arange(3.0)[:, None]
+
+    def counts(seeds, n=20_000):
+        out = []
+        for data, seed in zip((d, d_prime), seeds, strict=True):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                rng = PrivacyRNG.insecure_deterministic(seed)
+                cnt = np.zeros(4, dtype=np.int64)
+                for _ in range(n):
+                    res = abcdp(data, (thetas, sims), HandMeanDistance(0.5), C_STOP, EPS, EPS_ABC,
+                                privacy_rng=rng)
+                    cnt[res.accepted_index[0] if res.n_accepted else 3] += 1
+            out.append(cnt)
+        return out
+
+    good = counts((41, 42))
+    _, violated = certified_violation(good[0], good[1], EPS)
+    assert not violated
+    monkeypatch.setitem(enforce.PROVEN_SENSITIVITY, HandMeanDistance, "trusted (broken variant)")
+    bad = counts((43, 44))
+    bound, violated = certified_violation(bad[0], bad[1], EPS)
+    assert violated, f"trusted half-sensitivity declaration not flagged (certified {bound:.3f})"

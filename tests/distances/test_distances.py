@@ -5,8 +5,20 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpinfer.distances import RFFMMD, ClippedDistance, ExactMMD, median_heuristic, weighted_euclidean
-from dpinfer.errors import InvalidDataError
+from dpinfer.distances import (
+    RFFMMD,
+    BinnedRFFMMD,
+    ClippedDistance,
+    Distance,
+    ExactMMD,
+    SensitivityClippedDistance,
+    count_records,
+    median_heuristic,
+    release_sensitivity,
+    weighted_euclidean,
+)
+from dpinfer.distances.enforce import ENFORCED
+from dpinfer.errors import InferenceWarning, InvalidDataError
 from dpinfer.privacy import InvalidPrivacyParameterError
 
 
@@ -58,7 +70,7 @@ def test_replace_one_sensitivity_bound_holds(make):
         obs2 = obs.copy()
         obs2[int(v * 10) % n, 0] = v
         worst = max(worst, np.abs(dist.batch(dist.prepare(obs2), sims) - rho).max())
-    assert dist.sensitivity(dist.prepare(obs)) == pytest.approx(2 / n)
+    assert dist.sensitivity(n) == pytest.approx(2 / n)
     assert worst <= 2 / n + 1e-12
     assert worst > 0.5 / n  # the search does move rho substantially
 
@@ -68,7 +80,7 @@ def test_clipped_distance_sensitivity_and_nan_handling():
     dist = ClippedDistance(base, clip=3.0)
     obs = np.zeros((5, 2))
     prep = dist.prepare(obs)
-    assert dist.sensitivity(prep) == pytest.approx(3.0 / 5)
+    assert dist.sensitivity(5) == pytest.approx(3.0 / 5)
     sims = np.zeros((2, 5, 2))
     sims[0, 0] = [100.0, 0.0]
     sims[1, 1] = [0.0, 0.5]
@@ -180,7 +192,7 @@ def test_binned_rff_has_unit_norm_exact_sensitivity_and_small_error():
     for x in (-3.0, 0.0, 2.2, 7.0):  # also outside the grid: edge bins
         assert np.linalg.norm(binned.embed(np.array([[x]]))) == pytest.approx(1.0)
     pb, pe = binned.prepare(obs), exact.prepare(obs)
-    assert binned.sensitivity(pb) == pytest.approx(2 / 1000)
+    assert binned.sensitivity(1000) == pytest.approx(2 / 1000)
     err = np.abs(binned.batch(pb, sims) - exact.batch(pe, sims)).max()
     # each feature moves by at most ||w||·h/2 per point
     h = 5.0 / 4096
@@ -198,3 +210,82 @@ def test_vectorised_float32_sincos_kernel_matches_numpy_float32_accuracy():
     assert np.abs(s - np.sin(xd)).max() < 2.5 * ref_err
     assert np.abs(c - np.cos(xd)).max() < 2.5 * ref_err
     np.testing.assert_allclose(s.astype(np.float64) ** 2 + c.astype(np.float64) ** 2, 1.0, atol=1e-6)
+
+
+# ---- sensitivity from public bounds only (issue 23, finding 5) ------------------------------
+
+
+class MeanAbsDistance(Distance):
+    """A user's distance: mean over n records of min(|y_j - y*_j|, 1); true Δρ = 1/n, declared
+    ``factor``/n (factor 0.5: half the true sensitivity)."""
+
+    name = "mean-abs"
+
+    def __init__(self, factor: float = 1.0) -> None:
+        self.factor = factor
+
+    def prepare(self, observed):
+        return np.asarray(observed, dtype=np.float64).reshape(-1)
+
+    def batch(self, prepared, sims):
+        sims = np.asarray(sims, dtype=np.float64).reshape(-1, prepared.size)
+        return np.minimum(np.abs(sims - prepared[None]), 1.0).mean(axis=1)
+
+    def sensitivity(self, n_records):
+        return self.factor / n_records
+
+
+def test_library_distances_declare_sensitivity_and_bound_from_n_only():
+    for dist, sens, bound in ((RFFMMD(0.7, 20), 2 / 9, 2.0), (ExactMMD(0.7), 2 / 9, 2.0),
+                              (BinnedRFFMMD(0.7, 20), 2 / 9, 2.0),
+                              (ClippedDistance(weighted_euclidean([1.0]), 3.0), 3 / 9, 3.0)):
+        assert dist.sensitivity(9) == pytest.approx(sens) and dist.bound(9) == bound
+        plan = release_sensitivity(dist, 9)
+        assert plan.distance is dist and not plan.enforced and "Park et al. 2021" in plan.proof
+        # the data never reach it: a prepared object (the old interface) is refused
+        with pytest.raises(InvalidPrivacyParameterError):
+            dist.sensitivity(dist.prepare(np.zeros((9, 1))))
+    assert count_records(np.zeros((7, 3))) == 7 and count_records([1.0, 2.0]) == 2
+    for bad in (np.zeros((0, 2)), 3.0, [[1.0], [2.0, 3.0]]):
+        with pytest.raises(InvalidDataError):
+            count_records(bad)
+
+
+def test_unproven_distance_is_clipped_to_its_declared_sensitivity():
+    """A user's distance (or a subclass of a library one) is not trusted: the release clips it to
+    [0, Δρ], so two neighbours' distances differ by at most the declared Δρ whatever it computes.
+    Half the true sensitivity: the raw distance moves by 2x the declaration, the clipped one by
+    at most the declaration (known-broken variant: trusting it)."""
+    n = 4
+    obs = np.zeros(n)
+    obs_prime = obs.copy()
+    obs_prime[0] = 5.0  # one record replaced
+    sims = np.full((3, n), 1.0 / 3.0)
+    sims[:, 0] = [5.0, 5.0, 0.0]
+    half = MeanAbsDistance(0.5)
+    with pytest.warns(InferenceWarning, match="clips the distance"):
+        plan = release_sensitivity(half, n)
+    assert plan.enforced and plan.proof == ENFORCED and plan.sensitivity == 0.5 / n == plan.bound
+    assert isinstance(plan.distance, SensitivityClippedDistance)
+    raw = np.abs(half.batch(half.prepare(obs), sims) - half.batch(half.prepare(obs_prime), sims)).max()
+    d = plan.distance
+    clipped = np.abs(d.batch(d.prepare(obs), sims) - d.batch(d.prepare(obs_prime), sims)).max()
+    assert raw == pytest.approx(1.0 / n)  # the true sensitivity, 2x the declaration (broken: trusted)
+    assert clipped <= plan.sensitivity + 1e-15
+    # a subclass of a proven distance is enforced too (it may change batch)
+
+    class Tweaked(RFFMMD):
+        pass
+
+    with pytest.warns(InferenceWarning):
+        assert release_sensitivity(Tweaked(0.5, 10), 10).enforced
+
+
+@pytest.mark.parametrize("declared", [1e-310, 0.0, -1.0, float("nan"), float("inf"), 1e301, "x", True])
+def test_vanishing_or_invalid_sensitivity_is_refused(declared):
+    class Declared(MeanAbsDistance):
+        def sensitivity(self, n_records):
+            return declared
+
+    with pytest.raises(InvalidPrivacyParameterError, match="sensitivity"):
+        release_sensitivity(Declared(), 4)

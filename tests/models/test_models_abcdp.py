@@ -57,7 +57,7 @@ def test_tb_sanfrancisco_data_and_summaries():
     s = sanfrancisco_summaries()[0]
     np.testing.assert_array_equal(Tuberculosis.sanfrancisco()[0], s)
     d = Tuberculosis(n_datasets=1).distance()
-    assert d.sensitivity(d.prepare(Tuberculosis.sanfrancisco())) == 200.0
+    assert d.sensitivity(len(Tuberculosis.sanfrancisco())) == 200.0
     np.testing.assert_allclose(s[:6], [473, 326, 30, (30 - 10) / 3, 282, 20])
     assert s[6] == 24 and s[7] == np.unique(months).size
 

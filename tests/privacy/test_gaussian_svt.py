@@ -20,7 +20,7 @@ import pytest
 from scipy import stats
 
 from dpinfer.distances import ClippedDistance, weighted_euclidean
-from dpinfer.errors import CalibrationError, UnsupportedEventError
+from dpinfer.errors import CalibrationError, InferenceWarning, UnsupportedEventError
 from dpinfer.privacy import (
     ADD_REMOVE,
     GaussianSparseVectorEvent,
@@ -153,7 +153,7 @@ def test_abcdp_gaussian_option_reports_and_charges_rdp(tmp_path):
     assert res.privacy.epsilon <= 2.0
     (ev,) = flatten(res.privacy.event)
     assert isinstance(ev, GaussianSparseVectorEvent) and ev.max_queries == 200 and ev.c == 3
-    assert res.b == pytest.approx(ev.threshold_noise_multiplier * dist.sensitivity(dist.prepare(observed)))
+    assert res.b == pytest.approx(ev.threshold_noise_multiplier * dist.sensitivity(observed.shape[0]))
     assert res.sigma_query == pytest.approx(res.b * ev.query_noise_multiplier / ev.threshold_noise_multiplier)
     assert len(ledger.history("d")) == 1
     # a PLD ledger cannot account it: refused before anything is released or charged
@@ -169,6 +169,50 @@ def test_abcdp_gaussian_option_reports_and_charges_rdp(tmp_path):
             abcdp(observed, (thetas, sims), dist, 3, 2.0, 0.3, privacy_rng=prng(3), **kw)
 
 
+class LyingSource:
+    """Declares ``declared`` draws (what the noise is calibrated for) and yields all of them."""
+
+    def __init__(self, thetas, sims, declared):
+        self.thetas, self.sims, self.n_draws = thetas, sims, declared
+
+    def batches(self):
+        for a in range(0, len(self.thetas), 500):
+            yield self.thetas[a:a + 500], self.sims[a:a + 500]
+
+
+def test_gaussian_engine_enforces_its_query_limit():
+    """The guarantee holds for at most max_queries answers (the ln C(k, i) term grows with k): the
+    engine stops there itself. Answering all 5000 queries of noise calibrated for 2 is what the
+    accountant prices at ε > 1.2 for the claimed 1 (broken: the limit left to the caller)."""
+    ev = calibrate_gaussian_svt(1.0, 1e-6, 2, 2)
+    eng = GaussianSparseVector.from_event(ev, 1.0, 0.0, prng(5))
+    assert eng.max_queries == 2
+    out = eng.process(np.full(5000, 100.0))  # far above the threshold: every answer is 0
+    assert out.size == 2 and eng.done and eng.exhausted and eng.process(np.zeros(3)).size == 0
+    acc = get_accountant("rdp")
+    answered = GaussianSparseVectorEvent(2, ev.threshold_noise_multiplier, ev.query_noise_multiplier, 5000)
+    assert acc.epsilon(ev, 1e-6) <= 1.0 < 1.2 < acc.epsilon(answered, 1e-6)
+    with pytest.raises(InvalidPrivacyParameterError, match="max_queries"):
+        GaussianSparseVector(1, 1.0, 1.0, 0.0, False, prng(5), max_queries=None)
+
+
+def test_gaussian_abcdp_answers_at_most_the_declared_draws_of_a_lying_source(tmp_path):
+    """A draw source declaring T = 2 and yielding 5000: ABCDP answers 2 queries (the number its
+    noise is calibrated for), warns, and the ledger's single charge covers what was answered."""
+    observed, thetas, sims, dist = small_stream()
+    reps = 25  # 200 x 25 = 5000 draws
+    source = LyingSource(np.tile(thetas, (reps, 1)), np.tile(sims, (reps, 1, 1)), 2)
+    ledger = Ledger(tmp_path / "l.db", create=True)
+    ledger.register("d", epsilon=1.0, delta=1e-5, accountant="rdp")
+    with pytest.warns(InferenceWarning, match="declared n_draws = 2"):
+        res = abcdp(observed, source, dist, 2, 1.0, 0.0, noise="gaussian", delta=1e-6, privacy_rng=prng(6),
+                    ledger=ledger, dataset="d")
+    assert res.n_draws <= 2 and res.indicators.size <= 2
+    (ev,) = flatten(res.privacy.event)
+    assert ev.max_queries == 2 and res.privacy.epsilon <= 1.0
+    assert len(ledger.history("d")) == 1 and ledger.spent("d") <= 1.0
+
+
 # ---- empirical audit -------------------------------------------------------------------------
 EPS, DELTA, K = 1.0, 1e-6, 200
 
@@ -178,7 +222,7 @@ def audit_statistic(c: int, s1: float, s2: float, rho: np.ndarray, n: int, seed:
     rng = prng(seed)
     out = np.empty(n)
     for r in range(n):
-        eng = GaussianSparseVector(c, s1, s2, 0.0, False, rng)
+        eng = GaussianSparseVector(c, s1, s2, 0.0, False, rng, max_queries=K)
         ans = np.zeros(K)
         got = eng.process(rho)
         ans[: got.size] = got
@@ -230,7 +274,7 @@ def test_cli_abcdp_gaussian_noise(tmp_path, capsys):
     (tmp_path / "obs.csv").write_text("x\n" + "\n".join(f"{v:.6f}" for v in 1.0 + rng.normal(size=20)))
     ledger = tmp_path / "b.db"
     assert main(["budget", "init", "--ledger", str(ledger), "--dataset", "d", "--epsilon", "5",
-                 "--delta", "1e-5", "--accountant", "rdp"]) == 0
+                 "--delta", "1e-5", "--accountant", "rdp", "--unbound"]) == 0
     base = ["abcdp", "--observed", str(tmp_path / "obs.csv"), "--simulations", str(tmp_path / "sims.npz"),
             "-c", "3", "--epsilon", "4", "--epsilon-abc", "0.3", "--distance", "exact", "--bandwidth", "1",
             "--ledger", str(ledger), "--dataset", "d", "--no-progress", "--noise", "gaussian"]
@@ -242,9 +286,13 @@ def test_cli_abcdp_gaussian_noise(tmp_path, capsys):
     assert rel["privacy"]["events"][0]["type"] == "GaussianSparseVectorEvent"
     assert len(rel["accepted"]) == 3 and len(Ledger(ledger).history("d")) == 1
     # a pld budget cannot account it: exit 2, nothing charged, the advice names the rdp accountant
-    assert main(["budget", "init", "--ledger", str(ledger), "--dataset", "p", "--epsilon", "5"]) == 0
+    assert main(["budget", "init", "--ledger", str(ledger), "--dataset", "p", "--epsilon", "5",
+                 "--unbound"]) == 0
     capsys.readouterr()
     argv = [*base, "--delta", "1e-6", "--out", str(tmp_path / "r2.json")]
     argv[argv.index("d", argv.index("--dataset"))] = "p"
+    other = tmp_path / "obs2.csv"  # obs.csv itself is charged to 'd': it cannot be charged to 'p'
+    other.write_text((tmp_path / "obs.csv").read_text() + "\n")
+    argv[argv.index(str(tmp_path / "obs.csv"))] = str(other)
     assert main(argv) == 2
     assert "--accountant rdp" in capsys.readouterr().err and Ledger(ledger).history("p") == []

@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from dpinfer.distances import RFFMMD
-from dpinfer.errors import InvalidDataError
+from dpinfer.distances import RFFMMD, Distance, as_batch, as_points
+from dpinfer.errors import InferenceWarning, InvalidDataError
 from dpinfer.models.shipped.mixture_uniform import MixtureOfUniforms
 from dpinfer.privacy import (
     BudgetExceededError,
@@ -76,7 +76,7 @@ def test_tiny_noise_equals_rejection_abc_on_the_same_stream(toy):
     eps_abc = float(np.quantile(rho, 0.1))
     for resample in (False, True):
         ref = rejection_abc_draws(observed, (thetas, sims), dist, eps_abc, max_accept=10)
-        res = abcdp(observed, (thetas, sims), dist, 10, 1e12, eps_abc, resample, privacy_rng=prng(3))
+        res = abcdp(observed, (thetas, sims), dist, 10, 1e9, eps_abc, resample, privacy_rng=prng(3))
         np.testing.assert_array_equal(res.accepted_index, ref.accepted_index)
         assert res.n_draws == ref.n_draws
     # without early stop, rejection ABC accepts exactly the draws below the threshold
@@ -218,8 +218,8 @@ def test_streaming_from_simulator_matches_arrays(toy):
     observed, thetas, sims, dist = toy
     model = MixtureOfUniforms(n_points=200)
     draws = SimulatedDraws(model.prior_sample, model.simulate, 300, seed=7, batch_size=64)
-    a = abcdp(observed, draws, dist, 4, 1e12, 0.08, privacy_rng=prng(5))
-    b = abcdp(observed, ArrayDraws(thetas, sims, batch_size=17), dist, 4, 1e12, 0.08, privacy_rng=prng(5))
+    a = abcdp(observed, draws, dist, 4, 1e9, 0.08, privacy_rng=prng(5))
+    b = abcdp(observed, ArrayDraws(thetas, sims, batch_size=17), dist, 4, 1e9, 0.08, privacy_rng=prng(5))
     np.testing.assert_array_equal(a.accepted_index, b.accepted_index)
     np.testing.assert_allclose(a.accepted, b.accepted)
 
@@ -275,3 +275,93 @@ def test_simulator_failure_after_charge_is_recorded_as_failed(tmp_path):
               ledger=ledger, dataset="toy", privacy_rng=prng(8))
     hist = ledger.history("toy")
     assert len(hist) == 1 and hist[0]["status"] == "failed"
+
+
+# ---- issue 23: sensitivity from public bounds, query limits, validation before the charge ------
+
+
+class _RangePrepared:
+    def __init__(self, points):
+        self.points = points
+
+
+class RangeSensitivityDistance(Distance):
+    """Planted user distance whose sensitivity is read off the data it is given: the range
+    max - min of the observed values (the old interface passed it the prepared data). Given a
+    number of records (the new interface) it can only declare a public value, 1.0."""
+
+    name = "range-user"
+
+    def prepare(self, observed):
+        return _RangePrepared(as_points(observed))
+
+    def batch(self, prepared, sims):
+        arr = as_batch(sims, prepared.points.shape[1])
+        return np.abs(arr.mean(axis=(1, 2)) - prepared.points.mean())
+
+    def sensitivity(self, prepared_or_n):
+        pts = getattr(prepared_or_n, "points", None)
+        return float(np.ptp(pts)) if pts is not None else 1.0
+
+
+def test_report_contains_nothing_derived_from_the_data(tmp_path, toy):
+    """The range of the observed data (a planted data-derived 'sensitivity') must appear nowhere in
+    what is published: the report and the release file. Old interface: reported exactly."""
+    _, thetas, sims, _ = toy
+    observed = np.random.default_rng(3).uniform(0.0, 1.0, size=(50, 1))
+    observed[0, 0], observed[1, 0] = 0.0, 0.7853981633974483  # range π/4, a distinctive value
+    data_range = float(np.ptp(observed))
+    with pytest.warns(InferenceWarning, match="clips the distance"):
+        res = abcdp(observed, (thetas, sims), RangeSensitivityDistance(), 2, 1.0, 0.1, privacy_rng=prng(11))
+    published = res.privacy.to_json() + res.write_release_json(tmp_path / "r.json").read_text()
+    assert res.privacy.sensitivity == 1.0 and res.privacy.details["sensitivity_proof"].startswith("enforced")
+    for text in (repr(data_range), f"{data_range:.6g}", f"{data_range:.10g}"):
+        assert text not in published
+
+
+@pytest.mark.parametrize("case", ["sens_1e-300", "eps_1e300", "user_zero"])
+def test_vanishing_noise_is_refused_before_charging(tmp_path, toy, case):
+    observed, thetas, sims, dist = toy
+    ledger = Ledger(tmp_path / "l.db", create=True)
+    ledger.register("toy", epsilon=1e301, accountant="pure")
+
+    class Tiny(RangeSensitivityDistance):
+        def sensitivity(self, n_records):
+            return 1e-300 if case == "sens_1e-300" else 0.0
+
+    distance, eps = (dist, 1e300) if case == "eps_1e300" else (Tiny(), 1.0)
+    with pytest.raises(InvalidPrivacyParameterError, match="noise|sensitivity"):
+        abcdp(observed, (thetas, sims), distance, 2, eps, 0.1, ledger=ledger, dataset="toy")
+    assert ledger.history("toy") == [] and ledger.spent("toy") == 0.0
+
+
+class LyingSource:
+    """A draw source that declares ``declared`` draws and yields every row of ``thetas``/``sims``."""
+
+    def __init__(self, thetas, sims, declared, batch=100):
+        self.thetas, self.sims, self.n_draws, self.batch = thetas, sims, declared, batch
+
+    def batches(self):
+        for a in range(0, len(self.thetas), self.batch):
+            yield self.thetas[a:a + self.batch], self.sims[a:a + self.batch]
+
+
+def test_laplace_abcdp_answers_at_most_the_declared_draws(toy):
+    observed, thetas, sims, dist = toy
+    with pytest.warns(InferenceWarning, match="declared n_draws"):
+        res = abcdp(observed, LyingSource(thetas, sims, 5), dist, 3, 1.0, 0.0, privacy_rng=prng(12))
+    assert res.n_draws <= 5 and res.indicators.size <= 5
+    for declared in (0, 2.5, "10", True):
+        with pytest.raises(InvalidDataError, match="n_draws"):
+            abcdp(observed, LyingSource(thetas, sims, declared), dist, 1, 1.0, 0.0, privacy_rng=prng(12))
+
+
+def test_sparse_vector_engine_counts_its_queries():
+    eng = SparseVector(2, 0.1, 0.0, False, prng(13), max_queries=7)
+    out = eng.process(np.full(1000, 50.0))  # far above the threshold: never accepted
+    assert out.size == 7 and eng.done and eng.exhausted and eng.n_queries == 7
+    assert eng.process(np.zeros(10)).size == 0
+    with pytest.raises(InvalidPrivacyParameterError):
+        SparseVector(3, 0.1, 0.0, False, prng(13), max_queries=2)  # fewer queries than c
+    with pytest.raises(TypeError):
+        SparseVector(1, 0.1, 0.0, False, np.random.default_rng(0))  # never a user's generator

@@ -83,3 +83,25 @@ def test_composed_event_charged_before_release(covid, tmp_path):
             args = dict(epsilon_abc_schedule=[e1, e2], c=5) | kw
             with pytest.raises(InvalidPrivacyParameterError):
                 private_smc_abc(observed, model, dist, args["epsilon_abc_schedule"], args["c"], 1.0, 1e-6)
+
+
+def test_refused_inputs_are_not_charged(tmp_path):
+    """Issue 23, finding 3: a 3-d observation against 1-d simulations, and absurd sizes, are refused
+    before the charge (the old code charged first and spent budget on a release that never came)."""
+    from dpinfer.distances import RFFMMD
+    from dpinfer.errors import InvalidDataError
+    from dpinfer.models.shipped.mixture_uniform import MixtureOfUniforms
+
+    model = MixtureOfUniforms(n_points=50)  # simulates data sets of 50 scalar points
+    ledger = Ledger(tmp_path / "l.db", create=True)
+    ledger.register("m", epsilon=1.0, delta=1e-5, accountant="pld")
+    kw = dict(ledger=ledger, dataset="m", privacy_rng=prng(4))
+    observed3 = np.random.default_rng(0).uniform(size=(50, 3))
+    with pytest.raises(InvalidDataError, match="dimension"):
+        private_smc_abc(observed3, model, RFFMMD(0.6, 20), [0.3, 0.2], 5, 1.0, 1e-6, **kw)
+    observed = model.observed(seed=1)
+    for args, extra in (((5,), dict(max_draws=10**30)), ((10**12,), {}), ((5,), dict(batch_size=0)),
+                        ((5,), dict(accountant="nope"))):
+        with pytest.raises((InvalidPrivacyParameterError, ValueError, KeyError)):
+            private_smc_abc(observed, model, RFFMMD(0.6, 20), [0.3, 0.2], *args, 1.0, 1e-6, **kw, **extra)
+    assert ledger.history("m") == [] and ledger.spent("m") == 0.0

@@ -18,6 +18,7 @@ from dpinfer.privacy import (
     InvalidPrivacyParameterError,
     Ledger,
     PrivacyWarning,
+    UnsupportedEventError,
     calibrate_noise_multiplier,
     compose,
     get_accountant,
@@ -89,37 +90,61 @@ def _worst_shift(M: int) -> tuple[float, float]:
         nb = obs.copy()
         nb[0, 0] = v
         best = max(best, float(np.linalg.norm(dist.batch(dist.prepare(nb), sims) - r)))
-    return best, math.sqrt(M) * dist.sensitivity(prep)
+    return best, math.sqrt(M) * dist.sensitivity(obs.shape[0])
 
 
 def _certified(sigma: float, shift: float, K: int) -> float:
-    """ε at δ = 1e-6 of K Gaussian releases with noise σ against an L2 shift (PLD)."""
-    return get_accountant("pld").epsilon(compose(*[GaussianEvent(sigma / shift)] * K), 1e-6)
+    """ε at δ = 1e-6 of K Gaussian releases with noise σ against an L2 shift (RDP: the accountant
+    of the discrete Gaussian's zCDP, CKS 2020 Thm 14)."""
+    return get_accountant("rdp").epsilon(compose(*[GaussianEvent(sigma / shift)] * K), 1e-6)
 
 
 def test_noise_covers_the_l2_sensitivity_of_all_particles_and_all_populations():
     """White-box accounting: the released σ, against the realised worst shift of the M distances
-    (≤ the proven √M·Δρ), composed over K populations, meets (ε, δ). Broken variants caught:
-    noise scaled by Δρ alone (not √M) and the calibration of one population used for K."""
+    (≤ the proven √M·Δρ, plus the grid's rounding), composed over K populations, meets (ε, δ).
+    Broken variants caught: noise scaled by Δρ alone (not √M) and the calibration of one
+    population used for K."""
     M, K, eps = 200, 3, 2.0
     shift, bound = _worst_shift(M)
     assert 0.3 * bound < shift <= bound * (1 + 1e-9)  # the √M bound holds, attained to 0.4
     model = MixtureOfUniforms(n_points=20)
     res = run(model.observed(seed=1), model, RFFMMD(0.6, 100, seed=0), M, K, eps, 1e-6, seed=0,
               privacy_rng=prng(0))
-    sigma = res.populations[0]["sigma"]
-    assert _certified(sigma, bound, K) <= eps * (1 + 1e-6)
+    d = res.privacy.details
+    sigma, gamma = res.populations[0]["sigma"], d["grid"]
+    # on the grid each coordinate moves by at most ⌈Δρ/γ⌉ units (|round(a) - round(b)| < |a - b|/γ + 1)
+    rounded = math.sqrt(M) * math.ceil(bound / math.sqrt(M) / gamma) * gamma
+    assert bound <= rounded < bound * (1 + 0.01)
+    assert _certified(sigma, rounded, K) <= eps * (1 + 1e-6)
     assert _certified(sigma, shift, K) <= eps * (1 + 1e-6)
-    s = res.privacy.details["noise_multiplier"]
+    assert res.privacy.accountant == "rdp" and res.privacy.epsilon <= eps * (1 + 1e-9)
+    s = d["noise_multiplier"]
     assert _certified(s * bound / math.sqrt(M), shift, K) > 5 * eps  # broken: σ = s·Δρ
-    s1 = calibrate_noise_multiplier(lambda x: GaussianEvent(x), eps, 1e-6, "pld", rtol=1e-4)
+    s1 = calibrate_noise_multiplier(lambda x: GaussianEvent(x), eps, 1e-6, "rdp", rtol=1e-4)
     assert _certified(weight_noise_std(s1, bound / math.sqrt(M), M), bound, K) > 1.3 * eps  # broken: K = 1
+
+
+def test_released_distances_are_on_the_public_grid():
+    """The released r̃ = γ·(round(r/γ) + Z) are exact multiples of the public grid γ (floating-
+    point safe); the old release r + N(0, σ²) in floating point is off every grid (broken)."""
+    from dpinfer.privacy import ReleaseContext
+    from dpinfer.privacy.mechanisms.gaussian_rounds import gaussian_rounds, release_gaussian_round
+
+    plan = gaussian_rounds(2 / 20, 200, 3, 2.0, 1e-6)
+    r = np.random.default_rng(0).uniform(0, 2, 200)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyWarning)
+        out = release_gaussian_round(r, plan, ReleaseContext(privacy_rng=prng(4)))
+    units = out / plan.gamma
+    assert np.all(units == np.round(units)) and np.all(np.abs(units) < 2.0**53)
+    broken = r + plan.sigma * np.random.default_rng(1).standard_normal(200)
+    assert np.mean((broken / plan.gamma) != np.round(broken / plan.gamma)) > 0.99
 
 
 def test_composed_event_charged_before_release_and_bad_input(covid, tmp_path):
     observed, model, dist, _, _ = covid
     ledger = Ledger(tmp_path / "l.db", create=True)
-    ledger.register("c", epsilon=7.0, delta=1e-5, accountant="pld")
+    ledger.register("c", epsilon=7.0, delta=1e-5, accountant="rdp")
     res = gaussian_weights_smc_abc(observed, model, dist, 50, 3, 6.0, 1e-6, seed=1, privacy_rng=prng(2),
                                    ledger=ledger, dataset="c")
     (entry,) = ledger.history("c")
@@ -128,8 +153,35 @@ def test_composed_event_charged_before_release_and_bad_input(covid, tmp_path):
         gaussian_weights_smc_abc(observed, model, dist, 50, 3, 6.0, 1e-6, privacy_rng=prng(3),
                                  ledger=ledger, dataset="c")
     assert len(ledger.history("c")) == 1
+    # a PLD ledger cannot account the multivariate discrete Gaussian: refused, nothing charged
+    pld = Ledger(tmp_path / "p.db", create=True)
+    pld.register("c", epsilon=7.0, delta=1e-5, accountant="pld")
+    with pytest.raises(UnsupportedEventError, match="rdp"):
+        gaussian_weights_smc_abc(observed, model, dist, 50, 3, 6.0, 1e-6, privacy_rng=prng(3),
+                                 ledger=pld, dataset="c")
+    assert pld.history("c") == []
     for args in ((1, 2, 1.0, 1e-6), (50, 0, 1.0, 1e-6), (50, 2, 1.0, 0.0), (50, 2, -1.0, 1e-6)):
         with pytest.raises(InvalidPrivacyParameterError):
             run(observed, model, dist, *args)
-    with pytest.raises(InvalidPrivacyParameterError):
-        run(observed, model, dist, 50, 2, 1.0, 1e-6, ess_fraction=1.0)
+    for kw in (dict(ess_fraction=1.0), dict(accountant="pld"), dict(batch_size=0)):
+        with pytest.raises(InvalidPrivacyParameterError):
+            run(observed, model, dist, 50, 2, 1.0, 1e-6, **kw)
+
+
+def test_refused_inputs_are_not_charged(tmp_path):
+    """Issue 23, finding 3: a 3-d observation against 1-d simulations, n_particles = 10^12 and other
+    absurd sizes are refused before the charge (and before anything is allocated)."""
+    from dpinfer.errors import InvalidDataError
+
+    model = MixtureOfUniforms(n_points=50)
+    ledger = Ledger(tmp_path / "l.db", create=True)
+    ledger.register("m", epsilon=1.0, delta=1e-5, accountant="rdp")
+    kw = dict(ledger=ledger, dataset="m", privacy_rng=prng(4))
+    observed3 = np.random.default_rng(0).uniform(size=(50, 3))
+    with pytest.raises(InvalidDataError, match="dimension"):
+        gaussian_weights_smc_abc(observed3, model, RFFMMD(0.6, 20), 100, 2, 1.0, 1e-6, **kw)
+    observed = model.observed(seed=1)
+    for m, k in ((10**12, 2), (100, 10**6), (2.5, 2)):
+        with pytest.raises(InvalidPrivacyParameterError):
+            gaussian_weights_smc_abc(observed, model, RFFMMD(0.6, 20), m, k, 1.0, 1e-6, **kw)
+    assert ledger.history("m") == [] and ledger.spent("m") == 0.0

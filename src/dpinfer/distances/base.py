@@ -7,7 +7,17 @@ used by ABCDP only through
   result stays inside the data owner's process and is never released;
 * :meth:`Distance.batch` - ρ for a batch of simulated data sets at once;
 * :meth:`Distance.sensitivity` - the global sensitivity Δρ = sup |ρ(Y*, Y) - ρ(Y*', Y)| over
-  neighbouring Y*, Y*' (replace-one) and all Y (Theorem 1 of Park et al. 2021 needs it).
+  neighbouring Y*, Y*' (replace-one) and all Y (Theorem 1 of Park et al. 2021 needs it), as a
+  function of the distance's declared public bounds and of the public number of observed records
+  N only: it never receives the data (a sensitivity read off the data, e.g. their range, would
+  itself be a release, and is exactly what a report would then publish);
+* :meth:`Distance.bound` - a public upper bound B of ρ (0 <= ρ <= B), when one is known.
+
+The library trusts the sensitivity only of its own distances, whose implementation proves it
+(:class:`~dpinfer.distances.RFFMMD`, :class:`~dpinfer.distances.ExactMMD`: Lemma 1 of Park et al.
+2021; :class:`~dpinfer.distances.ClippedDistance`: clipping). Any other distance's declared Δρ is
+*enforced* by the releases: its values are clipped to [0, Δρ], whose sensitivity is at most Δρ
+whatever the distance does (:func:`~dpinfer.distances.enforce.release_sensitivity`).
 """
 
 from __future__ import annotations
@@ -42,6 +52,28 @@ def as_points(data: Any, name: str = "data") -> np.ndarray:
             "private release; nothing was charged or released."
         )
     return arr
+
+
+def count_records(observed: Any) -> int:
+    """N, the number of records of the observed data: the length of its first axis.
+
+    A 1-D array of length N is N scalar records; an (N, d) array N records of dimension d; a stack
+    of n data sets (:class:`~dpinfer.distances.ClippedDistance`) n records. N is public under the
+    replace-one relation (a neighbour has the same size), so sensitivities may depend on it.
+    """
+    try:
+        shape = np.shape(observed)
+    except (TypeError, ValueError):
+        raise InvalidDataError(
+            "the observed data must be an array with one record per row; got a ragged or "
+            f"non-numeric {type(observed).__name__}. Nothing was charged or released."
+        ) from None
+    if len(shape) == 0 or shape[0] < 1:
+        raise InvalidDataError(
+            f"the observed data must hold N >= 1 records along their first axis, got shape {shape}. "
+            "Nothing was charged or released."
+        )
+    return int(shape[0])
 
 
 def as_batch(sims: Any, d: int, name: str = "simulated data") -> np.ndarray:
@@ -82,8 +114,20 @@ class Distance(ABC):
         """ρ(Y*, Y_t) for every simulated data set Y_t of the batch ``sims``; shape (B,)."""
 
     @abstractmethod
-    def sensitivity(self, prepared: Any) -> float:
-        """Δρ under the replace-one relation for the prepared observed data."""
+    def sensitivity(self, n_records: int) -> float:
+        """Δρ under the replace-one relation, for observed data of ``n_records`` records.
+
+        A function of the distance's declared public bounds and of N only (never of the data):
+        the releases call it *before* the observed data are prepared.
+        """
+
+    def bound(self, n_records: int) -> float | None:
+        """A public upper bound B of ρ (0 <= ρ(Y*, Y) <= B for all data sets), or None if unknown.
+
+        Used to refuse noise below the floating-point resolution of the distances before anything
+        is charged.
+        """
+        return None
 
     def __call__(self, observed: Any, simulated: Any) -> float:
         """ρ between one observed and one simulated data set (convenience, not for loops)."""

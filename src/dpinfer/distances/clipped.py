@@ -92,9 +92,17 @@ class ClippedDistance(Distance):
         d = np.where(np.isfinite(d), d, self.clip)
         return np.minimum(d, self.clip).mean(axis=1)
 
-    def sensitivity(self, prepared: _ClippedPrepared) -> float:
+    def sensitivity(self, n_records: int) -> float:
         """Δρ = C/n (one of n terms, each in [0, C], changes)."""
-        return self.clip / prepared.n
+        if isinstance(n_records, bool) or not isinstance(n_records, (int, np.integer)) or n_records < 1:
+            raise InvalidPrivacyParameterError(
+                f"n_records must be the number of observed data sets, an integer >= 1, got {n_records!r}."
+            )
+        return self.clip / int(n_records)
+
+    def bound(self, n_records: int) -> float:
+        """ρ is a mean of terms in [0, C]: ρ <= C."""
+        return self.clip
 
     def config(self) -> dict[str, Any]:
         return {"name": self.name, "clip": self.clip, "base": getattr(self.base, "__name__", "custom")}

@@ -33,18 +33,27 @@ from ..errors import InvalidDataError, InvalidPrivacyParameterError
 from .bandwidth import check_bandwidth, median_heuristic
 from .base import Distance, as_batch, as_points
 from .rff_kernels import (
-    _FAST_TRIG_MAX,
-    _FAST_TRIG_MAX32,
-    _rff_sums,
-    _rff_sums_fast,
-    _rff_sums_fast32,
-    _rff_sums_fast_parallel,
+    FAST_TRIG_MAX,
+    FAST_TRIG_MAX32,
+    rff_sums,
+    rff_sums_fast,
+    rff_sums_fast32,
+    rff_sums_fast_parallel,
 )
 from .rff_torch import resolve_distance_device, rff_sums_torch
 
 __all__ = ["BinnedRFFMMD", "ExactMMD", "RFFMMD", "median_heuristic"]
 
 #: The test kernels moved to :mod:`dpinfer.distances.rff_kernels` (aliases for one release).
+
+
+def _check_n(n_records: Any) -> int:
+    """N as an integer >= 1 (the public number of observed records)."""
+    if isinstance(n_records, bool) or not isinstance(n_records, (int, np.integer)) or n_records < 1:
+        raise InvalidPrivacyParameterError(
+            f"n_records must be the number of observed records, an integer >= 1, got {n_records!r}."
+        )
+    return int(n_records)
 
 
 @dataclass(frozen=True)
@@ -155,16 +164,16 @@ class RFFMMD(Distance):
             return rff_sums_torch(Yd, Wd, self.dtype, self.device)
         out = np.empty((B, 2 * J), dtype=np.float64)
         bound = float(np.abs(Yd).max()) * float(np.abs(Wd).sum(axis=1).max()) if Yd.size else 0.0
-        if self.backend == "numba" and self.dtype == np.float32 and bound <= _FAST_TRIG_MAX32:
-            _rff_sums_fast32(Yd, Wd, out)
+        if self.backend == "numba" and self.dtype == np.float32 and bound <= FAST_TRIG_MAX32:
+            rff_sums_fast32(Yd, Wd, out)
             return out
         if self.backend in ("numba", "numba-parallel") and self.dtype == np.float64:
-            if bound > _FAST_TRIG_MAX:
-                _rff_sums(Yd, Wd, out)
+            if bound > FAST_TRIG_MAX:
+                rff_sums(Yd, Wd, out)
             elif self.backend == "numba":
-                _rff_sums_fast(Yd, Wd, out)
+                rff_sums_fast(Yd, Wd, out)
             else:
-                _rff_sums_fast_parallel(Yd, Wd, out)
+                rff_sums_fast_parallel(Yd, Wd, out)
             return out
         # numpy: per data set, blocks of about 2^17 projections (cache-resident buffers)
         blk = max(1, min(M, (1 << 17) // max(J, 1)))
@@ -208,9 +217,13 @@ class RFFMMD(Distance):
         emb -= prepared.mu
         return np.sqrt(np.einsum("bj,bj->b", emb, emb))
 
-    def sensitivity(self, prepared: _RFFPrepared) -> float:
+    def sensitivity(self, n_records: int) -> float:
         """Δρ = 2/N (Lemma 1 with B_k = 1, exact because ||φ(x)|| = 1)."""
-        return 2.0 / prepared.n
+        return 2.0 / _check_n(n_records)
+
+    def bound(self, n_records: int) -> float:
+        """ρ <= ||μ(Y*)|| + ||μ(Y)|| <= 2 (unit-norm features)."""
+        return 2.0
 
     def config(self) -> dict[str, Any]:
         return {
@@ -293,9 +306,13 @@ class ExactMMD(Distance):
         mmd2 = _exact_mmd2(prepared.X, arr, 1.0 / (2 * self.bandwidth**2), prepared.kxx)
         return np.sqrt(np.maximum(mmd2, 0.0))
 
-    def sensitivity(self, prepared: _ExactPrepared) -> float:
+    def sensitivity(self, n_records: int) -> float:
         """Δρ = 2/N (Lemma 1, Gaussian kernel: B_k = 1)."""
-        return 2.0 / prepared.n
+        return 2.0 / _check_n(n_records)
+
+    def bound(self, n_records: int) -> float:
+        """ρ = ||μ(Y*) - μ(Y)||_RKHS <= 2 (k(x, x) = 1)."""
+        return 2.0
 
     def config(self) -> dict[str, Any]:
         return {"name": self.name, "bandwidth": self.bandwidth}

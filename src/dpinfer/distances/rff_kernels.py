@@ -16,7 +16,16 @@ from typing import Any
 import numba
 import numpy as np
 
-__all__ = ["sincos32_array", "sincos_array"]
+__all__ = [
+    "FAST_TRIG_MAX",
+    "FAST_TRIG_MAX32",
+    "rff_sums",
+    "rff_sums_fast",
+    "rff_sums_fast32",
+    "rff_sums_fast_parallel",
+    "sincos32_array",
+    "sincos_array",
+]
 
 # sin/cos with Cody-Waite range reduction to |r| <= π/4 (plus rounding) and Taylor polynomials
 # of degree 17/18 (truncation error < 1e-19 on [-π/4, π/4]); written branch-free so that the
@@ -28,12 +37,12 @@ __all__ = ["sincos32_array", "sincos_array"]
 #
 # One code path for every magnitude: the kernel used to switch to libm when some |W y| exceeded
 # 2^19, so featurising confidential data took ~4x longer when one record was extreme (a timing
-# channel). _FAST_TRIG_MAX is now infinite: the vectorised kernels take every argument, and the
-# libm kernel _rff_sums is kept only as a reference for tests.
+# channel). FAST_TRIG_MAX is now infinite: the vectorised kernels take every argument, and the
+# libm kernel rff_sums is kept only as a reference for tests.
 _PIO2_HI = 1.5707963267341256  # π/2 rounded to 33 bits: k·_PIO2_HI is exact for |k| < 2^20
 _PIO2_LO = 6.077100506506192e-11  # π/2 - _PIO2_HI
 _TWO_OVER_PI = 0.6366197723675814
-_FAST_TRIG_MAX = math.inf
+FAST_TRIG_MAX = math.inf
 _TRIG_CLAMP = 2.0**47
 _S = tuple((-1.0) ** k / math.factorial(2 * k + 1) for k in range(1, 9))
 _C = tuple((-1.0) ** k / math.factorial(2 * k) for k in range(1, 10))
@@ -82,7 +91,7 @@ def _rff_sum_one(
 
 
 @numba.njit(cache=True)
-def _rff_sums_fast(Y: np.ndarray, W: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - jitted
+def rff_sums_fast(Y: np.ndarray, W: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - jitted
     """out[b, :J] = Σ_i cos(W y_bi), out[b, J:] = Σ_i sin(W y_bi) (fused, vectorised trig)."""
     B = Y.shape[0]
     J = W.shape[0]
@@ -96,8 +105,8 @@ def _rff_sums_fast(Y: np.ndarray, W: np.ndarray, out: np.ndarray) -> None:  # pr
 
 
 @numba.njit(cache=True, parallel=True)
-def _rff_sums_fast_parallel(Y: np.ndarray, W: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover
-    """:func:`_rff_sums_fast` with the data sets of the batch spread over threads."""
+def rff_sums_fast_parallel(Y: np.ndarray, W: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover
+    """:func:`rff_sums_fast` with the data sets of the batch spread over threads."""
     B = Y.shape[0]
     J = W.shape[0]
     for b in numba.prange(B):
@@ -123,7 +132,7 @@ _TOP_32 = _F32(2 / np.pi)
 _HALF_32, _ONE_32, _TWO_32, _QUART_32, _FOUR_32 = _F32(0.5), _F32(1.0), _F32(2.0), _F32(0.25), _F32(4.0)
 _S1_32, _S2_32, _S3_32, _S4_32 = (_F32((-1.0) ** k / math.factorial(2 * k + 1)) for k in range(1, 5))
 _C1_32, _C2_32, _C3_32, _C4_32, _C5_32 = (_F32((-1.0) ** k / math.factorial(2 * k)) for k in range(1, 6))
-_FAST_TRIG_MAX32 = math.inf
+FAST_TRIG_MAX32 = math.inf
 _TRIG_CLAMP32 = _F32(2.0**20)
 
 
@@ -165,8 +174,8 @@ sincos32_array = _elementwise(_sincos32)
 
 
 @numba.njit(cache=True)
-def _rff_sums_fast32(Y: np.ndarray, W: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - jitted
-    """float32 :func:`_rff_sums_fast`: float32 features, partial sums of 64 points in float32,
+def rff_sums_fast32(Y: np.ndarray, W: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - jitted
+    """float32 :func:`rff_sums_fast`: float32 features, partial sums of 64 points in float32,
     totals in float64."""
     B, M, d = Y.shape
     J = W.shape[0]
@@ -198,8 +207,8 @@ def _rff_sums_fast32(Y: np.ndarray, W: np.ndarray, out: np.ndarray) -> None:  # 
 
 
 @numba.njit(cache=True, fastmath=False)
-def _rff_sums(Y: np.ndarray, W: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - jitted
-    """libm version of :func:`_rff_sums_fast` (any argument size)."""
+def rff_sums(Y: np.ndarray, W: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - jitted
+    """libm version of :func:`rff_sums_fast` (any argument size)."""
     B, M, d = Y.shape
     J = W.shape[0]
     acc_c = np.zeros(J, dtype=np.float64)

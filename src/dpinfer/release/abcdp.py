@@ -7,29 +7,37 @@ The data owner's private step (Section 3): given the public stream {(θ_t, Y_t)}
 indicators τ̃_t (equivalently the accepted θ_t) computed from the noisy comparisons of
 ρ(Y*, Y_t) + Lap(2b) with ε_abc + Lap(b), stopping after c acceptances. The release is
 ε_total-DP under the replace-one relation on Y* (Theorem 1), whatever T.
+
+The release path (:class:`~dpinfer.privacy.context.ReleaseContext`): every input is validated
+first — the privacy parameters, the stream's declared size T, the distance's sensitivity (from its
+public bounds and the number of records N only, :func:`~dpinfer.distances.release_sensitivity`),
+the noise scale, the observed data, and the first batch of simulations against them — then the
+event is charged, then the sparse vector (:mod:`dpinfer.privacy.mechanisms.svt`) draws its noise
+through the context and answers at most T queries, the number its noise is calibrated for.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..diagnostics.flip import svt_noise_scale
-from ..distances.base import Distance
-from ..errors import InvalidDataError, InvalidPrivacyParameterError
+from ..distances.base import count_records
+from ..distances.enforce import release_sensitivity
+from ..errors import InferenceWarning, InvalidDataError, InvalidPrivacyParameterError
 from ..privacy.calibration import calibrate_gaussian_svt
-from ..privacy.events import REPLACE_ONE, PrivacyEvent, SparseVectorEvent
-from ..privacy.ledger import charge_or_warn
-from ..privacy.mechanisms.svt import GaussianSparseVector, SparseVector
+from ..privacy.context import ReleaseContext
+from ..privacy.events import REPLACE_ONE, GaussianSparseVectorEvent, PrivacyEvent, SparseVectorEvent
+from ..privacy.mechanisms.svt import GaussianSparseVector, SparseVector, check_noise_scale
 from ..privacy.report import PrivacyReport
-from ..privacy.rng import PrivacyRNG, as_privacy_rng
 from ..privacy.validation import check_epsilon
 from .abc_result import ABCDPResult
 from .draws import as_draw_source
 
 if TYPE_CHECKING:
+    from ..distances.base import Distance
     from ..privacy.ledger import Ledger
 
 
@@ -70,6 +78,23 @@ def _progress(total: int, enabled: bool | None, desc: str) -> Any:
     return tqdm(total=total, desc=desc, unit="draw", disable=disable, leave=False)
 
 
+def _batch_distances(distance: Distance, prepared: Any, theta: np.ndarray, sims: Any) -> np.ndarray:
+    """ρ of one batch, checked: one finite distance per θ row (raises InvalidDataError)."""
+    rho = np.asarray(distance.batch(prepared, sims), dtype=np.float64)
+    theta = np.asarray(theta)
+    if rho.ndim != 1 or theta.ndim != 2 or rho.shape[0] != theta.shape[0]:
+        raise InvalidDataError(
+            f"a batch of the stream has {theta.shape[0] if theta.ndim else '?'} parameter rows but the "
+            f"distance returned shape {rho.shape}: a draw source must yield (θ (B, p), sims (B, ...)) "
+            "with one simulated data set per θ row."
+        )
+    if not np.all(np.isfinite(rho)):
+        raise InvalidDataError(
+            "a distance of the batch is NaN or infinite; check the simulator output and the distance."
+        )
+    return rho
+
+
 def abcdp(
     observed: Any,
     draws: Any,
@@ -79,9 +104,10 @@ def abcdp(
     epsilon_abc: float,
     resample: bool = False,
     *,
-    privacy_rng: PrivacyRNG | None = None,
+    privacy_rng: Any = None,
     ledger: Ledger | None = None,
     dataset: str | None = None,
+    context: ReleaseContext | None = None,
     label: str = "abcdp",
     batch_size: int = 256,
     param_names: tuple[str, ...] = (),
@@ -97,13 +123,17 @@ def abcdp(
     Parameters
     ----------
     observed
-        The confidential data Y* (in the form ``distance`` expects, e.g. (N, d) points).
+        The confidential data Y* (in the form ``distance`` expects, e.g. (N, d) points); N, the
+        length of its first axis, is public (replace-one neighbours have the same size).
     draws
         The public stream: a ``(thetas (T, p), sims (T, ...))`` pair of arrays, an
         :class:`~dpinfer.release.ArrayDraws`, or a :class:`~dpinfer.release.SimulatedDraws` (prior +
-        batched simulator). Consumed batch by batch: memory does not grow with T.
+        batched simulator). Consumed batch by batch: memory does not grow with T. At most its
+        declared ``n_draws`` = T draws are examined, whatever it yields.
     distance
-        A :class:`~dpinfer.distances.Distance`; its sensitivity Δρ calibrates the noise.
+        A :class:`~dpinfer.distances.Distance`; its sensitivity Δρ = ``distance.sensitivity(N)``
+        calibrates the noise. Proven for dpinfer's distances; any other distance is clipped to
+        [0, Δρ] (:func:`~dpinfer.distances.release_sensitivity`).
     c
         Number of acceptances after which the algorithm stops (1 <= c <= T).
     epsilon_total
@@ -113,22 +143,25 @@ def abcdp(
     resample
         Redraw the threshold noise after each acceptance (b = 2cΔρ/ε) instead of once
         (b = (c+1)Δρ/ε) - Theorem 1.
-    privacy_rng
-        Source of the privacy noise (a fresh OS-seeded :class:`PrivacyRNG` if None).
-    ledger, dataset
-        If given, a :class:`SparseVectorEvent` is charged to ``dataset`` before any noise is
-        drawn or anything is answered.
+    privacy_rng, ledger, dataset, context, label
+        Where the release is charged and where its noise comes from: either a
+        :class:`~dpinfer.privacy.ReleaseContext` (``context``) or the flat keywords
+        (``privacy_rng``: None for OS entropy, or a test PrivacyRNG; ``ledger`` and ``dataset``:
+        the event is charged to ``dataset`` before any noise is drawn or anything is answered;
+        without a ledger the release warns that it is unaccounted).
     batch_size
         Pairs per batch when ``draws`` are arrays.
+    param_names, meta
+        Names of the θ coordinates and public facts stored with the result.
     progress
         Show a tqdm bar (None: only on a terminal).
     noise
         ``"laplace"``: Algorithm 1, pure ε_total-DP. ``"gaussian"``: threshold N(0, σ1²) and
         distance N(0, σ2²) noise, (ε_total, ``delta``)-DP by the Rényi analysis of Zhu & Wang
-        (2020, Theorem 8; :mod:`dpinfer.privacy.gaussian_svt`) with at most T queries, σ1, σ2
-        the least noise meeting the target (:func:`dpinfer.privacy.calibrate_gaussian_svt`);
-        the event is a :class:`GaussianSparseVectorEvent` and the ledger's accountant must be
-        ``"rdp"``.
+        (2020, Theorem 8; :mod:`dpinfer.privacy.gaussian_svt`) with at most T queries (enforced
+        by the engine), σ1, σ2 the least noise meeting the target
+        (:func:`dpinfer.privacy.calibrate_gaussian_svt`); the event is a
+        :class:`GaussianSparseVectorEvent` and the ledger's accountant must be ``"rdp"``.
     delta
         The δ of the guarantee; must be in (0, 1) with ``noise="gaussian"`` or
         ``release="embedding"``, 0 with Laplace.
@@ -148,14 +181,16 @@ def abcdp(
     ABCDPResult
         ``accepted`` θ, ``indicators``, ``n_draws`` examined, ``b``, ``posterior_mean`` and
         ``privacy`` (report of ``SparseVectorEvent(c, epsilon_total, resample)``, accountant
-        "pure").
+        "pure"; the sensitivity and the distance's description are public values only).
 
     Raises
     ------
     InvalidDataError, InvalidPrivacyParameterError
         Before anything is charged or released: NaN/inf in the observed data, dimensions that
-        differ, c < 1 or c > T, ε_abc < 0, ε_total <= 0, a malformed stream (the first batch is
-        simulated and its distances computed before the charge). A later batch of a
+        differ, c < 1 or c > T, a declared T that is not an integer >= 1, ε_abc < 0,
+        ε_total <= 0, a sensitivity that is not a finite positive normal double, noise below the
+        floating-point resolution of the threshold or the distances, a malformed first batch
+        (simulated and its distances computed before the charge). A later batch of a
         :class:`SimulatedDraws` stream that turns out malformed (e.g. a simulator returning
         NaN) raises after the charge: the charge is then kept and marked ``failed`` in the
         ledger, and nothing is released.
@@ -163,78 +198,86 @@ def abcdp(
     # ---- validation: nothing is charged or released before all of this has passed ----------
     eps_total = check_epsilon(epsilon_total, "epsilon_total")
     eps_abc = check_epsilon_abc(epsilon_abc)
-    if not isinstance(distance, Distance):
-        raise InvalidPrivacyParameterError(
-            "distance must be a dpinfer.distances.Distance (it declares its sensitivity), got "
-            f"{type(distance).__name__}."
-        )
     source = as_draw_source(draws, batch_size=batch_size)
-    c = check_c(c, source.n_draws)
-    gen = as_privacy_rng(privacy_rng)
-    if ledger is not None and not dataset:
-        raise InvalidPrivacyParameterError("charging a ledger needs the dataset name.")
+    T = int(source.n_draws)
+    c = check_c(c, T)
+    ctx = ReleaseContext.of(context, ledger=ledger, dataset=dataset, privacy_rng=privacy_rng, label=label)
     if release == "embedding":
         from .embedding import embedding_abc
 
         return embedding_abc(observed, source, distance, c, eps_total, delta, eps_abc, seed=seed,
-                             privacy_rng=gen, ledger=ledger, dataset=dataset, label=label,
-                             param_names=tuple(param_names), meta=meta)
+                             privacy_rng=ctx.privacy_rng, ledger=ctx.ledger, dataset=ctx.dataset,
+                             label=ctx.label or label, param_names=tuple(param_names), meta=meta)
     if release != "svt":
         raise InvalidPrivacyParameterError(f"release must be 'svt' or 'embedding', got {release!r}.")
-    prepared = distance.prepare(observed)  # checks the observed data (finite, shape)
-    delta_rho = float(distance.sensitivity(prepared))
-    event, b, sigma_q = _noise_event(noise, delta, c, eps_total, delta_rho, resample, source.n_draws)
+    sens = release_sensitivity(distance, count_records(observed), warn=False)  # public: N and declared bounds
+    event, b, sigma_q = _noise_event(noise, delta, c, eps_total, sens.sensitivity, resample, T)
+    for scale in (b, sigma_q) if noise == "gaussian" else (b,):
+        check_noise_scale(scale, magnitude=max(eps_abc, sens.bound), name="ABCDP noise scale")
+    dist = sens.distance
+    prepared = dist.prepare(observed)  # checks the observed data (finite, shape)
     batches = source.batches()
     try:
         theta0, sims0 = next(batches)
-    except StopIteration:  # pragma: no cover - n_draws >= c >= 1
-        raise InvalidDataError("the stream of simulations is empty.") from None
-    rho0 = distance.batch(prepared, sims0)  # checks the simulated data's shape against Y*
-    if not np.all(np.isfinite(rho0)):
-        raise InvalidDataError("a distance of the first batch is NaN or infinite; nothing was released.")
+    except StopIteration:
+        raise InvalidDataError("the stream of simulations is empty (its n_draws said otherwise).") from None
+    rho0 = _batch_distances(dist, prepared, theta0, sims0)  # checks the simulations against Y*
+    sens.warn_if_enforced()
+    gauss = noise == "gaussian"
 
     # ---- the private step -------------------------------------------------------------------
-    charge = charge_or_warn(
-        ledger, dataset, event, label=label, insecure=gen.deterministic, what="ABCDP release"
-    )
-    accepted: list[np.ndarray] = []
-    accepted_index: list[np.ndarray] = []
-    offset = 0
-    with charge, _progress(source.n_draws, progress, "ABCDP") as bar:
-        engine = (
-            GaussianSparseVector(c, b, sigma_q, eps_abc, bool(resample), gen)
-            if noise == "gaussian"
-            else SparseVector(c, b, eps_abc, bool(resample), gen)
-        )
-        theta, rho = theta0, rho0
-        while True:
-            answers = engine.process(rho)
-            hit = np.flatnonzero(answers)
-            if hit.size:
-                accepted.append(theta[hit])
-                accepted_index.append(hit + offset)
-            offset += answers.size
-            bar.update(answers.size)
-            if engine.done:
-                break
-            try:
-                theta, sims = next(batches)
-            except StopIteration:
-                break
-            rho = distance.batch(prepared, sims)
+    def run(_: Any) -> tuple[list[np.ndarray], list[np.ndarray], int, bool]:
+        accepted: list[np.ndarray] = []
+        accepted_index: list[np.ndarray] = []
+        offset, overflow = 0, False
+        with _progress(T, progress, "ABCDP") as bar:
+            engine: SparseVector = (
+                GaussianSparseVector.from_event(event, sens.sensitivity, eps_abc, ctx)  # type: ignore[arg-type]
+                if gauss
+                else SparseVector.from_event(event, sens.sensitivity, eps_abc, ctx,  # type: ignore[arg-type]
+                                             max_queries=T)
+            )
+            theta, rho = theta0, rho0
+            while True:
+                answers = engine.process(rho)
+                hit = np.flatnonzero(answers)
+                if hit.size:
+                    accepted.append(theta[hit])
+                    accepted_index.append(hit + offset)
+                offset += answers.size
+                bar.update(answers.size)
+                if engine.done:
+                    overflow = engine.exhausted and engine.count < c and (
+                        answers.size < rho.size or next(batches, None) is not None
+                    )
+                    break
+                try:
+                    theta, sims = next(batches)
+                except StopIteration:
+                    break
+                rho = _batch_distances(dist, prepared, theta, sims)
+        return accepted, accepted_index, offset, overflow
 
+    accepted, accepted_index, offset, overflow = ctx.release(event, run, what="ABCDP release")
+    if overflow:
+        warnings.warn(
+            f"the draw source yielded more than its declared n_draws = {T} draws; ABCDP answered only "
+            f"the first {T} (the number its noise is calibrated for) and ignored the rest. Declare "
+            "the true number of draws.",
+            InferenceWarning,
+            stacklevel=2,
+        )
     p = theta0.shape[1]
     acc = np.concatenate(accepted) if accepted else np.zeros((0, p))
     idx = np.concatenate(accepted_index) if accepted_index else np.zeros(0, dtype=np.int64)
-    gauss = noise == "gaussian"
     report = PrivacyReport.from_event(
         event,
         delta=float(delta) if gauss else 0.0,
         accountant="rdp" if gauss else "pure",
-        sensitivity=delta_rho,
-        accounted=ledger is not None,
+        sensitivity=sens.sensitivity,
+        accounted=ctx.accounted,
         mechanism="abcdp-gaussian-svt" if gauss else "abcdp-svt",
-        insecure_rng=gen.deterministic,
+        insecure_rng=ctx.insecure,
         details={
             "b": b,
             "threshold_noise": f"N(0, {b:.6g}^2)" if gauss else f"Lap({b:.6g})",
@@ -242,7 +285,9 @@ def abcdp(
             "c": c,
             "resample": bool(resample),
             "epsilon_abc": eps_abc,
-            "distance": distance.config(),
+            "distance": sens.config,
+            "sensitivity_proof": sens.proof,
+            "max_queries": T,
             "n_draws_examined": offset,
             "theorem": "Zhu & Wang 2020, Theorem 8 (Renyi DP), max_queries = T"
             if gauss
@@ -277,7 +322,7 @@ def _noise_event(
                 f"Laplace ABCDP is pure epsilon-DP: delta must be 0, got {delta!r}; use "
                 "noise='gaussian' for an (epsilon, delta) guarantee."
             )
-        b = svt_noise_scale(c, eps_total, delta_rho, resample)
+        b = (2 * c if resample else c + 1) * delta_rho / eps_total  # Theorem 1, eq. (9)
         return SparseVectorEvent(c, eps_total, resample=bool(resample), neighbouring=REPLACE_ONE), b, 0.0
     if noise != "gaussian":
         raise InvalidPrivacyParameterError(f"noise must be 'laplace' or 'gaussian', got {noise!r}.")
@@ -289,7 +334,7 @@ def _noise_event(
         raise InvalidPrivacyParameterError(
             f"Gaussian ABCDP needs a delta in (0, 1), got {delta!r} (e.g. delta=1e-6)."
         )
-    event = calibrate_gaussian_svt(eps_total, d, c, n_draws, bool(resample))
+    event: GaussianSparseVectorEvent = calibrate_gaussian_svt(eps_total, d, c, n_draws, bool(resample))
     return (
         event,
         event.threshold_noise_multiplier * delta_rho,

@@ -131,9 +131,31 @@ class SimulatedDraws:
         return np.concatenate(thetas), np.concatenate(sims)
 
 
+def check_n_draws(n_draws: Any) -> int:
+    """A draw source's declared T as an integer >= 1 (refused otherwise, before anything runs).
+
+    T is what the privacy noise of a release is calibrated for (the query limit of the Gaussian
+    sparse vector), so it must be an exact integer: a release examines at most T draws, whatever
+    the source yields.
+    """
+    if isinstance(n_draws, bool) or not isinstance(n_draws, (int, np.integer)) or n_draws < 1:
+        raise InvalidDataError(
+            f"a draw source must declare n_draws, the number of (θ, Y) pairs it yields, as an integer "
+            f">= 1; got {n_draws!r}. Nothing was charged or released."
+        )
+    return int(n_draws)
+
+
 def as_draw_source(draws: Any, batch_size: int = 256) -> DrawSource:
-    """A :class:`DrawSource` from a source, or from a ``(thetas, sims)`` pair of arrays."""
+    """A :class:`DrawSource` from a source, or from a ``(thetas, sims)`` pair of arrays.
+
+    A source's declared ``n_draws`` is checked (:func:`check_n_draws`); ABCDP answers at most that
+    many queries even if the source yields more.
+    """
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+        raise InvalidDataError(f"batch_size must be an integer >= 1, got {batch_size!r}.")
     if hasattr(draws, "batches") and hasattr(draws, "n_draws"):
+        check_n_draws(draws.n_draws)
         return draws
     if isinstance(draws, tuple) and len(draws) == 2:
         return ArrayDraws(draws[0], draws[1], batch_size=batch_size)

@@ -17,6 +17,14 @@ the accountant (``"pld"`` by default, or ``"rdp"``) certifies at (ε, δ). The w
 charged to the ledger before the first population's noise is drawn, and no particle is released
 before that. Post-processing (weights, proposals, resampling) costs nothing more.
 
+Release path: every input is validated before the charge — the privacy parameters, the sizes
+(at most :data:`MAX_PARTICLES` particles per population, refused before anything is allocated),
+the distance's sensitivity (public bounds and N only; :func:`~dpinfer.distances.release_sensitivity`),
+the noise scale, the observed data and the first batch of population 0 simulated and compared
+with them (a shape mismatch between the observed data and the simulations is refused here,
+uncharged). Each population's sparse vector draws its noise through the
+:class:`~dpinfer.privacy.context.ReleaseContext` and answers at most ``max_draws`` queries.
+
 The prior adapters (:func:`smc_prior`) give the free coordinates a Gaussian kernel can move
 (the first K-1 weights of the Dirichlet mixture), the log prior density up to a constant, and
 the support.
@@ -24,27 +32,63 @@ the support.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy.special import logsumexp
 
-from ..diagnostics.flip import svt_noise_scale
-from ..distances.base import Distance
-from ..errors import InvalidPrivacyParameterError
+from ..distances.base import count_records
+from ..distances.enforce import release_sensitivity
+from ..errors import InvalidDataError, InvalidPrivacyParameterError
 from ..inference.weighted import WeightedSample
 from ..privacy.accountants import get_accountant
+from ..privacy.context import ReleaseContext
 from ..privacy.events import REPLACE_ONE, SparseVectorEvent, compose
-from ..privacy.ledger import charge_or_warn
-from ..privacy.mechanisms.svt import SparseVector
+from ..privacy.mechanisms.svt import SparseVector, check_noise_scale
 from ..privacy.report import PrivacyReport
-from ..privacy.rng import PrivacyRNG, as_privacy_rng
 from ..privacy.validation import check_delta, check_epsilon
 from .abcdp import check_epsilon_abc
 
 if TYPE_CHECKING:
+    from ..distances.base import Distance
     from ..privacy.ledger import Ledger
+
+#: Most particles a population may hold (c here, M in the Gaussian-weights variant): the kernel
+#: proposal's density costs O(draws × particles) per population. Larger sizes are refused before
+#: anything is allocated or charged.
+MAX_PARTICLES = 100_000
+#: Most draws simulated at once (memory of one batch of simulated data sets).
+MAX_BATCH = 1 << 20
+#: Elements of the largest temporary array of the proposal density (chunked above it).
+_CHUNK_ELEMENTS = 1 << 22
+
+
+def check_size(value: Any, name: str, low: int, high: int, advice: str) -> int:
+    """An integer size in [low, high], refused with ``advice`` otherwise (before any allocation)."""
+    ok = not isinstance(value, bool) and isinstance(value, (int, np.integer, float))
+    if not ok or not math.isfinite(float(value)) or int(value) != value:
+        raise InvalidPrivacyParameterError(f"{name} must be an integer, got {value!r}.")
+    if not low <= int(value) <= high:
+        raise InvalidPrivacyParameterError(
+            f"{name} must be between {low} and {high:,}, got {int(value):,}. {advice} "
+            "Nothing was charged or released."
+        )
+    return int(value)
+
+
+def batch_distances(distance: Distance, prepared: Any, sims: Any, n: int) -> np.ndarray:
+    """ρ(Y*, Y_i) of n simulated data sets, checked: shape (n,), finite (InvalidDataError)."""
+    rho = np.asarray(distance.batch(prepared, sims), dtype=np.float64)
+    if rho.shape != (n,):
+        raise InvalidDataError(
+            f"the distance returned shape {rho.shape} for {n} simulated data sets; the model's "
+            "simulate(θ (n, p), rng) must return n data sets of the observed data's form."
+        )
+    if not np.all(np.isfinite(rho)):
+        raise InvalidDataError("a distance is NaN or infinite; check the simulator and the distance.")
+    return rho
 
 
 @dataclass
@@ -141,7 +185,7 @@ def per_population_epsilon(
 
 
 def kernel_proposal(prior: SMCPrior, particles: np.ndarray, weights: np.ndarray, n: int,
-              rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+                    rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """n draws (free coordinates) from the truncated kernel mixture, and log q (up to a constant)."""
     cov = 2.0 * np.atleast_2d(np.cov(particles.T, aweights=weights)) + 1e-12 * np.eye(particles.shape[1])
     chol = np.linalg.cholesky(cov)
@@ -154,9 +198,17 @@ def kernel_proposal(prior: SMCPrior, particles: np.ndarray, weights: np.ndarray,
 
 
 def _log_q(z: np.ndarray, particles: np.ndarray, weights: np.ndarray, chol: np.ndarray) -> np.ndarray:
-    diff = np.linalg.solve(chol, (z[:, None, :] - particles[None]).reshape(-1, z.shape[1]).T).T
-    quad = -0.5 * np.sum(diff**2, axis=1).reshape(z.shape[0], particles.shape[0])
-    return logsumexp(quad + np.log(np.maximum(weights, 1e-300))[None], axis=1)
+    """log Σ_j w_j N(z; θ_j, LLᵀ) up to a constant, in row chunks (memory O(chunk × particles))."""
+    n, p = z.shape
+    logw = np.log(np.maximum(weights, 1e-300))[None]
+    step = max(1, _CHUNK_ELEMENTS // max(1, particles.shape[0] * p))
+    out = np.empty(n)
+    for a in range(0, n, step):
+        zz = z[a:a + step]
+        diff = np.linalg.solve(chol, (zz[:, None, :] - particles[None]).reshape(-1, p).T).T
+        quad = -0.5 * np.sum(diff**2, axis=1).reshape(zz.shape[0], particles.shape[0])
+        out[a:a + step] = logsumexp(quad + logw, axis=1)
+    return out
 
 
 def private_smc_abc(
@@ -172,9 +224,10 @@ def private_smc_abc(
     batch_size: int = 256,
     accountant: str = "pld",
     seed: Any = 0,
-    privacy_rng: PrivacyRNG | None = None,
+    privacy_rng: Any = None,
     ledger: Ledger | None = None,
     dataset: str | None = None,
+    context: ReleaseContext | None = None,
     label: str = "private-smc-abc",
 ) -> PrivateSMCResult:
     """Private SMC-ABC: K = len(schedule) populations of c particles, (ε, δ)-DP in total.
@@ -182,81 +235,113 @@ def private_smc_abc(
     Parameters
     ----------
     observed, distance
-        The confidential data and a :class:`~dpinfer.distances.Distance` (its sensitivity Δρ).
+        The confidential data (N records, N public) and a :class:`~dpinfer.distances.Distance`
+        (its sensitivity Δρ = ``distance.sensitivity(N)``, clipped to [0, Δρ] if dpinfer does not
+        prove it).
     model
         A built-in ABCDP model (``prior_sample``, ``simulate``; see :func:`smc_prior`).
     epsilon_abc_schedule
         The public thresholds ε_abc of the populations (non-increasing).
     c
-        Particles accepted (released) per population.
+        Particles accepted (released) per population, 2 <= c <= :data:`MAX_PARTICLES`.
     epsilon, delta
         The total guarantee (replace-one), split equally over the populations by ``accountant``.
     max_draws
-        Simulations allowed per population (a population that reaches it stops with fewer than c).
+        Simulations allowed per population (a population that reaches it stops with fewer than
+        c); each population's sparse vector answers at most this many queries.
+    batch_size
+        Draws simulated at once (1 <= batch_size <= 2^20).
     seed
-        Public randomness (proposals, simulations). The noise comes from ``privacy_rng``.
+        Public randomness (proposals, simulations). The noise comes from the release context.
+    privacy_rng, ledger, dataset, context, label
+        The :class:`~dpinfer.privacy.ReleaseContext` (or its flat keywords): the whole
+        composition is charged before the first noise is drawn.
 
     Returns
     -------
     PrivateSMCResult
         Last population's particles and importance weights, ``populations`` (ε_abc, b, draws,
         accepted per population) and ``privacy`` (the composed event, ``accountant``).
+
+    Raises
+    ------
+    InvalidDataError, InvalidPrivacyParameterError
+        Before anything is charged: bad privacy parameters or schedule, sizes out of range, a
+        sensitivity or noise scale that vanishes, observed data that are not finite, simulations
+        whose shape does not match the observed data (checked on population 0's first batch).
     """
     eps, dlt = check_epsilon(epsilon, "epsilon"), check_delta(delta)
     schedule = [check_epsilon_abc(e) for e in epsilon_abc_schedule]
     if not schedule or any(b > a for a, b in zip(schedule, schedule[1:], strict=False)):
         raise InvalidPrivacyParameterError("epsilon_abc_schedule must be a non-empty, non-increasing list.")
-    if isinstance(c, bool) or int(c) != c or int(c) < 2:
-        raise InvalidPrivacyParameterError(f"c must be an integer >= 2 (a kernel needs a spread), got {c!r}.")
-    if int(max_draws) < int(c):
-        raise InvalidPrivacyParameterError(f"max_draws={max_draws} is below c={c}.")
-    if ledger is not None and not dataset:
-        raise InvalidPrivacyParameterError("charging a ledger needs the dataset name.")
+    c = check_size(c, "c", 2, MAX_PARTICLES, "c particles per population (a kernel needs c >= 2; the "
+                   "proposal density costs O(c) per draw): use fewer particles.")
+    max_draws = check_size(max_draws, "max_draws", c, 2**62, "max_draws (simulations per population) "
+                           "must be at least c.")
+    batch_size = check_size(batch_size, "batch_size", 1, MAX_BATCH, "Simulate in smaller batches.")
+    get_accountant(accountant)  # an unknown accountant is refused here, not after the charge
+    ctx = ReleaseContext.of(context, ledger=ledger, dataset=dataset, privacy_rng=privacy_rng, label=label)
     prior = smc_prior(model)
-    gen = as_privacy_rng(privacy_rng)
-    prepared = distance.prepare(observed)
-    delta_rho = float(distance.sensitivity(prepared))
-    K, c = len(schedule), int(c)
+    sens = release_sensitivity(distance, count_records(observed), warn=False)  # public: N and declared bounds
+    K = len(schedule)
     eps_k = per_population_epsilon(eps, dlt, c, K, accountant)
-    event = compose(*[SparseVectorEvent(c, eps_k, neighbouring=REPLACE_ONE)] * K)
+    pop_event = SparseVectorEvent(c, eps_k, neighbouring=REPLACE_ONE)
+    event = compose(*[pop_event] * K)
+    check_noise_scale((c + 1) * sens.sensitivity / eps_k, magnitude=max(schedule[0], sens.bound),
+                      name="sparse vector noise scale b")
+    dist = sens.distance
+    prepared = dist.prepare(observed)  # checks the observed data
     rng = np.random.default_rng(seed)
-    pops: list[dict[str, Any]] = []
-    particles = weights = None
-    with charge_or_warn(ledger, dataset, event, label=label, insecure=gen.deterministic,
-                        what="private SMC-ABC release"):
+    n0 = min(batch_size, max_draws)
+    z0 = prior.from_theta(prior.sample(n0, rng))
+    logq0 = prior.log_density(z0)
+    rho0 = batch_distances(dist, prepared, model.simulate(prior.to_theta(z0), rng), n0)  # shapes vs Y*
+    sens.warn_if_enforced()
+
+    def run(_: Any) -> tuple[list[dict[str, Any]], Any, Any]:
+        pops: list[dict[str, Any]] = []
+        particles = weights = None
+        first: tuple[np.ndarray, np.ndarray, np.ndarray] | None = (z0, logq0, rho0)
         for eps_abc in schedule:
-            b = svt_noise_scale(c, eps_k, delta_rho)
-            engine = SparseVector(c, b, eps_abc, False, gen)
+            engine = SparseVector.from_event(pop_event, sens.sensitivity, eps_abc, ctx, max_queries=max_draws)
             acc_z, acc_logq, seen = [], [], 0
-            while not engine.done and seen < max_draws:
-                n = min(batch_size, int(max_draws) - seen)
-                if particles is None:
-                    z = prior.from_theta(prior.sample(n, rng))
-                    logq = prior.log_density(z)
+            while not engine.done:
+                if first is not None:
+                    (z, logq, rho), first = first, None
                 else:
-                    z, logq = kernel_proposal(prior, particles, weights, n, rng)
-                ans = engine.process(distance.batch(prepared, model.simulate(prior.to_theta(z), rng)))
+                    n = min(batch_size, max_draws - seen)
+                    if particles is None:
+                        z = prior.from_theta(prior.sample(n, rng))
+                        logq = prior.log_density(z)
+                    else:
+                        z, logq = kernel_proposal(prior, particles, weights, n, rng)
+                    rho = batch_distances(dist, prepared, model.simulate(prior.to_theta(z), rng), n)
+                ans = engine.process(rho)
                 hit = np.flatnonzero(ans)
                 acc_z.append(z[hit])
                 acc_logq.append(logq[hit])
                 seen += ans.size
             z_acc = np.concatenate(acc_z)
-            pops.append({"epsilon_abc": eps_abc, "b": b, "epsilon_k": eps_k, "n_draws": seen,
+            pops.append({"epsilon_abc": eps_abc, "b": engine.b, "epsilon_k": eps_k, "n_draws": seen,
                          "n_accepted": int(z_acc.shape[0])})
             if z_acc.shape[0] < 2:
                 break  # too few particles to build a kernel: keep the previous population
             logw = prior.log_density(z_acc) - np.concatenate(acc_logq)
             w = np.exp(logw - logw.max())
             particles, weights = z_acc, w / w.sum()
+        return pops, particles, weights
+
+    pops, particles, weights = ctx.release(event, run, what="private SMC-ABC release")
     if particles is None:
         particles, weights = np.zeros((0, 1)), np.zeros(0)
         theta = particles
     else:
         theta = prior.to_theta(particles)
     report = PrivacyReport.from_event(
-        event, delta=dlt, accountant=accountant, sensitivity=delta_rho, accounted=ledger is not None,
-        mechanism="private-smc-abc-svt", insecure_rng=gen.deterministic,
-        details={"populations": K, "c": c, "epsilon_per_population": eps_k,
+        event, delta=dlt, accountant=accountant, sensitivity=sens.sensitivity, accounted=ctx.accounted,
+        mechanism="private-smc-abc-svt", insecure_rng=ctx.insecure,
+        details={"populations": K, "c": c, "epsilon_per_population": eps_k, "max_queries": max_draws,
+                 "distance": sens.config, "sensitivity_proof": sens.proof,
                  "theorem": "Park et al. 2021, Theorem 1 per population; composition by the accountant"},
     )
     names = tuple(getattr(model, "param_names", tuple(f"theta{i}" for i in range(theta.shape[1]))))
@@ -264,6 +349,6 @@ def private_smc_abc(
 
 
 __all__ = [
-    "PrivateSMCResult", "SMCPrior", "kernel_proposal", "per_population_epsilon", "private_smc_abc",
-    "smc_prior",
+    "MAX_PARTICLES", "PrivateSMCResult", "SMCPrior", "kernel_proposal", "per_population_epsilon",
+    "private_smc_abc", "smc_prior",
 ]

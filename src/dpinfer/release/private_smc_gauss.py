@@ -5,7 +5,11 @@ only through the Gaussian mechanism. Population k (k = 0..K-1):
 
 1. M proposals θ_i ~ q_k (public: q_0 is the prior, q_k the Beaumont et al. 2009 kernel mixture
    around population k-1, built from earlier *releases* only) and Y_i ~ p(y | θ_i) (public seed).
-2. Release r̃ = r + N(0, σ² I_M), r_i = ρ(Y*, Y_i): the data-dependent part of the weights.
+2. Release r̃ = r + noise, r_i = ρ(Y*, Y_i): the data-dependent part of the weights. The noise is
+   exact discrete Gaussian noise on a public power-of-two grid γ,
+   r̃ = γ·(round(r/γ) + Z), Z ~ N_Z(0, σ_γ²)^M (Canonne, Kamath & Steinke 2020, Algorithm 3;
+   :mod:`dpinfer.privacy.mechanisms.gaussian_rounds`), so that every released value is an exact
+   double fixed by the noisy integers alone (never ``r + float noise``; Mironov 2012).
 3. Weights (post-processing): w_i ∝ π(θ_i)/q_k(θ_i) · exp(-r̃_i²/(2 h_k²)), h_k chosen from r̃
    alone so that the kernel divides the effective sample size of π/q by 1/``ess_fraction``.
 
@@ -13,23 +17,30 @@ Sensitivity (replace-one on Y*). Claim: ||r - r'||₂ <= √M·Δρ, Δρ the di
 Proof: the Y_i are fixed public data, independent of Y*; for neighbours Y*, Y*' each coordinate
 obeys |ρ(Y*, Y_i) - ρ(Y*', Y_i)| <= Δρ (for the MMD, Lemma 1 of Park et al.: the mean embedding
 moves by at most 2√B_k/N and ρ by no more, triangle inequality), so Σ_i (r_i - r'_i)² <= M·Δρ².
-The bound is tight up to a constant: with all Y_i equal every coordinate moves together. Hence
-σ = s·√M·Δρ makes each release a Gaussian mechanism with noise multiplier s, i.e. the event
-``GaussianEvent(s)``. Noise scaled by Δρ alone (s·Δρ) would be √M times too small.
+The bound is tight up to a constant: with all Y_i equal every coordinate moves together. On the
+grid each coordinate moves by at most u = ⌈Δρ/γ⌉ units, the vector by √M·u, so each release is
+``DiscreteGaussianEvent(σ_γ, √M·u, M)``: ½(√M·u/σ_γ)²-zCDP (CKS 2020, Theorem 14). Noise scaled by
+Δρ alone would be √M times too small.
 
 Composition. q_k depends on Y* only through the releases of populations < k, so the K releases
-are an adaptive composition of K ``GaussianEvent(s)`` (RDP: Mironov 2017, Prop. 1; PLD: Koskela
-et al. 2020). s is the least multiplier whose K-fold composition the accountant certifies at
-(ε, δ) (:func:`~dpinfer.privacy.calibration.composed_gaussian_multiplier`); the whole composition
-is charged to the ledger before the first noise is drawn, and the noise comes from the
-:class:`~dpinfer.privacy.PrivacyRNG`. Charging one population's event for all K would understate
-ε by about √K.
+are an adaptive composition of K such events, accounted by Rényi DP (Mironov 2017, Prop. 1; the
+``"rdp"`` accountant, the only one with an analysis of the multivariate discrete Gaussian). σ_γ²
+is the least integer whose K-fold composition it certifies at (ε, δ); the whole composition is
+charged to the ledger before the first noise is drawn, through the
+:class:`~dpinfer.privacy.context.ReleaseContext`. Charging one population's event for all K would
+understate ε by about √K. Every input (sizes included: at most
+:data:`~dpinfer.release.private_smc.MAX_PARTICLES` particles, refused before anything is
+allocated) is validated, and population 0 is simulated and its distances computed (shapes checked
+against the observed data), before the charge.
 
 Target. For e ~ N(0, σ²), E exp(-(r+e)²/(2h²)) = h/√(h²+σ²) · exp(-r²/(2(h²+σ²))): the noisy
 weight is an unbiased estimate (up to a constant) of a Gaussian ABC kernel of bandwidth
 h_eff = √(h_k² + σ²) in the true distance. The last population is therefore a random-weight
 importance sample of the kernel-ABC posterior π(θ) ∫ p(y|θ) exp(-ρ(Y*, y)²/(2 h_eff²)) dy
 (Wilkinson 2013: the privacy noise acts as part of the ABC kernel). h_eff can never go below σ.
+The discrete Gaussian on the grid has σ_γ ≥ 2¹⁰ grid units, where its law matches the
+continuous N(0, (γσ_γ)²) to within far less than the Monte Carlo error, and rounding moves r by
+at most γ/2 ≤ 2⁻¹¹·σ: the identity holds with σ = γ·σ_γ up to these terms.
 """
 
 from __future__ import annotations
@@ -39,30 +50,37 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..distances.base import Distance
+from ..distances.base import count_records
+from ..distances.enforce import release_sensitivity
 from ..errors import InvalidPrivacyParameterError
 from ..inference.weighted import ess
-from ..privacy.calibration import composed_gaussian_multiplier
-from ..privacy.events import REPLACE_ONE, GaussianEvent, compose
-from ..privacy.ledger import charge_or_warn
+from ..privacy.context import ReleaseContext
+from ..privacy.mechanisms.gaussian_rounds import ACCOUNTANT, gaussian_rounds, release_gaussian_round
 from ..privacy.report import PrivacyReport
-from ..privacy.rng import PrivacyRNG, as_privacy_rng
 from ..privacy.validation import check_delta, check_epsilon
-from .private_smc import PrivateSMCResult, kernel_proposal, smc_prior
+from .private_smc import (
+    MAX_BATCH,
+    MAX_PARTICLES,
+    PrivateSMCResult,
+    batch_distances,
+    check_size,
+    kernel_proposal,
+    smc_prior,
+)
 
 if TYPE_CHECKING:
+    from ..distances.base import Distance
     from ..privacy.ledger import Ledger
 
-__all__ = ["gaussian_weights_smc_abc", "weight_noise_std"]
+__all__ = ["MAX_POPULATIONS", "gaussian_weights_smc_abc", "weight_noise_std"]
+
+#: Most populations (releases) of one run.
+MAX_POPULATIONS = 1000
 
 
 def weight_noise_std(noise_multiplier: float, delta_rho: float, n_particles: int) -> float:
     """σ = s·√M·Δρ: the L2 sensitivity of the M distances is √M·Δρ (module docstring)."""
     return float(noise_multiplier) * math.sqrt(int(n_particles)) * float(delta_rho)
-
-
-def _composed(s: float, K: int) -> Any:
-    return compose(*[GaussianEvent(s, neighbouring=REPLACE_ONE)] * K)
 
 
 def kernel_bandwidth(noisy: np.ndarray, log_base: np.ndarray, ess_fraction: float) -> float:
@@ -88,6 +106,17 @@ def kernel_bandwidth(noisy: np.ndarray, log_base: np.ndarray, ess_fraction: floa
     return hi
 
 
+def _population_distances(
+    distance: Distance, prepared: Any, model: Any, theta: np.ndarray, rng: np.random.Generator, batch: int
+) -> np.ndarray:
+    """ρ(Y*, Y_i) for the M proposals, simulated ``batch`` at a time (memory O(batch))."""
+    parts = []
+    for a in range(0, theta.shape[0], batch):
+        chunk = theta[a:a + batch]
+        parts.append(batch_distances(distance, prepared, model.simulate(chunk, rng), chunk.shape[0]))
+    return np.concatenate(parts)
+
+
 def gaussian_weights_smc_abc(
     observed: Any,
     model: Any,
@@ -98,11 +127,13 @@ def gaussian_weights_smc_abc(
     delta: float,
     *,
     ess_fraction: float = 0.5,
-    accountant: str = "pld",
+    accountant: str = ACCOUNTANT,
+    batch_size: int = 4096,
     seed: Any = 0,
-    privacy_rng: PrivacyRNG | None = None,
+    privacy_rng: Any = None,
     ledger: Ledger | None = None,
     dataset: str | None = None,
+    context: ReleaseContext | None = None,
     label: str = "private-smc-abc-gaussian",
 ) -> PrivateSMCResult:
     """Private SMC-ABC releasing each population's distances through the Gaussian mechanism.
@@ -110,23 +141,32 @@ def gaussian_weights_smc_abc(
     Parameters
     ----------
     observed, distance
-        The confidential data and a :class:`~dpinfer.distances.Distance` (its sensitivity Δρ).
+        The confidential data (N records, N public) and a :class:`~dpinfer.distances.Distance`
+        (its sensitivity Δρ = ``distance.sensitivity(N)``, clipped to [0, Δρ] if dpinfer does not
+        prove it).
     model
         A built-in ABCDP model (``prior_sample``, ``simulate``; see
         :func:`~dpinfer.release.private_smc.smc_prior`).
     n_particles
-        M, proposals (and simulations) per population; the noise std grows as √M.
+        M, proposals (and simulations) per population, 2 <= M <= 100 000; the noise std grows
+        as √M.
     n_populations
-        K, the number of populations (releases).
+        K, the number of populations (releases), 1 <= K <= 1000.
     epsilon, delta
         The total (ε, δ) guarantee (replace-one) of the K composed releases.
     ess_fraction
         Each population's kernel bandwidth h_k is set from the released distances so that its
         ESS is this fraction of the ESS of its importance weights π/q alone.
     accountant
-        ``"pld"`` (default) or ``"rdp"``: composes the K Gaussian events.
+        ``"rdp"`` (the default and the only choice): composes the K discrete Gaussian releases
+        (the ``"pld"`` accountant has no analysis of a multivariate discrete Gaussian). A ledger
+        charged by this release must use the ``"rdp"`` accountant too.
+    batch_size
+        Simulations at once (memory of one batch of simulated data sets).
     seed
-        Public randomness (proposals, simulations). The noise comes from ``privacy_rng``.
+        Public randomness (proposals, simulations). The noise comes from the release context.
+    privacy_rng, ledger, dataset, context, label
+        The :class:`~dpinfer.privacy.ReleaseContext` (or its flat keywords).
 
     Returns
     -------
@@ -134,53 +174,77 @@ def gaussian_weights_smc_abc(
         Last population's particles and weights; ``populations`` lists per population σ, h,
         h_eff = √(h² + σ²) (the bandwidth of the ABC kernel targeted), draws and ESS;
         ``privacy`` reports the composed event.
+
+    Raises
+    ------
+    InvalidDataError, InvalidPrivacyParameterError
+        Before anything is charged: bad privacy parameters, sizes out of range, an accountant
+        other than ``"rdp"``, a sensitivity that vanishes or distances too large for the noise's
+        grid, observed data that are not finite, simulations whose shape does not match the
+        observed data (population 0 is simulated and compared before the charge).
     """
     eps, dlt = check_epsilon(epsilon, "epsilon"), check_delta(delta)
     if dlt <= 0:
         raise InvalidPrivacyParameterError("the Gaussian mechanism needs delta > 0 (e.g. delta=1e-6).")
-    for name, v, low in (("n_particles", n_particles, 2), ("n_populations", n_populations, 1)):
-        if isinstance(v, bool) or int(v) != v or int(v) < low:
-            raise InvalidPrivacyParameterError(f"{name} must be an integer >= {low}, got {v!r}.")
-    if not 0.0 < float(ess_fraction) < 1.0:
+    M = check_size(n_particles, "n_particles", 2, MAX_PARTICLES,
+                   "The proposal density costs O(M²) per population and the noise grows as √M: use fewer "
+                   "particles.")
+    K = check_size(n_populations, "n_populations", 1, MAX_POPULATIONS, "Use fewer populations.")
+    batch = check_size(batch_size, "batch_size", 1, MAX_BATCH, "Simulate in smaller batches.")
+    try:
+        frac = float(ess_fraction)
+    except (TypeError, ValueError):
+        frac = float("nan")
+    if not 0.0 < frac < 1.0:
         raise InvalidPrivacyParameterError(f"ess_fraction must be in (0, 1), got {ess_fraction!r}.")
-    if ledger is not None and not dataset:
-        raise InvalidPrivacyParameterError("charging a ledger needs the dataset name.")
-    M, K = int(n_particles), int(n_populations)
+    if accountant != ACCOUNTANT:
+        raise InvalidPrivacyParameterError(
+            f"accountant must be {ACCOUNTANT!r}, got {accountant!r}: the released distances carry "
+            "multivariate discrete Gaussian noise, which only the Renyi (zCDP) analysis covers "
+            "(Canonne, Kamath & Steinke 2020, Theorem 14). Use a ledger on the 'rdp' accountant."
+        )
+    ctx = ReleaseContext.of(context, ledger=ledger, dataset=dataset, privacy_rng=privacy_rng, label=label)
     prior = smc_prior(model)
-    gen = as_privacy_rng(privacy_rng)
-    prepared = distance.prepare(observed)
-    delta_rho = float(distance.sensitivity(prepared))
-
-    s = composed_gaussian_multiplier(eps, dlt, K, accountant)
-    event = _composed(s, K)
-    sigma = weight_noise_std(s, delta_rho, M)
+    sens = release_sensitivity(distance, count_records(observed), warn=False)  # public: N and declared bounds
+    plan = gaussian_rounds(sens.sensitivity, M, K, eps, dlt)
+    plan.check_bound(sens.bound)  # every distance fits the grid: no data-dependent refusal later
+    dist = sens.distance
+    prepared = dist.prepare(observed)  # checks the observed data
     rng = np.random.default_rng(seed)
-    pops: list[dict[str, Any]] = []
-    particles = weights = np.zeros(0)
-    with charge_or_warn(ledger, dataset, event, label=label, insecure=gen.deterministic,
-                        what="private SMC-ABC (Gaussian weights) release"):
+    z0 = prior.from_theta(prior.sample(M, rng))
+    logq0 = prior.log_density(z0)
+    rho0 = _population_distances(dist, prepared, model, prior.to_theta(z0), rng, batch)  # shapes vs Y*
+    sens.warn_if_enforced()
+
+    def run(_: Any) -> tuple[list[dict[str, Any]], np.ndarray, np.ndarray]:
+        pops: list[dict[str, Any]] = []
+        particles = weights = np.zeros(0)
         for k in range(K):
             if k == 0:
-                z = prior.from_theta(prior.sample(M, rng))
-                logq = prior.log_density(z)
+                z, logq, rho = z0, logq0, rho0
             else:
                 z, logq = kernel_proposal(prior, particles, weights, M, rng)
-            rho = distance.batch(prepared, model.simulate(prior.to_theta(z), rng))
-            noisy = rho + np.asarray(gen.normal(sigma, M), dtype=np.float64)  # the release
+                rho = _population_distances(dist, prepared, model, prior.to_theta(z), rng, batch)
+            noisy = release_gaussian_round(rho, plan, ctx)  # the release
             log_base = prior.log_density(z) - logq
-            h = kernel_bandwidth(noisy, log_base, float(ess_fraction))
+            h = kernel_bandwidth(noisy, log_base, frac)
             lw = log_base - noisy**2 / (2.0 * h * h)
             w = np.exp(lw - lw.max())
             particles, weights = z, w / w.sum()
-            pops.append({"sigma": sigma, "h": h, "h_eff": math.hypot(h, sigma), "n_draws": M,
+            pops.append({"sigma": plan.sigma, "h": h, "h_eff": math.hypot(h, plan.sigma), "n_draws": M,
                          "ess": ess(weights)})
+        return pops, particles, weights
+
+    pops, particles, weights = ctx.release(plan.event, run, what="private SMC-ABC (Gaussian weights) release")
     report = PrivacyReport.from_event(
-        event, delta=dlt, accountant=accountant, sensitivity=delta_rho, accounted=ledger is not None,
-        mechanism="private-smc-abc-gaussian-weights", insecure_rng=gen.deterministic,
-        details={"populations": K, "particles": M, "noise_multiplier": s, "sigma": sigma,
-                 "l2_sensitivity": math.sqrt(M) * delta_rho,
-                 "theorem": "Gaussian mechanism on the M distances, L2 sensitivity sqrt(M)*Δρ; "
-                            "K-fold adaptive composition by the accountant"},
+        plan.event, delta=dlt, accountant=ACCOUNTANT, sensitivity=sens.sensitivity, accounted=ctx.accounted,
+        mechanism="private-smc-abc-gaussian-weights", insecure_rng=ctx.insecure,
+        details={"populations": K, "particles": M, "noise_multiplier": plan.noise_multiplier,
+                 "sigma": plan.sigma, "grid": plan.gamma, "sigma2_grid_units": plan.sigma2_units,
+                 "l2_sensitivity": math.sqrt(M) * sens.sensitivity,
+                 "distance": sens.config, "sensitivity_proof": sens.proof,
+                 "theorem": "discrete Gaussian on a power-of-two grid (CKS 2020, Thm 14, zCDP) on the M "
+                            "distances, L2 sensitivity sqrt(M)*Δρ; K-fold adaptive composition (RDP)"},
     )
     names = tuple(getattr(model, "param_names", ()))
     theta = prior.to_theta(particles)
