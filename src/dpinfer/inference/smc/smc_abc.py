@@ -296,11 +296,11 @@ def smc_abc(
     try:
         while True:
             start = time.perf_counter()
-            kernel = None
+            perturbation = None
             if particles is not None and weights is not None:
                 # the proposal population (resampled copy if degenerate); the last completed
                 # population itself is left untouched until this one completes
-                kernel = PerturbationKernel.build(
+                perturbation = PerturbationKernel.build(
                     particles,
                     weights,
                     resample_threshold=resample_threshold,
@@ -310,14 +310,14 @@ def smc_abc(
                         root.entropy, spawn_key=tuple(root.spawn_key) + (1, t)
                     ),
                 )
-            template = BatchTask(model, obs, tol, int(batch_size), kernel, scale_arr)
+            template = BatchTask(model, obs, tol, int(batch_size), perturbation, scale_arr)
             new_particles, new_dists, sims_used, sims_run = _fill_population(
                 be, template, root, t, n_particles, total_sims, max_simulations, progress, stall
             )
-            if kernel is None:
+            if perturbation is None:
                 new_w = np.full(n_particles, 1.0 / n_particles)
             else:
-                new_w = kernel.importance_weights(model.prior, new_particles)
+                new_w = perturbation.importance_weights(model.prior, new_particles)
             particles, weights, dists = new_particles, new_w, new_dists
             total_sims += sims_used
             diag = _Diagnostics(
@@ -327,9 +327,9 @@ def smc_abc(
                 n_simulations_run=sims_run,
                 acceptance_rate=n_particles / sims_used,
                 ess=_ess(weights),
-                resampled_before=kernel is not None and kernel.resampled,
+                resampled_before=perturbation is not None and perturbation.resampled,
                 wall_time=time.perf_counter() - start,
-                kernel_cov=None if kernel is None else kernel.cov.tolist(),
+                kernel_cov=None if perturbation is None else perturbation.cov.tolist(),
             )
             pops.append(diag)
             if keep_history:
