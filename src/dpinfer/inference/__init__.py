@@ -10,11 +10,11 @@ modules take only events and reports (checked by the architecture test).
 * :mod:`.neural` — SPPE and SPLE (Xiong, Ju & Zhang 2025).
 """
 
+from .entry import infer
 from .exact.importance import mechanism_importance_sampling
 from .exact.importance_result import ImportanceResult
 from .exact.tempered import tempered_smc
 from .exact.tempered_result import TemperedSMCResult
-from .entry import infer
 from .posterior import InferenceResult
 from .smc.options import KernelOptions, RunOptions
 from .smc.result import SMCABCResult

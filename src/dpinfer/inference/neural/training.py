@@ -30,6 +30,9 @@ from ...execution import batch_seeds, get_backend
 from ...models.contract import confidential_summaries
 from .rqmc import point_sets
 
+#: ``(theta, x, log_prior)`` tensors of a training or validation set
+Triple = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+
 
 @dataclass(frozen=True)
 class TrainingConfig:
@@ -361,7 +364,7 @@ class SimulationPool:
     @staticmethod
     def _stack(
         parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], device: Any = "cpu"
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    ) -> Triple:
         theta, x, log_prior = (
             torch.as_tensor(np.concatenate([p[k] for p in parts]), dtype=torch.float32).to(device)
             for k in range(3)
@@ -372,9 +375,7 @@ class SimulationPool:
         """The training parameters and privatised copies of all rounds (float64)."""
         return (np.concatenate([p[0] for p in self.train]), np.concatenate([p[1] for p in self.train]))
 
-    def tensors(
-        self, device: Any = "cpu"
-    ) -> tuple[tuple[torch.Tensor, torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    def tensors(self, device: Any = "cpu") -> tuple[Triple, Triple]:
         """float32 ``(theta, x, log_prior)`` of the training and validation sets on ``device``."""
         return self._stack(self.train, device), self._stack(self.validation, device)
 
