@@ -28,8 +28,8 @@ over the k + 1 outputs,
 
 which is at most α/(2 s1²) + 2α/s2² + ln(k+1)/(α-1): the form of Theorem 8 (whose threshold
 term, as implemented in autodp's ``RDP_gaussian_svt_c1``, is α/s1²; the shift argument above
-gives α/(2 s1²), the value the ABCDP authors' ``gaussian_approx_dp.py`` uses too, METHODS.md
-§1.3, with the same ln(k+1)). ``resample=True`` runs c rounds
+gives α/(2 s1²), the value the ABCDP authors' ``gaussian_approx_dp.py`` uses too
+(with the same ln(k+1)). ``resample=True`` runs c rounds
 (threshold redrawn after each positive answer), each over at most k queries; RDP composes
 adaptively (Mironov 2017, Prop. 1): ε(α) = c·ε_1(α). With one threshold for all c positives
 the same argument over the outputs "set S of positive answers, |S| <= c" shifts Z once and the

@@ -11,7 +11,7 @@ are fitted on *simulated* training pairs (:meth:`ConditionalFlow.fit_standardiza
 the observed data, and stored as buffers; the change of variables adds ``-Σ log sd`` to the
 log density.
 
-Architectures (defaults of Xiong et al. 2025, App. E, and METHODS §2.6):
+Architectures (defaults of Xiong et al. 2025, App. E, and the authors' code of Xiong, Ju & Zhang (2025)):
 
 * ``"nsf"``: neural spline flow (Durkan et al. 2019): 8 transforms, each a monotonic
   rational-quadratic spline with 10 bins and linear tails outside ``[-tail_bound, tail_bound]``

@@ -8,7 +8,7 @@ Metropolis; several chains, split R-hat recorded per round).
 
 Each round's proposal is the current posterior: round ``r + 1`` simulates at MCMC draws of
 ``q_φ(s_obs | θ)·p(θ)`` after round ``r``. (The authors' public code never updates its proposal
-after round 0 and re-simulates the prior draws, METHODS §2.5 and §4.4; set
+after round 0 and re-simulates the prior draws, the authors' code of Xiong, Ju & Zhang (2025); set
 ``reproduce_authors_proposal=True`` to reproduce that behaviour.)
 
 The result, :class:`SPLEPosterior`, evaluates the unnormalised ``log q_φ(s_obs | θ) + log p(θ)``

@@ -2,7 +2,7 @@
 
 "Resolving outbreak dynamics using approximate Bayesian computation for stochastic birth-death
 models" (Wellcome Open Research 4:14), as packaged in ELFI and used by ABCDP (Park et al. 2021,
-Section 6.3; METHODS.md §1.4).
+Section 6.3; the ABCDP authors' code (Park, Vinaroz & Jitkrittum 2021)).
 
 Process (time in years). Active TB hosts are compliant (c) or non-compliant (nc) with therapy.
 Events and rates:
