@@ -1,7 +1,8 @@
 """The Abalone classification task of the DPVI paper and its synthetic companion.
 
 Preprocessing follows the authors' code (DPBayes/DPVI-code, ``logistic/abalone/data/aba.p``;
-the DPVI authors' code (Jälkö, Dikmen & Honkela 2017, DPBayes/DPVI-code)), which we decoded and checked against the shipped ``abalone.data``:
+the DPVI authors' code (Jälkö, Dikmen & Honkela 2017, DPBayes/DPVI-code)), which we decoded and checked
+against the shipped ``abalone.data``:
 
 * rows in the original file order;
 * Sex coded I = 0, F = 1, M = 2, then all eight feature columns standardised to mean 0 and
@@ -65,7 +66,8 @@ def abalone_labels(rings: np.ndarray, label_rule: str = "code") -> np.ndarray:
 
 
 def load_abalone(label_rule: str = "code", train_fraction: float = 0.8) -> ClassificationSplit:
-    """Abalone with the DPVI authors' preprocessing (module docstring; the DPVI authors' code (Jälkö, Dikmen & Honkela 2017, DPBayes/DPVI-code)).
+    """Abalone with the DPVI authors' preprocessing (module docstring; the DPVI authors' code (Jälkö,
+    Dikmen & Honkela 2017, DPBayes/DPVI-code)).
 
     Parameters
     ----------

@@ -30,7 +30,9 @@ def load_tb_sanfrancisco() -> tuple[np.ndarray, np.ndarray]:
     largest_cluster_months : ndarray of int, shape (30,)
         Observation month (0..23) of each case of the largest cluster.
     """
-    sizes = np.loadtxt(data_path("tb_sanfrancisco_cluster_sizes.csv"), delimiter=",", skiprows=1, dtype=np.int64)
+    sizes = np.loadtxt(
+        data_path("tb_sanfrancisco_cluster_sizes.csv"), delimiter=",", skiprows=1, dtype=np.int64
+    )
     months = np.loadtxt(
         data_path("tb_sanfrancisco_largest_cluster_obs_months.csv"), delimiter=",", skiprows=1, dtype=np.int64
     )

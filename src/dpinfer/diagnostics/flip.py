@@ -79,7 +79,8 @@ def laplace_difference_cdf(z: Any, b: float) -> np.ndarray:
 def flip_probability(rho: Any, epsilon_abc: float, b: float) -> np.ndarray:
     """P[τ̃_t ≠ τ_t | τ_t] = G_b(|ρ_t - ε_abc|) (Proposition 1).
 
-    Test vector (the ABCDP authors' code (Park, Vinaroz & Jitkrittum 2021)): ρ = 0.3, ε_abc = 0.2, b = 0.1 gives 0.34304.
+    Test vector (the ABCDP authors' code (Park, Vinaroz & Jitkrittum 2021)): ρ = 0.3, ε_abc = 0.2, b =
+    0.1 gives 0.34304.
     """
     rho = np.asarray(rho, dtype=np.float64)
     return laplace_difference_tail(np.abs(rho - float(epsilon_abc)), b)

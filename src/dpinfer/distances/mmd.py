@@ -10,7 +10,8 @@ does not need |Y| = N. For the Gaussian kernel B_k = 1, so Δρ = 2/N.
 Two implementations:
 
 * :class:`RFFMMD` - random Fourier features with paired cos/sin features,
-  φ(x) = sqrt(2/D)·[cos(W x), sin(W x)], W ~ N(0, I/ℓ²) with D/2 rows (the ABCDP authors' code (Park, Vinaroz & Jitkrittum 2021)).
+  φ(x) = sqrt(2/D)·[cos(W x), sin(W x)], W ~ N(0, I/ℓ²) with D/2 rows (the ABCDP authors' code (Park,
+  Vinaroz & Jitkrittum 2021)).
   Since cos² + sin² = 1, ||φ(x)|| = 1 exactly for every x, so the bound B_k = 1 holds for the
   *approximate* kernel too and Δρ = 2/N is exact, not asymptotic. Cost O(N·D) per data set.
 * :class:`ExactMMD` - the quadratic-time exact kernel MMD, for small N (e.g. COVID, N = 18).

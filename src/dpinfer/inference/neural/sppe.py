@@ -15,7 +15,8 @@ SPLE's (10.13, 13.61), growing from round 6 on, while truncated proposals gave (
 stayed put from round 2 (``examples/private_data/README.md``). ``proposal="apt"`` reproduces
 the paper.
 
-Differences from the authors' public code (the authors' code of Xiong, Ju & Zhang (2025), §4.4), following the paper: each
+Differences from the authors' public code (the authors' code of Xiong, Ju & Zhang (2025), §4.4),
+following the paper: each
 simulation is privatised ``M`` times with a scrambled Sobol net (their loss uses one noise draw;
 ``rqmc_points=1`` reproduces it), and the flow is z-scored on the simulations.
 

@@ -56,7 +56,8 @@ class TrainingConfig:
     patience still buys accuracy: SIR, 2 rounds of 1000 simulations, all copies per step, reached
     C2ST 0.77 against the exact reference with patience 5 (118 s of training) and 0.68 with
     patience 20 (531 s). The ``"paper"`` preset is Xiong et
-    al. 2025, App. E and the authors' ``main_baseline.py`` (the authors' code of Xiong, Ju & Zhang (2025)): batch 100, lr 5e-4,
+    al. 2025, App. E and the authors' ``main_baseline.py`` (the authors' code of Xiong, Ju & Zhang
+    (2025)): batch 100, lr 5e-4,
     5 % validation, patience 20, at most 10 000 epochs, all ``M`` copies in every step. Both use
     Adam (weight decay 1e-4) and gradient-norm clipping at 5 and restore the state of the best
     validation loss.

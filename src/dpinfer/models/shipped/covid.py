@@ -8,7 +8,8 @@ Parameter order: θ = (a0, a1, a2, a3), lowest degree first. The paper's eq. (12
 y = a3 + a2 t + a1 t² + a0 t³ (highest first) and the authors' code uses the reverse; with an
 i.i.d. N(0, 1) prior the two labellings give the same model, only the names differ.
 
-The simulator is deterministic. Following the authors' MMD use (the ABCDP authors' code (Park, Vinaroz & Jitkrittum 2021)), a data set
+The simulator is deterministic. Following the authors' MMD use (the ABCDP authors' code (Park, Vinaroz &
+Jitkrittum 2021)), a data set
 is the unordered set of its 18 values (shape (18, 1)); the distance ignores time order.
 """
 

@@ -8,7 +8,8 @@ Theorem 3.20): T mechanisms that are each (ε_iter, δ_iter')-DP are (ε, Tδ_it
 
     ε = sqrt(2T ln(1/δ')) ε_iter + T ε_iter (e^{ε_iter} - 1).                         (3.20)
 
-The authors' code (``act``, the DPVI authors' code (Jälkö, Dikmen & Honkela 2017, DPBayes/DPVI-code)) uses ln(1.25/δ') in place of ln(1/δ'), a slightly
+The authors' code (``act``, the DPVI authors' code (Jälkö, Dikmen & Honkela 2017, DPBayes/DPVI-code))
+uses ln(1.25/δ') in place of ln(1/δ'), a slightly
 larger, still valid ε:
 
     ε = sqrt(2T ln(1.25/δ')) ε_iter + T ε_iter (e^{ε_iter} - 1),   δ = T q δ_iter + δ'.
@@ -61,7 +62,8 @@ def act(
     gaussian_bound: str = "classical",
     composition: str = "paper",
 ) -> float:
-    """ε of T subsampled Gaussian steps by amplification + advanced composition (the DPVI authors' code (Jälkö, Dikmen & Honkela 2017, DPBayes/DPVI-code)).
+    """ε of T subsampled Gaussian steps by amplification + advanced composition (the DPVI authors' code
+    (Jälkö, Dikmen & Honkela 2017, DPBayes/DPVI-code)).
 
     With the defaults this is the authors' ``act`` verbatim.
 

@@ -1,6 +1,7 @@
 """The DPVI engine: differentially private variational inference (Jälkö, Dikmen & Honkela, UAI 2017).
 
-Algorithm (Algorithm 1 of the paper, with the code-level details of the DPVI authors' code (Jälkö, Dikmen & Honkela 2017, DPBayes/DPVI-code)): for
+Algorithm (Algorithm 1 of the paper, with the code-level details of the DPVI authors' code (Jälkö, Dikmen
+& Honkela 2017, DPBayes/DPVI-code)): for
 t = 1..T draw a minibatch, draw θ = u + L ε by reparameterisation, compute every example's
 gradient of its ELBO term with respect to the variational parameters, clip each to L2 norm C,
 sum, add N(0, (σC)² I), and take a windowed-AdaGrad (or Adam) ascent step.

@@ -9,7 +9,8 @@ with ``scale = 1/q`` (Poisson sampling at rate q) or ``N/|B|`` (fixed-size batch
 split L̂ into per-example terms are offered (both are DP: the prior and entropy terms do not
 depend on the data):
 
-``"elbo"`` (the authors' code, the DPVI authors' code (Jälkö, Dikmen & Honkela 2017, DPBayes/DPVI-code), PyMC3 minibatch ADVI)
+``"elbo"`` (the authors' code, the DPVI authors' code (Jälkö, Dikmen & Honkela 2017, DPBayes/DPVI-code),
+PyMC3 minibatch ADVI)
     ℓ_i = scale · log p(y_i | x_i, θ) + (log p(θ) + H[q]) / |B|; every ∇ℓ_i is clipped, so C
     applies to *scaled* gradients and the prior/entropy pull is clipped too. Σ_i ∇ℓ_i = ∇L̂.
 ``"likelihood"`` (the authors' other code path, ``dpvi/utils/advi.py``)

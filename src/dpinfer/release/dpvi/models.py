@@ -210,7 +210,8 @@ def _gaussian_log_prior(theta: Tensor, scale: float) -> Tensor:
 
 
 class LogisticRegression(Model):
-    """Bayesian logistic regression of the DPVI paper (Section 4; the DPVI authors' code (Jälkö, Dikmen & Honkela 2017, DPBayes/DPVI-code)).
+    """Bayesian logistic regression of the DPVI paper (Section 4; the DPVI authors' code (Jälkö, Dikmen &
+    Honkela 2017, DPBayes/DPVI-code)).
 
     ``y_i ~ Bernoulli(s(x_i · θ))`` with ``s(z) = squash + (1 - 2 squash) logistic(z)`` and
     ``θ ~ N(0, prior_scale² I)``. The authors' code uses ``squash = 1e-6`` (it keeps the
@@ -286,7 +287,8 @@ class LogisticRegression(Model):
         """Posterior predictive P(y = 1 | x) under q(θ) = N(mean, cov).
 
         ``method="probit"`` is the authors' approximation
-        ``s(μ_a / sqrt(1 + π s_a² / 8))`` with ``μ_a = x·mean``, ``s_a² = xᵀ cov x`` (the DPVI authors' code (Jälkö, Dikmen & Honkela 2017, DPBayes/DPVI-code));
+        ``s(μ_a / sqrt(1 + π s_a² / 8))`` with ``μ_a = x·mean``, ``s_a² = xᵀ cov x`` (the DPVI authors'
+        code (Jälkö, Dikmen & Honkela 2017, DPBayes/DPVI-code));
         ``method="mc"`` averages the link over the given posterior ``samples``.
         """
         if method == "probit":

@@ -148,7 +148,8 @@ def plan_privacy(
             return schedule_event(phases, z, relation)
         return event_type(sampling_rate, z, steps, neighbouring=relation)
 
-    # paper: 2·act(z, δ/2), the add-remove analysis at δ/2 with ε doubled (the DPVI authors' code (Jälkö, Dikmen & Honkela 2017, DPBayes/DPVI-code))
+    # paper: 2·act(z, δ/2), the add-remove analysis at δ/2 with ε doubled (the DPVI authors' code (Jälkö,
+    # Dikmen & Honkela 2017, DPBayes/DPVI-code))
     relation, factor, d_acc = (
         ("add-remove", 2.0, delta / 2.0) if paper_accounting else (neighbouring, 1.0, delta)
     )
