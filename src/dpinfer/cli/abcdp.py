@@ -127,14 +127,14 @@ def load_observed(path: str | Path, columns: str | None = None) -> np.ndarray:
             name = f"column {header[k]!r}" if header else f"column {k}"
             if cell == "" or cell.lower() in ("na", "nan", "null", "none"):
                 raise InvalidDataError(
-                    f"{p}: line {number}, {name}: missing value ({cell!r}); ABCDP needs a complete "
+                    f"{p}: line {number}, {name}: missing value; ABCDP needs a complete "
                     "record on every line: remove the record or impute it before the release."
                 )
             try:
                 row.append(float(cell))
             except ValueError:
                 raise InvalidDataError(
-                    f"{p}: line {number}, {name}: {cell!r} is not a number (encode categorical "
+                    f"{p}: line {number}, {name}: not a number (encode categorical "
                     "columns as numbers)."
                 ) from None
         rows.append(row)

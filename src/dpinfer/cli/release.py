@@ -29,7 +29,7 @@ import numpy as np
 
 from ..errors import InvalidDataError
 from ..models.shipped.registry import build_model
-from .common import Refusal, add_ledger_options, open_release_ledger, release_notices
+from .common import Refusal, add_ledger_options, open_release_ledger, release_notices, write_text_atomic
 
 #: model -> (the columns its statistic reads, in order, and how they become the statistic's inputs)
 RELEASABLE = {
@@ -77,9 +77,9 @@ def read_columns(path: str | Path, columns: list[str]) -> np.ndarray:
             try:
                 out[i, j] = float(cell)
             except ValueError:
-                raise InvalidDataError(
-                    f"{p} line {line}, column {header[c]!r}: {cell!r} is not a number; encode it "
-                    "numerically. Nothing was charged or released."
+                raise InvalidDataError(  # the cell's value is a record's: never shown
+                    f"{p} line {line}, column {header[c]!r}: not a number; encode it numerically. "
+                    "Nothing was charged or released."
                 ) from None
     if out.shape[0] == 0:
         raise InvalidDataError(f"{p} has a header but no records.")
@@ -178,9 +178,7 @@ def _write(
         "model_args": model_args,
         "privacy": privacy,
     }
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(doc, indent=2))
+    out = write_text_atomic(args.out, json.dumps(doc, indent=2))
     print(f"released the {args.model} statistic of {n} records at epsilon={args.epsilon:g}")
     if ledger is not None:
         print(f"  charged to {dataset!r} in {ledger.location}: spent {ledger.spent(dataset):.4g}")

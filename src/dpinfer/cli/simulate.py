@@ -4,6 +4,12 @@
 simulates Y_t. The file holds ``theta`` (T, p), ``sims`` (T, ...) and a JSON ``meta`` (model,
 seed, parameter names, the median-heuristic bandwidth computed from the simulated data only); the
 data owner's ``dpinfer abcdp`` (:mod:`dpinfer.cli.abcdp`) reads it.
+
+Sizes are checked before anything is simulated or written: one probe draw gives the bytes per
+simulation, and a file that would exceed the output limit, the free disk or half the memory is
+refused with the estimate and what to do (:func:`~dpinfer.cli.common.check_output_size`). The file
+is streamed into a temporary file beside ``--out`` and renamed over it only when complete; an error
+or Ctrl-C removes it (:func:`~dpinfer.cli.common.atomic_output`).
 """
 
 from __future__ import annotations
@@ -19,7 +25,26 @@ import numpy as np
 from ..distances import median_heuristic
 from ..errors import InvalidDataError
 from ..models.shipped.registry import ABCDP_MODELS, make_abcdp_model
-from .common import add_command, progress_bar
+from .common import add_command, atomic_output, check_output_size, count, progress_bar
+
+
+def _check_sizes(args: argparse.Namespace, model: Any, dtype: np.dtype) -> None:
+    """Refuse before anything is simulated or written: bytes of one simulated data set from one
+    probe draw (public randomness of its own; the file's stream is untouched), times T."""
+    probe = np.random.default_rng(0)
+    theta = np.asarray(model.prior_sample(1, probe))
+    per_draw = int(np.asarray(model.simulate(theta, probe))[0].size) * dtype.itemsize
+    theta_bytes = float(args.draws) * theta.shape[-1] * 8
+    n_bytes = float(args.draws) * per_draw + theta_bytes
+    batch = min(args.batch_size, args.draws) * per_draw * 8  # the batch as float64, with copies
+    check_output_size(
+        f"simulate {args.model} --draws {args.draws} ({per_draw} bytes per simulation)",
+        n_bytes,
+        args.out,
+        memory_bytes=2 * theta_bytes + batch,
+        how_to_shrink="Pass a smaller --draws (ABCDP needs T large enough for c acceptances, rarely above "
+        "1e6), --float32, or fewer --n-points / --n-datasets; a smaller --batch-size lowers the memory.",
+    )
 
 
 def _simulate(args: argparse.Namespace) -> int:
@@ -28,38 +53,42 @@ def _simulate(args: argparse.Namespace) -> int:
 
     if args.draws < 1:
         raise InvalidDataError(f"--draws must be >= 1, got {args.draws}.")
+    if args.batch_size < 1:
+        raise InvalidDataError(f"--batch-size must be >= 1, got {args.batch_size}.")
     model = make_abcdp_model(args.model, args.n_points, args.n_datasets)
-    draws = SimulatedDraws(model.prior_sample, model.simulate, args.draws, args.seed, args.batch_size)
     dtype = np.dtype(np.float32 if args.float32 else np.float64)
+    _check_sizes(args, model, dtype)
+    draws = SimulatedDraws(model.prior_sample, model.simulate, args.draws, args.seed, args.batch_size)
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
     kind = "datasets" if args.model == "tuberculosis" else "points"
     thetas: list[np.ndarray] = []
     head: list[np.ndarray] = []  # the first simulated data sets, for the bandwidth heuristic
     n_head = 0
     sims_shape: tuple[int, ...] = ()
-    tmp = out.with_name(out.name + ".partial")
 
     with (
+        atomic_output(out) as tmp,
         zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf,
         progress_bar(args.draws, f"simulate {args.model}") as bar,
     ):
         member = None
-        for theta, sims in draws.batches():
-            bar.update(len(theta))
-            if member is None:
-                sims_shape = (args.draws, *sims.shape[1:])
-                member = zf.open("sims.npy", "w", force_zip64=True)
-                header = {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False,
-                          "shape": sims_shape}
-                np.lib.format.write_array_header_2_0(member, header)
-            member.write(np.ascontiguousarray(sims, dtype=dtype).tobytes())
-            thetas.append(theta)
-            if kind == "points" and n_head < 200:
-                head.append(sims[: 200 - n_head])
-                n_head += len(head[-1])
-        assert member is not None
-        member.close()
+        try:
+            for theta, sims in draws.batches():
+                bar.update(len(theta))
+                if member is None:
+                    sims_shape = (args.draws, *sims.shape[1:])
+                    member = zf.open("sims.npy", "w", force_zip64=True)
+                    header = {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False,
+                              "shape": sims_shape}
+                    np.lib.format.write_array_header_2_0(member, header)
+                member.write(np.ascontiguousarray(sims, dtype=dtype).tobytes())
+                thetas.append(theta)
+                if kind == "points" and n_head < 200:
+                    head.append(sims[: 200 - n_head])
+                    n_head += len(head[-1])
+        finally:
+            if member is not None:  # the zip cannot close (nor the partial file go) with it open
+                member.close()
         theta_all = np.concatenate(thetas)
         meta: dict[str, Any] = {
             "model": args.model,
@@ -75,7 +104,6 @@ def _simulate(args: argparse.Namespace) -> int:
             np.lib.format.write_array(f, theta_all)
         with zf.open("meta.npy", "w") as f:
             np.lib.format.write_array(f, np.array(json.dumps(meta)))
-    tmp.replace(out)
     print(f"wrote {out}: theta {theta_all.shape}, sims {sims_shape} ({args.model}, seed {args.seed})")
     return 0
 
@@ -103,7 +131,10 @@ def register(subparsers: Any) -> None:
         help="mixture-uniform: mixture of uniforms; covid: polynomial growth of "
         "cumulative cases (the Netherlands series); tuberculosis: strain clusters (San Francisco)",
     )
-    sim.add_argument("--draws", type=int, required=True, help="T, the number of (θ, Y) pairs")
+    sim.add_argument(
+        "--draws", type=count, required=True,
+        help="T, the number of (θ, Y) pairs (sizes that cannot fit on disk or in memory are refused first)",
+    )
     sim.add_argument("--seed", type=int, default=0, help="simulation seed (public, never privacy noise)")
     sim.add_argument("--out", required=True, help="output .npz file (uncompressed, streamed)")
     sim.add_argument(
@@ -112,7 +143,7 @@ def register(subparsers: Any) -> None:
     sim.add_argument(
         "--n-datasets", type=int, default=None, help="data sets per simulation, tuberculosis (None: 100)"
     )
-    sim.add_argument("--batch-size", type=int, default=256, help="draws simulated per batch (memory only)")
+    sim.add_argument("--batch-size", type=count, default=256, help="draws simulated per batch (memory only)")
     sim.add_argument("--float32", action="store_true", help="store the simulated data as float32")
     sim.set_defaults(func=_simulate)
 

@@ -111,7 +111,10 @@ class DPVIResult(ResultFile):
         """``n`` synthetic records from the posterior predictive: θ from this posterior, data from
         the model (:func:`dpinfer.models.synthesis.synthesize_from`). Post-processing of the
         release: no further privacy cost; the result's ``privacy_report()`` says so.
-        ``X``: public covariates (m, d) the labels are synthesized for (resampled per record)."""
+        ``X``: where the covariates come from, a DP covariate model
+        (:func:`dpinfer.release.synthesis.release_covariate_model`) or
+        :class:`~dpinfer.models.synthesis.PublicCovariates` (copied, stated NOT protected); a raw
+        array is refused, since it may be the confidential records."""
         return synthesize_from(self, n, seed, self.model, covariates=X)
     # -- predictions ---------------------------------------------------------------------------
     def _check_X(self, X: Any) -> np.ndarray:
