@@ -207,3 +207,90 @@ def test_clamped_release_statistic_release_and_refusals(tmp_path):
         clamped_release("mean", 0, 1, 1.0, n=5, mechanism="gaussian")
     with pytest.raises(InvalidDataError, match="needs the public number"):
         clamped_release("mean", 0, 1, 1.0)
+
+
+def test_geometric_clamped_release_validates_each_record_whatever_the_sum(tmp_path):
+    """Old behaviour: [0.5, 0.5, 3] (sum 4) was released, [0.5, 0.6, 3] (sum 4.1) refused with the
+    sum printed: release or error depended on one record, and the refusal leaked the statistic."""
+    rel = clamped_release("sum", 0, 5, 1.0, n=3, mechanism="geometric")
+    ledger = Ledger(tmp_path / "l.db", create=True)
+    ledger.register("d", 5.0)
+    for records in ([0.5, 0.5, 3.0], [0.5, 0.6, 3.0]):
+        with pytest.raises(InvalidDataError, match="not integers") as err:
+            rel.release_records(records, PrivacyRNG(), ledger=ledger, dataset="d")
+        assert "4.1" not in str(err.value) and "0.5" not in str(err.value)
+    assert ledger.history("d") == []
+    out = rel.release_records([1.0, 2.0, 3.0], PrivacyRNG(), ledger=ledger, dataset="d")
+    assert out.value[0] == round(out.value[0]) and len(ledger.history("d")) == 1
+    assert rel.lattice.tolist() == [1.0]  # integer releases: neural estimators dequantize
+    with pytest.raises(InvalidDataError, match="NaN or infinite"):
+        clamped_release("mean", 0, 1, 1.0, n=2).release_records([0.5, np.nan], PrivacyRNG())
+
+
+def test_clamp_bounds_are_checked_against_the_public_data_range_not_the_records():
+    # BMI (kg/m²) clamped to a standardised default: disjoint from the declared range, refused
+    with pytest.raises(InvalidDataError, match="outside the data's declared range"):
+        clamped_release("mean", -2.0, 2.0, 1.0, n=100, data_range=(10.0, 80.0))
+    with pytest.warns(PrivacyWarning, match="cover 7%"):
+        clamped_release("mean", 10.0, 15.0, 1.0, n=100, data_range=(10.0, 80.0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ok = clamped_release("mean", 15.0, 50.0, 1.0, n=100, data_range=(10.0, 80.0))
+    assert ok.details()["data_range"] == [10.0, 80.0]
+    # the check reads only public information: the same verdict whatever the records hold
+    x = np.full(100, 25.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyWarning)
+        assert ok.release_records(x, PrivacyRNG()).value.shape == (1,)
+
+
+def test_a_user_gaussian_mechanism_gets_a_report_under_the_default_accountant():
+    """Old default accountant "pure": the report of a Gaussian user mechanism raised (SPPE crashed
+    after training when it built the result's report)."""
+    from dpinfer.models import Mechanism
+    from dpinfer.privacy import GaussianEvent, get_accountant
+
+    class UserGaussian(Mechanism):
+        stat_dim = out_dim = noise_dim = 1
+        neighbouring = "replace-one"
+        delta = 1e-5
+
+        def G(self, s, u):
+            return s + 2.0 * stats.norm.ppf(u)
+
+        def event(self):
+            return GaussianEvent(2.0)
+
+    report = UserGaussian().privacy_report()
+    assert UserGaussian.accountant == "pld"
+    assert report.epsilon == pytest.approx(get_accountant("pld").epsilon(GaussianEvent(2.0), 1e-5))
+
+
+def test_a_report_that_cannot_be_computed_never_aborts_the_inference():
+    from dpinfer.inference.exact.importance import mechanism_importance_sampling
+    from dpinfer.models import Mechanism, PrivateDataModel, UniformPrior
+
+    class NoEvent(Mechanism):
+        stat_dim = out_dim = noise_dim = 1
+        neighbouring = "replace-one"
+        has_density = True
+        name = "no event"
+
+        def G(self, s, u):
+            return s + stats.norm.ppf(u)
+
+        def log_density(self, s_dp, s):
+            return stats.norm.logpdf(np.asarray(s_dp) - np.asarray(s)).sum(-1)
+
+        def event(self):
+            raise NotImplementedError("this mechanism has no privacy analysis")
+
+    def simulate(theta, rng):
+        return theta + 0.1 * rng.standard_normal(theta.shape)
+
+    model = PrivateDataModel(UniformPrior(0, 5), simulate, NoEvent())
+    report = model.privacy_report()
+    assert report.epsilon == np.inf and "no privacy analysis" in report.details["guarantee"]
+    res = mechanism_importance_sampling(model, [2.0], n_theta=500, n_inner=5, seed=0, proposal="prior")
+    assert res.privacy is not None and res.privacy.details["guarantee"].startswith("not computed")
+    assert abs(float(res.mean()[0]) - 2.0) < 0.5
