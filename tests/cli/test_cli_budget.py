@@ -130,7 +130,7 @@ def test_pld_with_delta_zero_is_refused_at_init(tmp_path, capsys):
 
 # ---- --help: every option explained, with its default ----------------------------------------
 MY_COMMANDS = ("budget init", "budget show", "budget history", "simulate", "abcdp", "dpvi", "smc-abc",
-               "exact-posterior", "sppe", "sple", "data path")
+               "exact-posterior", "sppe", "sple", "data path", "synthesize")
 
 
 def _subparser(parser, words):
