@@ -371,3 +371,27 @@ def test_sir_release_draws_exact_binomial_counts(test_rng):
         value = mech.release(np.array([0.0, 10.0, 999_999.0])).value
     counts = value * 1000
     assert np.array_equal(counts, np.round(counts)) and counts.min() >= 0 and counts.max() <= 1000
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. refusals never print the confidential statistic (observed releases are public)
+# ---------------------------------------------------------------------------------------------
+def test_refusals_of_a_confidential_statistic_never_print_it(tmp_path):
+    from dpinfer.models import GeometricMechanism, RandomizedResponseMechanism
+    from dpinfer.models.shipped.sir import BinomialTrajectoryMechanism
+
+    ledger = Ledger(tmp_path / "l.db", create=True)
+    ledger.register("d", 50.0)
+    cases = [
+        (GeometricMechanism(1, 1, 1.0), [24.5]),  # the old message: "... must be integers, got [24.5]"
+        (RandomizedResponseMechanism(30, 1.0), [24.5]),
+        (BinomialTrajectoryMechanism(1000, 1, 100, 10.0), [24.5]),
+    ]
+    for mech, s in cases:
+        with pytest.raises(InvalidDataError) as err:
+            mech.release(s, PrivacyRNG(), ledger=ledger, dataset="d")
+        assert "24.5" not in str(err.value), str(err.value)
+    assert ledger.history("d") == []
+    # an observed release is public: its refusal may say what it was
+    with pytest.raises(InvalidDataError, match=r"got \[24\.5\]"):
+        GeometricMechanism(1, 1, 1.0).check_observed([24.5])

@@ -247,3 +247,32 @@ def test_conventions_and_shapes():
         binom_ppf(np.nan, 10, 0.3)
     with pytest.raises(InvalidDataError):
         binom_ppf(0.5, 10, np.nan)
+
+
+def test_the_release_lives_in_privacy_and_the_model_adds_G(tmp_path):
+    """The SIR release (validation, exact binomial draw, event, report) is
+    dpinfer.privacy.mechanisms.binomial; models.shipped.sir only adds the inference map G, and
+    both public names keep working. The release goes through the one release path (charged
+    before the draw, nothing charged on a refusal)."""
+    import dpinfer.models
+    from dpinfer.errors import InvalidDataError
+    from dpinfer.privacy import Ledger
+    from dpinfer.privacy.mechanisms import BinomialTrajectoryRelease
+    from seeded_privacy_rng import prng
+
+    assert dpinfer.models.BinomialTrajectoryMechanism is BinomialTrajectoryMechanism
+    assert issubclass(BinomialTrajectoryMechanism, BinomialTrajectoryRelease)
+    assert BinomialTrajectoryMechanism._prepare_release is BinomialTrajectoryRelease._prepare_release
+    ledger = Ledger(tmp_path / "l.db", create=True)
+    ledger.register("d", 25.0)
+    mech = BinomialTrajectoryMechanism(1000, 2, 100, 10.0)
+    with pytest.raises(InvalidDataError, match="integers"):
+        mech.release([3.5, 2.0], prng(0), ledger=ledger, dataset="d")
+    assert ledger.history("d") == []
+    rel = mech.release([3.0, 900.0], prng(0), ledger=ledger, dataset="d")
+    counts = rel.value * 100
+    assert np.array_equal(counts, np.round(counts))
+    assert rel.privacy.epsilon == pytest.approx(mech.epsilon_exact)
+    assert [h["status"] for h in ledger.history("d")] == ["released"]
+    with pytest.raises(NotImplementedError, match="G"):  # the release class alone has no G
+        BinomialTrajectoryRelease(1000, 2, 100, 10.0).G(np.zeros(2), np.full(2, 0.5))
