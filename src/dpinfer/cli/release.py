@@ -151,6 +151,12 @@ def _release(args: argparse.Namespace) -> int:
     if user:
         rel, model_args, n = _user_release(args, model_args, ledger, dataset)
         return _write(args, rel, model_args, n, ledger, dataset)
+    if args.model == "gaussian-mean" and "clamp" not in model_args:
+        raise Refusal(  # explicit bounds: the default [-2, 2] is for standardised data (BMI: all clamped)
+            "--model gaussian-mean: give the clamp bounds in the data's units, e.g. --model-args "
+            "'{\"clamp\": [15, 45]}'. The model's default [-2, 2] is for standardised data: on raw values "
+            "such as body-mass indices it would clamp every record and spend the budget on releasing a bound."
+        )
     columns = [c.strip() for c in (args.columns or RELEASABLE[args.model][0]).split(",")]
     table = read_columns(args.data, columns)
     model_args = {**model_args, "n": int(table.shape[0])}  # n is public under replace-one
