@@ -272,6 +272,15 @@ def test_unproven_distance_is_clipped_to_its_declared_sensitivity():
     clipped = np.abs(d.batch(d.prepare(obs), sims) - d.batch(d.prepare(obs_prime), sims)).max()
     assert raw == pytest.approx(1.0 / n)  # the true sensitivity, 2x the declaration (broken: trusted)
     assert clipped <= plan.sensitivity + 1e-15
+    # NaN, ±inf and negative values land in [0, Δρ] too (no data-dependent refusal)
+
+    class Wild(MeanAbsDistance):
+        def batch(self, prepared, sims):
+            return np.array([np.nan, np.inf, -np.inf, -1.0, 0.01])
+
+    with pytest.warns(InferenceWarning):
+        wild = release_sensitivity(Wild(), n).distance
+    np.testing.assert_array_equal(wild.batch(None, None), [1.0 / n, 1.0 / n, 0.0, 0.0, 0.01])
     # a subclass of a proven distance is enforced too (it may change batch)
 
     class Tweaked(RFFMMD):

@@ -52,8 +52,9 @@ ENFORCED = "enforced: the distance is clipped to [0, sensitivity] (its sensitivi
 class SensitivityClippedDistance(Distance):
     """A distance clipped to [0, Δρ]: its replace-one sensitivity is at most Δρ by construction.
 
-    |min(max(a, 0), Δρ) - min(max(b, 0), Δρ)| <= Δρ for any a, b. NaN values stay NaN (the
-    releases refuse them).
+    |min(max(a, 0), Δρ) - min(max(b, 0), Δρ)| <= Δρ for any a, b. A NaN distance counts as Δρ
+    (like ClippedDistance's NaN terms): it keeps the bound, and a NaN that depends on the
+    confidential data never turns into an uncharged refusal.
 
     Parameters
     ----------
@@ -74,7 +75,7 @@ class SensitivityClippedDistance(Distance):
 
     def batch(self, prepared: Any, sims: Any) -> np.ndarray:
         rho = np.asarray(self.distance.batch(prepared, sims), dtype=np.float64)
-        return np.clip(rho, 0.0, self.clip)
+        return np.where(np.isnan(rho), self.clip, np.clip(rho, 0.0, self.clip))
 
     def sensitivity(self, n_records: int) -> float:
         """Δρ, the clipping bound."""
