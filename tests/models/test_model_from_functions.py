@@ -99,3 +99,33 @@ def test_a_model_without_a_simulator_says_what_to_do():
 
     with pytest.raises(NotImplementedError, match="simulate_confidential"):
         Half().simulate(np.array([[0.5]]))
+
+
+def test_sppe_on_a_user_gaussian_mechanism_finishes_with_its_report():
+    """SPPE built the result's report after training with the mechanism's default accountant,
+    "pure", which refuses a Gaussian event: the whole fit was lost (~1 s here)."""
+    from dpinfer.inference.neural import SPPE
+    from dpinfer.models import Mechanism
+    from dpinfer.privacy import GaussianEvent
+
+    class UserGaussian(Mechanism):
+        stat_dim = out_dim = noise_dim = 1
+        neighbouring = "replace-one"
+        delta = 1e-5
+        name = "my gaussian"
+
+        def G(self, s, u):
+            return np.asarray(s) + 0.5 * stats.norm.ppf(u)
+
+        def event(self):
+            return GaussianEvent(2.0)
+
+    def simulate(theta, rng):
+        return theta + 0.2 * rng.standard_normal(theta.shape)
+
+    model = PrivateDataModel(GaussianPrior([0.0], [1.0]), simulate, UserGaussian())
+    flow = {"kind": "nsf", "transforms": 2, "hidden": 16, "blocks": 1, "bins": 8}
+    post = SPPE(model, flow=flow, rounds=1, simulations_per_round=200, rqmc_points=2,
+                training={"max_epochs": 10, "patience": 5}, seed=0).fit([0.3])
+    assert post.privacy is not None and np.isfinite(post.privacy.epsilon)
+    assert post.privacy.mechanism == "my gaussian"
