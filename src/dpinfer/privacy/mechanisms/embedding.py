@@ -72,6 +72,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -159,6 +160,7 @@ class EmbeddingGrid:
         }
 
 
+@lru_cache(maxsize=64)  # a pure function of public numbers; the calibration costs ~10 ms
 def embedding_grid(
     l2_sensitivity: float,
     epsilon: float,
