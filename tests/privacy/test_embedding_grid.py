@@ -103,8 +103,9 @@ def test_release_is_on_the_grid_charged_once_and_refuses_bad_input_for_free(tmp_
     assert len(ledger.history("d")) == 1
     with pytest.raises(InvalidPrivacyParameterError):
         embedding_grid(2.0 / 500, 1.0, 0.0, 100)
-    with pytest.raises(InvalidPrivacyParameterError):
-        embedding_grid(2.0 / 500, 1.0, 1e-5, 0)
+    for bad_d in (0, 2.5, [3], True):
+        with pytest.raises(InvalidPrivacyParameterError):
+            embedding_grid(2.0 / 500, 1.0, 1e-5, bad_d)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyWarning)
         assert np.array_equal(release_embedding(mu, plan, ReleaseContext(privacy_rng=prng(0))), out)

@@ -160,7 +160,6 @@ class EmbeddingGrid:
         }
 
 
-@lru_cache(maxsize=64)  # a pure function of public numbers; the calibration costs ~10 ms
 def embedding_grid(
     l2_sensitivity: float,
     epsilon: float,
@@ -199,9 +198,18 @@ def embedding_grid(
         raise InvalidPrivacyParameterError(
             f"a Gaussian release is (epsilon, delta)-DP: delta must be in (0, 1), got {delta!r}."
         )
-    if isinstance(dimension, bool) or int(dimension) != dimension or int(dimension) < 1:
+    try:
+        d = int(dimension)
+        valid = not isinstance(dimension, bool) and d == dimension and d >= 1
+    except (TypeError, ValueError, OverflowError):
+        valid = False
+    if not valid:
         raise InvalidPrivacyParameterError(f"dimension must be an integer >= 1, got {dimension!r}.")
-    d = int(dimension)
+    return _plan(sens, eps, dlt, d, relation)
+
+
+@lru_cache(maxsize=64)  # a pure function of public numbers; the calibration costs ~10 ms
+def _plan(sens: float, eps: float, dlt: float, d: int, relation: str) -> EmbeddingGrid:
     s = composed_gaussian_multiplier(eps, dlt, 1, "pld")
     root_d = math.nextafter(math.sqrt(d), math.inf)
     gamma = min(
