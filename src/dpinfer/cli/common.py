@@ -85,9 +85,9 @@ def unsupported_event_advice(exc: Exception, args: argparse.Namespace) -> str:
         "accountant "
         "that accounts every release, e.g. `dpinfer budget init --ledger LEDGER --dataset NEW_NAME "
         f"--epsilon E --delta 1e-6 --accountant {acc}`, and pass --dataset NEW_NAME. If the old budget was "
-        "registered with --data FILE (or this file was already charged to it), the file is bound to it and "
-        "refused under a second name in the same ledger: use a new ledger file (--ledger NEW.db), and count "
-        "the spend already recorded in the old one against these data yourself."
+        "registered with --data FILE (or this file was already charged to it), the file's fingerprint is "
+        "bound to it and refused under a second name in the same ledger: use a new ledger file "
+        "(--ledger NEW.db), and count the spend already recorded in the old one against these data yourself."
     )
 
 
