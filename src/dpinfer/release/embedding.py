@@ -34,9 +34,11 @@ the accepted θ target p(θ | μ̃), the posterior given what was actually relea
 device as the library's private-data SMC-ABC). Dropping the simulated noise would condition on a
 noise-free embedding and give an over-confident posterior.
 
-Timing. The features of the observed data are computed by one code path whatever the records'
-magnitudes (:mod:`dpinfer.distances.rff_kernels`), so the release's running time does not tell
-whether a record is extreme.
+Timing. With the numba backends (the default) and the torch backend, the features of the
+observed data are computed by one code path whatever the records' magnitudes
+(:mod:`dpinfer.distances.rff_kernels`, :mod:`dpinfer.distances.rff_torch`): before, one record
+beyond ~4e5 bandwidths switched the embedding to a 4x slower kernel. ``backend="numpy"`` calls
+numpy's ``cos``/``sin``, whose cost can still depend on the argument's magnitude.
 """
 
 from __future__ import annotations
