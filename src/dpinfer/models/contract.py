@@ -13,9 +13,13 @@ noise interchangeable: SMC-ABC feeds pseudo-random ``u``; nested RQMC estimators
 likelihood ``∫ η(s_dp | s) p(s | θ) ds`` feed scrambled Sobol points (Xiong et al. 2025, §3.4).
 
 The same :class:`Mechanism` object releases data (:meth:`Mechanism.release`, which charges the
-ledger and draws ``u`` from a :class:`~dpinfer.privacy.PrivacyRNG`) and is used inside inference
-(:meth:`PrivateDataModel.simulate`, which draws ``u`` from the simulation seed), so the noise
-scale has one source of truth.
+ledger and then draws the noise exactly, on a data-independent grid, from the privacy RNG — never
+as ``G`` on floating-point uniforms; a mechanism of your own declares the library mechanism that
+draws its law as ``noise_family``, :mod:`dpinfer.privacy.mechanisms.base`) and is used inside
+inference (:meth:`PrivateDataModel.simulate`, which evaluates ``G`` on uniforms from the
+simulation seed), so the noise scale has one source of truth. A release whose noise is published
+rather than calibrated (census counts with σ = 10) is a known-noise mechanism,
+``GaussianMechanism.known(sigma=10, stat_dim=5, discrete=True)``.
 
 Two ways to write a model
 -------------------------
