@@ -26,6 +26,7 @@ from scipy import stats
 from dpinfer.privacy import PrivacyRNG
 from dpinfer.release.dpvi import DPVI, PoissonRegression, plan_privacy
 from dpinfer.release.dpvi import engine as vi_engine
+from dpinfer.release.dpvi import loop as vi_loop
 from dpinfer.release.dpvi.gradients import per_example_terms
 from dpinfer.release.dpvi.optim import clip_per_example
 
@@ -45,7 +46,7 @@ def _data(target: float) -> tuple[np.ndarray, np.ndarray]:
 
 def _seeded_batches(seed: int) -> torch.Generator:
     ss_sub = np.random.SeedSequence(seed).spawn(3)[0]
-    return torch.Generator().manual_seed(vi_engine._seed_ints(ss_sub))
+    return torch.Generator().manual_seed(vi_loop._seed_ints(ss_sub))
 
 
 def _fit(target: float, seed: int, plan, broken: bool, monkeypatch) -> np.ndarray:
@@ -79,7 +80,7 @@ def _attack(traj: np.ndarray, seed: int, sigma: float) -> float:
     model = PoissonRegression(1)
     family = DPVI(model).family
     ss_mc = np.random.SeedSequence(seed).spawn(3)[1]
-    g_mc = torch.Generator().manual_seed(vi_engine._seed_ints(ss_mc))
+    g_mc = torch.Generator().manual_seed(vi_loop._seed_ints(ss_mc))
     g_sub = _seeded_batches(seed)  # the attacker's guess of the batches
     data = {h: tuple(torch.as_tensor(a) for a in _data(h)) for h in (1.0, -1.0)}
     llr = 0.0
