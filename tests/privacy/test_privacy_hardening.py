@@ -395,3 +395,21 @@ def test_refusals_of_a_confidential_statistic_never_print_it(tmp_path):
     # an observed release is public: its refusal may say what it was
     with pytest.raises(InvalidDataError, match=r"got \[24\.5\]"):
         GeometricMechanism(1, 1, 1.0).check_observed([24.5])
+
+
+def test_validation_refusals_never_print_data_values():
+    """A refusal message may reach logs the data owner shares: it names the rule and the public
+    bounds, never a value, count or extreme of the confidential data."""
+    from dpinfer.privacy.validation import check_bounds, check_finite_array
+
+    secret = np.array([0.1234567, 24.5, 7.654321, np.nan, np.inf])
+    with pytest.raises(InvalidDataError) as info:
+        check_finite_array(secret, "bmi")
+    msg = str(info.value)
+    assert "NaN or infinite" in msg and "2 " not in msg  # not even how many are bad
+    with pytest.raises(InvalidDataError) as info:
+        check_bounds(secret[:3], 0.0, 10.0, "bmi")
+    msg = str(info.value)
+    assert "[0.0, 10.0]" in msg
+    for value in ("24.5", "0.123457", "7.65432", "0.1235"):
+        assert value not in msg

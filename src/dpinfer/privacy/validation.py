@@ -103,10 +103,9 @@ def check_finite_array(value: Any, name: str = "value") -> np.ndarray:
         arr = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
         raise InvalidDataError(f"{name} must be numeric, got {type(value).__name__}.") from None
-    if not np.all(np.isfinite(arr)):
-        bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
+    if not np.all(np.isfinite(arr)):  # how many, or where, is a statistic of the data: not said
         raise InvalidDataError(
-            f"{name} contains {bad} NaN or infinite value(s). Remove or impute them before the "
+            f"{name} contains NaN or infinite values. Remove or impute them before the "
             "private release; nothing was charged or released."
         )
     return arr
@@ -116,8 +115,8 @@ def check_bounds(value: np.ndarray, lower: float, upper: float, name: str = "dat
     """Check that every entry of ``value`` lies within the declared ``[lower, upper]``."""
     arr = np.asarray(value)
     if arr.size and (arr.min() < lower or arr.max() > upper):
-        raise InvalidDataError(
-            f"{name} has values outside the declared bounds [{lower}, {upper}] "
-            f"(min {arr.min():.6g}, max {arr.max():.6g}). Clip the data to the bounds or declare "
-            "wider bounds (the sensitivity is derived from them); nothing was charged or released."
+        raise InvalidDataError(  # the data's min and max are confidential: never printed
+            f"{name} has values outside the declared bounds [{lower}, {upper}]. Clip the data to "
+            "the bounds or declare wider bounds (the sensitivity is derived from them); nothing was "
+            "charged or released."
         )
