@@ -33,8 +33,7 @@ LAYERS = {
     "__init__": 3, "__main__": 3, "cli": 3, "demo": 3, "report": 3,
 }
 # What touches secret randomness: the privacy RNG and the exact samplers.
-SECRET_MODULES = ("dpinfer.privacy.rng", "dpinfer.privacy.discrete", "dpinfer.privacy.discrete_scalar",
-                  "dpinfer.privacy.discrete_vector")
+SECRET_MODULES = ("dpinfer.privacy.rng", "dpinfer.privacy.discrete")
 SECRET_NAMES = {"PrivacyRNG", "as_privacy_rng"}
 # What post-processing may take from the privacy core.
 INFERENCE_MAY_USE = ("dpinfer.privacy.events", "dpinfer.privacy.report", "dpinfer.privacy.event_conversion")

@@ -18,9 +18,9 @@ import pytest
 from scipy import stats
 
 from dpinfer.errors import InsecureRandomnessWarning, InvalidPrivacyParameterError
+from dpinfer.privacy import discrete as ds
+from dpinfer.privacy import discrete as dv
 from dpinfer.privacy import discrete_pmf as dp
-from dpinfer.privacy import discrete_scalar as ds
-from dpinfer.privacy import discrete_vector as dv
 from dpinfer.privacy.discrete import bernoulli_exp, sample_discrete_gaussian, sample_discrete_laplace
 from dpinfer.privacy.discrete_pmf import (
     discrete_gaussian_logpmf,
@@ -413,16 +413,3 @@ def test_os_rng_default_works():
         y = sample_discrete_laplace(2, 200, PrivacyRNG())
     assert x.shape == y.shape == (200,)
     assert 2.0 < x.var() < 8.0
-
-
-def test_pmfs_moved_to_discrete_pmf_keep_a_deprecated_alias():
-    import dpinfer.privacy.discrete as old
-
-    for name in ("discrete_laplace_logpmf", "discrete_laplace_cdf", "discrete_gaussian_logpmf"):
-        with pytest.warns(DeprecationWarning, match=f"discrete_pmf.{name}"):
-            assert getattr(old, name) is getattr(dp, name)
-    with pytest.raises(AttributeError):
-        old.no_such_name  # noqa: B018
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        from dpinfer.privacy.discrete import sample_discrete_laplace as fresh  # noqa: F401

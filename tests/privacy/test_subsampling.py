@@ -10,7 +10,7 @@ from scipy import stats
 
 from dpinfer.errors import InvalidPrivacyParameterError
 from dpinfer.privacy import PrivacyRNG, ReleaseContext
-from dpinfer.privacy import discrete_vector as dv
+from dpinfer.privacy import discrete as dv
 from dpinfer.privacy.subsampling import (
     bernoulli_mask,
     poisson_subsample,

@@ -25,7 +25,7 @@ integer U is below m: the first 64 bits of U are one CSPRNG word w, compared wit
 ⌊q·2⁶⁴⌋; only when w equals it (probability 2⁻⁶⁴) are the remaining k - 64 bits drawn and
 compared with the rest of m. Every record is included with probability exactly q (every
 q >= 2⁻¹² has k <= 64, so a single word decides). Uniform indices come from
-:func:`dpinfer.privacy.discrete_vector.uniform_below` (exact integer rejection). No floating-point
+:func:`dpinfer.privacy.discrete.uniform_below` (exact integer rejection). No floating-point
 operation touches the draw.
 """
 
@@ -37,7 +37,7 @@ import numpy as np
 
 from ..errors import InvalidPrivacyParameterError
 from .context import ReleaseContext
-from .discrete_vector import uniform_below
+from .discrete import uniform_below
 from .rng import PrivacyRNG
 
 #: The minibatch schemes of :func:`subsample`.
@@ -101,7 +101,7 @@ def poisson_subsample(n: int, q: float, rng: PrivacyRNG) -> np.ndarray:
 def with_replacement_subsample(n: int, q: float, rng: PrivacyRNG) -> np.ndarray:
     """⌊q·n⌋ indices (``int64``) drawn uniformly from {0, ..., n-1} with replacement (the DPVI
     authors' batches), each by exact integer rejection
-    (:func:`~dpinfer.privacy.discrete_vector.uniform_below`)."""
+    (:func:`~dpinfer.privacy.discrete.uniform_below`)."""
     n, q = _check(n, q)
     _check_rng(rng)
     size = int(q * n)
