@@ -81,9 +81,6 @@ class SequentialEstimator:
         Show a per-round progress bar (only on a TTY).
     callback
         ``callback(info, posterior)`` after every round (``posterior`` is live: use it at once).
-    threads
-        torch intra-op threads during fitting (default 1: fastest on a shared machine for
-        these small networks; None leaves torch's setting).
     device
         ``"cpu"`` (default), ``"cuda"`` or ``"auto"`` (CUDA when available): where the flow is
         trained and the posterior sampled (:func:`dpinfer.execution.device.resolve_device`; an
@@ -119,7 +116,6 @@ class SequentialEstimator:
         simulation_batch_size: int = 500,
         progress: bool = False,
         callback: Callable[[RoundInfo, NeuralPosterior], None] | None = None,
-        threads: int | None = 1,
         device: Any = "cpu",
         dequantize: Any = "auto",
     ) -> None:
@@ -143,7 +139,7 @@ class SequentialEstimator:
         self.simulation_batch_size = check_int("simulation_batch_size", simulation_batch_size, 1)
         self.progress = bool(progress)
         self.callback = callback
-        self.threads = threads
+        self.threads = self.training.threads
         self.device = resolve_device(device)
         if not (isinstance(dequantize, bool) or (isinstance(dequantize, str) and dequantize == "auto")):
             raise InvalidDataError(f"dequantize must be 'auto', True or False, got {dequantize!r}.")

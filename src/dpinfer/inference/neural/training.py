@@ -64,6 +64,8 @@ class TrainingConfig:
 
     ``copies_per_step``: how many of each simulation's ``M`` copies a training step uses (drawn
     uniformly with replacement; ``None``: all ``M``, the paper's nested loss in every step).
+    ``threads``: torch intra-op threads during a fit (default 1: fastest on a shared machine for
+    these small networks; ``None`` leaves torch's setting).
     """
 
     learning_rate: float = 1e-3
@@ -74,6 +76,7 @@ class TrainingConfig:
     patience: int = 10
     max_epochs: int = 1000
     copies_per_step: int | None = 1
+    threads: int | None = 1
 
     def __post_init__(self) -> None:
         if not (self.learning_rate > 0 and self.weight_decay >= 0 and self.clip_norm > 0):
@@ -88,6 +91,9 @@ class TrainingConfig:
             v = getattr(self, name)
             if int(v) != v or v < 1:
                 raise InvalidDataError(f"{name} must be a positive integer, got {v!r}.")
+        t = self.threads
+        if t is not None and (isinstance(t, bool) or int(t) != t or t < 1):
+            raise InvalidDataError(f"threads must be a positive integer or None, got {t!r}.")
         k = self.copies_per_step
         if k is not None and (isinstance(k, bool) or int(k) != k or k < 1):
             raise InvalidDataError(
