@@ -64,7 +64,7 @@ def _init(args: argparse.Namespace) -> int:
 def _show(args: argparse.Namespace) -> int:
     ledger = Ledger(args.ledger)
     names = [args.dataset] if args.dataset else ledger.datasets()
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name in names:
         b = ledger.budget(name)
         spent = ledger.spent(name)

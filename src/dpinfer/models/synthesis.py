@@ -307,9 +307,9 @@ class SyntheticData:
         the others are not.
         """
         p = self.source_privacy
-        cov = self.covariates
-        copied = cov is not None and not cov["protected"]
-        dp_covariates = cov is not None and cov["protected"]
+        cov: dict[str, Any] = self.covariates or {}
+        copied = bool(cov) and not cov["protected"]
+        dp_covariates = bool(cov) and cov["protected"]
         simulated = [c for c in self.columns if c not in self.covariate_columns]
         chosen: set[str] = set()
         eps = delta = 0.0

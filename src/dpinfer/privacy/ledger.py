@@ -292,7 +292,7 @@ class Ledger:
             raise InvalidPrivacyParameterError("for_data needs the data (or their fingerprint), got None.")
         bound = object.__new__(Ledger)
         bound.__dict__.update(self.__dict__)
-        bound._data_fingerprint = fingerprint
+        bound.__dict__["_data_fingerprint"] = fingerprint
         return bound
 
     @property
@@ -443,9 +443,9 @@ class Ledger:
             return charge_id, spent
 
         charge_id, spent = self._store.transaction(charge, write=True, what=f"charging {dataset!r}")
-        charge = Charge(charge_id, dataset, event, spent, label, bool(insecure))
+        charged = Charge(charge_id, dataset, event, spent, label, bool(insecure))
         try:
-            yield charge
+            yield charged
         except BaseException:
             self._set_status(charge_id, "failed")
             raise

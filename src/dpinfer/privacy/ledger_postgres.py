@@ -133,7 +133,7 @@ class PostgresStore:
             ) from None
         self._psycopg = psycopg
         try:
-            params = conninfo_to_dict(url)
+            params: dict[str, Any] = dict(conninfo_to_dict(url))
         except psycopg.Error as exc:
             raise LedgerFileError(f"cannot read the ledger URL {redact(url)}: {redact(exc)}") from None
         self._secret = str(params["password"]) if params.get("password") else None

@@ -100,7 +100,10 @@ class _SQLiteTx:
         return self._conn.execute(sql, tuple(params)).fetchall()
 
     def insert(self, sql: str, params: Sequence[Any]) -> int:
-        return int(self._conn.execute(sql, tuple(params)).lastrowid)
+        rowid = self._conn.execute(sql, tuple(params)).lastrowid
+        if rowid is None:  # pragma: no cover - an INSERT always sets it
+            raise RuntimeError("the ledger insert returned no row id.")
+        return int(rowid)
 
     def lock_datasets(self) -> None:
         """Nothing to do: the write transaction holds SQLite's reserved lock."""

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -162,7 +162,7 @@ class SIR(PrivateDataModel):
     ) -> None:
         if simulator not in ("exact", "hybrid"):
             raise InvalidDataError(f"simulator must be 'exact' or 'hybrid', got {simulator!r}.")
-        self.simulator = simulator
+        self.simulator_kind = simulator  # (the contract's ``simulator`` is a function; this is a name)
         self.population = int(population)
         if self.population < 2:
             raise InvalidDataError("population must be >= 2.")
@@ -195,20 +195,21 @@ class SIR(PrivateDataModel):
     def simulate_confidential(self, theta: np.ndarray, seed: Any = None) -> np.ndarray:
         theta = self.prior.check_theta(theta)
         args = (np.exp(theta[:, 0]), np.exp(theta[:, 1]), self.population, self.times, self.initial_infected)
-        if self.simulator == "hybrid":
+        if self.simulator_kind == "hybrid":
             infected, _ = hybrid_sir(*args, as_generator(seed))
         else:
             infected, _ = gillespie_sir(*args, as_generator(seed), record_after_event=self.record_after_event)
         return infected.astype(np.float64)
 
     def describe(self) -> dict[str, Any]:
+        mech = cast(BinomialTrajectoryMechanism, self.mechanism)
         d = super().describe()
         d.update(
-            simulator=self.simulator,
+            simulator=self.simulator_kind,
             population=self.population,
             times=self.times.tolist(),
-            n_trials=self.mechanism.n_trials,
-            epsilon=self.mechanism.epsilon,
-            M=self.mechanism.M,
+            n_trials=mech.n_trials,
+            epsilon=mech.epsilon,
+            M=mech.M,
         )
         return d

@@ -92,7 +92,7 @@ class ComposedMechanism(Mechanism):
     def log_density(self, s_dp: np.ndarray, s: np.ndarray) -> np.ndarray:
         x = np.asarray(s_dp, dtype=np.float64)
         s = np.asarray(s, dtype=np.float64)
-        return sum(
+        return sum(  # type: ignore[return-value]  # a sum of arrays (at least one part)
             p.log_density(x[..., c:d], s[..., a:b])
             for p, (a, b), (c, d) in zip(self.parts, self._stat, self._out, strict=True)
         )

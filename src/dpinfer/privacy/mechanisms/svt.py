@@ -212,10 +212,10 @@ class SparseVector:
         check_noise_scale(b, magnitude=self.epsilon_abc, name="sparse vector noise scale b")
 
     def _threshold_noise(self, size: int | None) -> np.ndarray:
-        return self._draw(lambda rng: rng.laplace(self.b, size))  # type: ignore[no-any-return]
+        return self._draw(lambda rng: rng.laplace(self.b, size))
 
     def _query_noise(self, size: int) -> np.ndarray:
-        return self._draw(lambda rng: rng.laplace(self.query_noise_factor * self.b, size))  # type: ignore[no-any-return]
+        return self._draw(lambda rng: rng.laplace(self.query_noise_factor * self.b, size))
 
     @property
     def exhausted(self) -> bool:
@@ -323,7 +323,7 @@ class GaussianSparseVector(SparseVector):
             check_noise_scale(v, magnitude=self.epsilon_abc, name=f"Gaussian sparse vector {name}")
 
     def _threshold_noise(self, size: int | None) -> np.ndarray:
-        return self._draw(lambda rng: rng.normal(self.sigma_threshold, size))  # type: ignore[no-any-return]
+        return self._draw(lambda rng: rng.normal(self.sigma_threshold, size))
 
     def _query_noise(self, size: int) -> np.ndarray:
-        return self._draw(lambda rng: rng.normal(self.sigma_query, size))  # type: ignore[no-any-return]
+        return self._draw(lambda rng: rng.normal(self.sigma_query, size))
