@@ -18,19 +18,19 @@ Three checks, each a statistical or exact test on outputs of a release function
 
    is a lower bound on the true ε with probability at least 1 − 2α (union bound); this is the
    estimator of Jagielski, Ullman & Oprea (2020, "Auditing differentially private machine
-   learning: how private is private SGD?", Algorithm 2 and eq. (2)) and Nasr, Song, Thakurta,
-   Papernot & Carlini (2021, "Adversary instantiation: lower bounds for differentially private
-   machine learning", §4, eq. (3)). The rejection set is a threshold ``T >= t`` or ``T <= t`` on a
+   learning: how private is private SGD?") and Nasr, Song, Thakurta, Papernot & Carlini (2021,
+   "Adversary instantiation: lower bounds for differentially private machine learning"). The
+   rejection set is a threshold ``T >= t`` or ``T <= t`` on a
    one-dimensional statistic T of the output (or a single value ``T = t`` when T takes few
    values, e.g. the index of a sparse vector's positive answer), with the set and which input plays
-   D chosen on a separate half of the runs (Tramèr, Terzis, Steinke, Song, Jagielski & Carlini
-   2022, "Debugging differential privacy: a case study for privacy auditing", §3): the bound on
+   D chosen on a separate half of the runs (as in Tramèr, Terzis, Steinke, Song, Jagielski &
+   Carlini 2022, "Debugging differential privacy: a case study for privacy auditing"): the bound on
    the held-out half is then valid without correcting for the selection. A correct (ε, δ)
    mechanism gives ε_lb <= ε except with probability 2α; a miscalibrated one gives ε_lb > ε once
    enough runs resolve its true privacy loss.
 
 2. **Grid membership and reachability** (:func:`check_grid`). A floating-point-safe release
-   (Mironov 2012, "On significance of the least significant bits for differential privacy", §5;
+   (Mironov 2012, "On significance of the least significant bits for differential privacy";
    Canonne, Kamath & Steinke 2020) outputs only points ``k·γ`` of a grid γ that depends on
    public quantities only, with ``|k| < 2⁵³`` so that ``k·γ`` is an exact double, and the set of
    outputs reachable from D equals that from D'. The check counts outputs off the declared grid,
@@ -39,7 +39,7 @@ Three checks, each a statistical or exact test on outputs of a release function
    both must be the same and no finer than a public bound (a float release lands on a grid of
    about one ulp of the value, so it fails this by many orders of magnitude).
 
-3. **The floating-point distinguishing test of Mironov (2012, §3)** (:func:`impossible_fraction`).
+3. **The floating-point distinguishing test of Mironov (2012)** (:func:`impossible_fraction`).
    For a release ``y = fl(x + e)`` with ``e`` the output of a floating-point noise sampler, an
    output y of D is *impossible* from D' when no output e' of the sampler gives
    ``fl(x' + e') = y``. Every such output identifies D with certainty (an infinite privacy loss).
@@ -525,7 +525,7 @@ def laplace_float_reaches(scale: float) -> Callable[[np.ndarray, float], np.ndar
     The sampler is a non-decreasing function of its uniform's index k < 2⁵², and so is
     ``fl(x + e(k))``; a binary search finds the first k whose output is >= y, and the k within
     8 of it (a margin for a last-bit non-monotonicity of ``log1p``) are compared exactly. This is
-    the test of Mironov (2012, §3) for the library's own float sampler.
+    the test of Mironov (2012) for the library's own float sampler.
     """
     b = float(scale)
 
@@ -558,7 +558,7 @@ def impossible_fraction(
     ``reaches(y, x')`` decides whether ``y`` is a possible output from the input ``x'``
     (e.g. :func:`laplace_float_reaches`). Each impossible output identifies D with certainty: a
     mechanism with a nonzero fraction is not (ε, δ)-DP for any ε when δ is below that fraction
-    (Mironov 2012, §3).
+    (Mironov 2012).
     """
     y = _flat(outputs)
     if y.size == 0:

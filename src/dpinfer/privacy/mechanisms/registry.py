@@ -39,7 +39,7 @@ import importlib.util
 import inspect
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -195,7 +195,6 @@ class RegistryEntry:
     grid_pending: str | None = None
     fast_runs: int = 1000
     full_runs: int = 10000
-    notes: str = field(default="", compare=False)
 
     def setup(self) -> AuditSetup:
         """The mechanism built at the entry's (ε, δ)."""
@@ -690,8 +689,8 @@ REGISTRY: tuple[RegistryEntry, ...] = (
     RegistryEntry(
         "grid.laplace", ("dpinfer.privacy.grid:laplace",),
         "Discrete Laplace on a power-of-two grid: exactly ε-DP for the integer sensitivity ⌈Δ/γ⌉ "
-        "(Ghosh, Roughgarden & Sundararajan 2012; Canonne, Kamath & Steinke 2020, Thm 2.3, Alg. 2); "
-        "floating-point safety: Mironov 2012, §5",
+        "(Ghosh, Roughgarden & Sundararajan 2012; Canonne, Kamath & Steinke 2020); floating-point "
+        "safety: Mironov 2012",
         _build_grid_laplace, exercises=("dpinfer.privacy.grid:laplace_on_grid",),
     ),
     RegistryEntry(
@@ -714,8 +713,8 @@ REGISTRY: tuple[RegistryEntry, ...] = (
     ),
     RegistryEntry(
         "GeometricMechanism", (f"{_MECH}.counts:GeometricMechanism",),
-        "Geometric mechanism (Ghosh, Roughgarden & Sundararajan 2012, Def. 2.2): ε-DP for integer "
-        "sensitivity Δ and scale t >= Δ/ε; exact sampler of Canonne, Kamath & Steinke 2020, Alg. 2",
+        "Geometric mechanism (Ghosh, Roughgarden & Sundararajan 2012): ε-DP for integer "
+        "sensitivity Δ and scale t >= Δ/ε; exact sampler of Canonne, Kamath & Steinke 2020",
         _build_geometric,
     ),
     RegistryEntry(
@@ -726,7 +725,7 @@ REGISTRY: tuple[RegistryEntry, ...] = (
     ),
     RegistryEntry(
         "ComposedMechanism", (f"{_MECH}.composed:ComposedMechanism",),
-        "Sequential composition (Dwork & Roth 2014, Thm 3.14) of a Laplace and a geometric part",
+        "Sequential composition (Dwork & Roth 2014, Thm 3.16) of a Laplace and a geometric part",
         _build_composed, exercises=("dpinfer.privacy.grid:laplace_on_grid",),
     ),
     RegistryEntry(
@@ -738,7 +737,7 @@ REGISTRY: tuple[RegistryEntry, ...] = (
     RegistryEntry(
         "clamped_release.sum_and_count", (f"{_MECH}.clamped:clamped_release",),
         "Clamped sum (sensitivity max(|lo|, |hi|)) and count (sensitivity 1) under add-remove, "
-        "geometric noise, ε split between them (Dwork & Roth 2014, Thm 3.14)",
+        "geometric noise, ε split between them (Dwork & Roth 2014, Thm 3.16)",
         _build_clamped_sum_and_count,
     ),
     RegistryEntry(
@@ -761,7 +760,7 @@ REGISTRY: tuple[RegistryEntry, ...] = (
     RegistryEntry(
         "SparseVector", (f"{_MECH}.svt:SparseVector",),
         "Sparse vector technique of ABCDP: Park, Vinaroz & Jitkrittum 2021, Theorem 1 (threshold "
-        "Lap(b), queries Lap(2b), b = (c+1)Δρ/ε); Dwork & Roth 2014, Thm 3.23",
+        "Lap(b), queries Lap(2b), b = (c+1)Δρ/ε); Dwork & Roth 2014, §3.6",
         _build_svt, fast_runs=1500,
     ),
     RegistryEntry(
