@@ -36,6 +36,8 @@ from .base import Distance, as_batch, as_points
 from .rff_kernels import (
     FAST_TRIG_MAX,
     FAST_TRIG_MAX32,
+    fixed_point_bits,
+    rff_fixed_point_sums,
     rff_sums,
     rff_sums_fast,
     rff_sums_fast32,
@@ -205,6 +207,30 @@ class RFFMMD(Distance):
         scale = math.sqrt(2.0 / self.n_features)
         return self.feature_sums(pts[None], W)[0] * (scale / pts.shape[0])
 
+    def fixed_point_mean(self, data: Any, W: np.ndarray | None = None) -> np.ndarray:
+        """μ̂(Y) by the exact path of a release, whatever ``dtype``, ``backend`` and ``device``.
+
+        float64 features of :func:`~dpinfer.distances.rff_kernels.rff_fixed_point_sums` (fixed
+        point 2⁻ᵇ, b = ``fixed_point_bits(N)``, summed exactly in int64), then five roundings:
+        ``K.astype(float64) * (sqrt(2/D) / N * 2^-b)`` (the integer sum's conversion, 2/D, the
+        square root, /N, the product; ×2⁻ᵇ is exact). Every coordinate is therefore
+        μ_j(1 + θ_j), |θ_j| <= γ₅, with μ the exact mean of the fixed-point features
+        (:mod:`dpinfer.release.embedding` proves the sensitivity of this value). Shape (D,).
+        """
+        pts = self._feature_points(as_points(data))
+        n, d = pts.shape
+        if W is None:
+            W = self.frequencies(d)
+        bits = fixed_point_bits(n)
+        sums = np.empty(self.n_features, dtype=np.int64)
+        rff_fixed_point_sums(np.ascontiguousarray(pts, dtype=np.float64),
+                             np.ascontiguousarray(W, dtype=np.float64), float(2**bits), sums)
+        return sums.astype(np.float64) * (math.sqrt(2.0 / self.n_features) / n * 2.0**-bits)
+
+    def _feature_points(self, pts: np.ndarray) -> np.ndarray:
+        """The points whose plain random features are this distance's features (here: ``pts``)."""
+        return pts
+
     def prepare(self, observed: Any) -> _RFFPrepared:
         pts = as_points(observed, "observed data")
         W = self.frequencies(pts.shape[1])
@@ -358,12 +384,23 @@ class BinnedRFFMMD(RFFMMD):
         proj = centres[:, None] * W[:, 0][None, :]
         self.table = np.hstack([np.cos(proj), np.sin(proj)])  # (n_bins, D), unscaled
 
+    def _bin_index(self, values: np.ndarray) -> np.ndarray:
+        """The bin of each value (clipped before the integer cast: no overflow for huge values)."""
+        pos = np.floor((values - self.lo) / self.h)
+        return np.clip(pos, 0, self.n_bins - 1, out=pos).astype(np.int64)
+
+    def _feature_points(self, pts: np.ndarray) -> np.ndarray:
+        """The bin centres of the records (computed as the table's): φ̃(x) = φ(centre of x)."""
+        if pts.shape[1] != 1:
+            raise InvalidDataError("BinnedRFFMMD handles 1-D data only; use RFFMMD.")
+        centres = self.lo + self.h * (np.arange(self.n_bins) + 0.5)
+        return centres[self._bin_index(pts[:, 0])][:, None]
+
     def feature_sums(self, sims: np.ndarray, W: np.ndarray) -> np.ndarray:
         B, M, d = sims.shape
         if d != 1:
             raise InvalidDataError("BinnedRFFMMD handles 1-D data only; use RFFMMD.")
-        idx = np.floor((sims[:, :, 0] - self.lo) / self.h).astype(np.int64)
-        np.clip(idx, 0, self.n_bins - 1, out=idx)
+        idx = self._bin_index(sims[:, :, 0])
         idx += (np.arange(B) * self.n_bins)[:, None]
         counts = np.bincount(idx.ravel(), minlength=B * self.n_bins).reshape(B, self.n_bins)
         return counts.astype(np.float64) @ self.table

@@ -4,7 +4,49 @@ For a batch of data sets Y (B, M, d) and frequencies W (J, d) the kernels comput
 Σ_i cos(W y_i) and Σ_i sin(W y_i) without materialising the (M, J) projections
 (:class:`~dpinfer.distances.mmd.RFFMMD` scales them into the mean embedding
 μ(Y) = sqrt(2/D)/M · Σ_i [cos(W y_i), sin(W y_i)], D = 2J). Three float64 variants (a vectorised
-trigonometric kernel, the same over threads, libm for large arguments) and one float32 variant.
+trigonometric kernel, the same over threads, libm for large arguments) and one float32 variant,
+plus :func:`rff_fixed_point_sums`, the exact path of the one private release (below).
+
+Norm of the computed features (the premise of the sensitivity of a release)
+----------------------------------------------------------------------------
+Lemma. For every double x (±inf included; NaN is mapped to 0 by the release kernel), the pair
+(ŝ, ĉ) returned by the float64 kernel ``_sincos`` satisfies ||(ŝ, ĉ)||₂ <= 1 + 27u, u = 2⁻⁵³,
+hence <= 1 + :data:`SINCOS_NORM_EXCESS` = 1 + 2⁻⁴⁷.
+
+Proof. (i) The reduced argument. After the clamp |x| <= 2⁴⁷. With T = fl(2/π), |T − 2/π| <= 2⁻⁵⁴,
+fl(x·T) is within 2⁴⁷·2⁻⁵⁴ + u·2⁴⁶·⁴ < 0.018 of 2x/π; adding ½ rounds by at most ½ulp(2⁴⁶·⁴) =
+2⁻⁷, and k = floor(·) is an integer with |k − 2x/π| <= 0.526, so |x − kπ/2| <= 0.827. The code
+computes r = fl(fl(x − fl(k·H)) − fl(k·L)), H + L ≈ π/2 (H of 33 bits): fl(k·H) errs by at most
+½ulp(2⁴⁸) = 2⁻⁶ (<= 2⁻⁵³|kH|, 0 for |k| < 2²⁰), |k·L| <= 2⁴⁶·⁴·6.1·10⁻¹¹ < 6·10³ so the other
+two roundings and |H + L − π/2|·|k| add < 2·10⁻¹², whence |r| <= 0.827 + 2⁻⁶ + 10⁻¹¹ < 0.85 =: R.
+Any such double r will do: the norm bound below does not need r to be the exact reduction.
+(ii) The polynomials. z = fl(r²) = r²(1 + δ), |δ| <= u. ĉ is Horner's rule in z for the
+degree-9 polynomial Q(z) = Σ_k C̃_k z^k, C̃_k = fl((−1)^k/(2k)!): the Horner bound
+γ_{2n}·Σ_k|a_k||z|^k (Higham 2002, "Accuracy and Stability of Numerical Algorithms", §5.1) gives
+|ĉ − Q(z)| <= γ₁₈ Σ_k |C̃_k| z^k <= γ₁₈(1 + u) cosh(R) <= 25u (γ_k = ku/(1 − ku));
+|Q(z) − Q(r²)| <= u·r²·sinh(R)/(2R) <= 0.5u; rounding the coefficients costs
+<= u(cosh R − 1) <= 0.4u; and the alternating Taylor tail is <= R²⁰/20! < 2·10⁻⁴u. So
+|ĉ − cos r| <= 26u. ŝ = fl(r + fl(fl(r·z)·P̂)) with P̂ Horner's rule for the degree-7
+polynomial P(z) = Σ_k S̃_{k+1} z^k: |r·z·P| <= sinh(R) − R < 0.106 and, as above,
+|ŝ − sin r| <= (γ₂ + γ₁₄ + γ₂γ₁₄)·0.106 + u·|sin r| + 0.1u (the error of z) + 0.11u
+(coefficients) + R¹⁹/19! <= 3u. The quadrant logic only swaps the pair and multiplies by ±1
+(exact). Therefore ||(ŝ, ĉ)|| <= ||(sin r, cos r)|| + ||(ŝ − sin r, ĉ − cos r)||
+<= 1 + √(26² + 3²)·u <= 1 + 27u. (A fused multiply-add, if the compiler emitted one, only
+removes roundings: the bounds hold as stated.) ∎
+
+The exact path of a release (:func:`rff_fixed_point_sums`)
+---------------------------------------------------------
+Whatever the distance's dtype, backend or device, the mean embedding that is *released* is
+computed here: float64 projections, ``_sincos``, each feature rounded to the fixed-point grid
+2⁻ᵇ (``np.rint(v·2^b)``: exact, |error| <= 2⁻⁽ᵇ⁺¹⁾) and summed in int64 arithmetic, *exactly*;
+b = :func:`fixed_point_bits` (N) <= 62 − bitlength(N) so that no partial sum overflows
+(|v·2^b| <= 2^b + 8, N terms: |Σ| < 2^(bitlength(N) + b + 1) <= 2⁶³). The rounded features are
+themselves a feature map of pair norm <= ρ_N = 1 + 2⁻⁴⁷ + √2·2⁻⁽ᵇ⁺¹⁾ (:func:`fixed_point_feature_norm`),
+and the only roundings left are the five of the final scaling (converting the integer sum,
+2/D, √, /N, the product; :meth:`dpinfer.distances.mmd.RFFMMD.fixed_point_mean`). The sensitivity
+these give is proved in :mod:`dpinfer.release.embedding`. The accumulation in the other kernels
+(recursive float64 sums; float32 partial sums) has a rounding error that grows like N·u
+(N²·u relative to 2/N): see :func:`dpinfer.privacy.mechanisms.embedding.mean_rounding_error`.
 """
 
 from __future__ import annotations
@@ -19,6 +61,10 @@ import numpy as np
 __all__ = [
     "FAST_TRIG_MAX",
     "FAST_TRIG_MAX32",
+    "SINCOS_NORM_EXCESS",
+    "fixed_point_bits",
+    "fixed_point_feature_norm",
+    "rff_fixed_point_sums",
     "rff_sums",
     "rff_sums_fast",
     "rff_sums_fast32",
@@ -226,3 +272,73 @@ def rff_sums(Y: np.ndarray, W: np.ndarray, out: np.ndarray) -> None:  # pragma: 
         for j in range(J):
             out[b, j] = acc_c[j]
             out[b, J + j] = acc_s[j]
+
+
+# --------------------------------------------------------------------------------------------
+# The exact path of a release: fixed-point features, exact int64 sums (module docstring)
+# --------------------------------------------------------------------------------------------
+#: ||(ŝ, ĉ)||₂ <= 1 + SINCOS_NORM_EXCESS for every output of the float64 ``_sincos`` (Lemma above).
+SINCOS_NORM_EXCESS = 2.0**-47
+#: Fixed-point bits b of the release kernel: at most 50 (v·2^b stays below 2⁵¹), at least 20.
+FIXED_POINT_MAX_BITS = 50
+FIXED_POINT_MIN_BITS = 20
+
+
+def fixed_point_bits(n_records: int) -> int:
+    """b = min(50, 62 − bitlength(N)): the int64 sums of N features of magnitude < 2^(b+1) cannot
+    overflow. N is public (the sensitivity 2/N is). Raises :class:`~dpinfer.errors.InvalidDataError`
+    for N >= 2⁴² (b would fall below 20)."""
+    from ..errors import InvalidDataError
+
+    n = int(n_records)
+    if n < 1:
+        raise InvalidDataError(f"the data set must have at least one record, got {n_records!r}.")
+    bits = min(FIXED_POINT_MAX_BITS, 62 - n.bit_length())
+    if bits < FIXED_POINT_MIN_BITS:
+        raise InvalidDataError(
+            f"{n} records is beyond the exact fixed-point embedding of a release (N < 2^42); "
+            "release the embedding of a subsample. Nothing was charged or released."
+        )
+    return bits
+
+
+def fixed_point_feature_norm(n_records: int) -> float:
+    """ρ_N, a bound on the pair norm ||(s̃, c̃)||₂ of the fixed-point features of the release kernel,
+    hence on ||φ̃(x)||₂ = sqrt(2/D)·||[c̃, s̃]||₂ for every x: 1 + 2⁻⁴⁷ + √2·2⁻⁽ᵇ⁺¹⁾ (Lemma above plus
+    the grid rounding), returned as the exact double 1 + 2⁻⁴⁷ + 3·2⁻⁽ᵇ⁺²⁾ >= it (√2 <= 3/2)."""
+    bits = fixed_point_bits(n_records)
+    return 1.0 + SINCOS_NORM_EXCESS + 3.0 * 2.0 ** -(bits + 2)  # every term exact, the sum too
+
+
+@numba.njit(cache=True)
+def rff_fixed_point_sums(
+    Y: np.ndarray, W: np.ndarray, unit: float, out: np.ndarray
+) -> None:  # pragma: no cover - jitted
+    """out[:J] = Σ_i rint(unit·cos(W y_i)), out[J:] = Σ_i rint(unit·sin(W y_i)), int64, exact.
+
+    Y (M, d) float64, W (J, d) float64, ``unit`` = 2^b (:func:`fixed_point_bits`), out int64 (2J,).
+    The projections are those of :func:`rff_sums_fast` (same operations, same order), the
+    trigonometry ``_sincos`` (one code path for every magnitude: no timing channel), a NaN
+    projection (``inf − inf`` from a record near the float limit) counts as 0 so that every record
+    has a feature of norm <= ρ_N; scaling by 2^b and ``rint`` are exact, the integer sums too.
+    """
+    M, d = Y.shape
+    J = W.shape[0]
+    p = np.empty(J, dtype=np.float64)
+    acc_c = np.zeros(J, dtype=np.int64)
+    acc_s = np.zeros(J, dtype=np.int64)
+    for i in range(M):
+        for j in range(J):
+            p[j] = Y[i, 0] * W[j, 0]
+        for k in range(1, d):
+            for j in range(J):
+                p[j] += Y[i, k] * W[j, k]
+        for j in range(J):
+            x = p[j]
+            x = 0.0 if x != x else x
+            sj, cj = _sincos(x)
+            acc_c[j] += np.int64(np.rint(cj * unit))
+            acc_s[j] += np.int64(np.rint(sj * unit))
+    for j in range(J):
+        out[j] = acc_c[j]
+        out[J + j] = acc_s[j]

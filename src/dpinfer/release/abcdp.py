@@ -206,8 +206,7 @@ def abcdp(
         from .embedding import embedding_abc
 
         return embedding_abc(observed, source, distance, c, eps_total, delta, eps_abc, seed=seed,
-                             privacy_rng=ctx.privacy_rng, ledger=ctx.ledger, dataset=ctx.dataset,
-                             label=ctx.label or label, param_names=tuple(param_names), meta=meta)
+                             context=ctx, param_names=tuple(param_names), meta=meta)
     if release != "svt":
         raise InvalidPrivacyParameterError(f"release must be 'svt' or 'embedding', got {release!r}.")
     sens = release_sensitivity(distance, count_records(observed), warn=False)  # public: N and declared bounds

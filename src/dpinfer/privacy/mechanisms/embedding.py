@@ -60,6 +60,41 @@ s_γ = √(σ_γ² − t²) >= s·Δ_γ by construction of the integer σ_γ². 
 The slack bound is recorded in the report (``noise_slack_log10``). The check against the exact
 one-dimensional discrete Gaussian curve (CKS Theorem 7) is in the tests.
 
+Sensitivity of the *computed* mean (floating-point rounding)
+-----------------------------------------------------------
+The Δ of the plan must bound what is released, the computed μ̂(Y), not the exact mean. Let the
+unscaled features x_i ∈ R^D (D = 2J, J cos/sin pairs) of the N records be computed by a fixed
+feature map with pair norms ||(x_ij, x_i,J+j)||₂ <= ρ (so ||x_i||₂ <= √J·ρ and the scaled
+feature φ̃(y_i) = √(2/D)·x_i has ||φ̃||₂ <= ρ: the feature map's own rounding is in ρ), let
+μ(Y) = (1/N)Σ_i φ̃(y_i) exactly (reals), and let the computed mean satisfy ||μ̂(Y) − μ(Y)||₂ <= E for
+every data set of N records. Then for neighbours (one record replaced)
+
+    ||μ̂(Y) − μ̂(Y')||₂ <= ||μ(Y) − μ(Y')||₂ + ||μ̂(Y) − μ(Y)||₂ + ||μ̂(Y') − μ(Y')||₂ <= 2ρ/N + 2E
+
+(:func:`computed_mean_sensitivity`). E for the accumulations in the code (:func:`mean_rounding_error`;
+u = 2⁻⁵³ in float64, u₃₂ = 2⁻²⁴ in float32, γ_k = ku/(1 − ku)). Every path scales the sums by
+c = √(2/D)/N with at most five roundings (2/D, √, /N, the product, and converting an integer sum):
+Ŝ_j·c·(1 + θ_j), |θ_j| <= γ₅ (Higham 2002, "Accuracy and Stability of Numerical
+Algorithms", Lemma 3.1; a square root of 1 + δ is 1 + δ', |δ'| <= |δ|).
+
+* ``"exact"`` (the release path, :meth:`~dpinfer.distances.mmd.RFFMMD.fixed_point_mean`): the
+  sums are exact, so μ̂_j = μ_j(1 + θ_j) and E = γ₅·||μ||₂ <= γ₅·ρ.
+* ``"float64"`` (the numba float64 kernels, numpy's float64 BLAS, torch's float64 sums): any
+  summation order gives |Ŝ_j − S_j| <= γ_{N−1}·Σ_i |x_ij| (Higham 2002, §4.2: Ŝ_j = Σ_i x_ij(1 + δ_i)
+  with each term rounded by at most the N − 1 additions on its path, |δ_i| <= γ_{N−1}), so
+  |μ̂_j − μ_j| <= c·(γ_{N−1} + γ₅ + γ_{N−1}γ₅)·Σ_i|x_ij| <= c·γ_{N+4}·Σ_i|x_ij| (Higham 2002,
+  Lemma 3.3). By Minkowski's inequality ||(Σ_i |x_ij|)_j||₂ <= Σ_i ||x_i||₂ <= N√J·ρ,
+  and c·N√J = 1: E = γ_{N+4}·ρ (in float32 features too: ρ carries their precision).
+* ``"float32"`` with blocks of B terms (the numba float32 kernel, B = 64; the numpy float32 path,
+  B = ⌊2¹⁷/J⌋): block sums in float32 err by <= γ^{(32)}_{B−1}·Σ_{block}|x_ij|, their float64 sum
+  over ⌈N/B⌉ blocks and the scaling as above: E = (g + (1 + g)·γ_{⌈N/B⌉+4})·ρ, g = γ^{(32)}_{B−1}.
+
+Relative to 2/N the inflation 2E/(2ρ/N) = N·E/ρ is N·γ₅ <= 5.6·10⁻¹⁶·N for ``"exact"`` (5.6·10⁻¹⁰ at
+N = 10⁶), about N²·u for ``"float64"`` (1.1·10⁻⁴ at N = 10⁶; a worst-case bound: adversarial
+features reach 6% of its E in the tests) and N·63·u₃₂ for the float32 kernel (38% at N = 10⁵).
+The release therefore computes its mean by the exact path whatever the distance's dtype and
+backend (:mod:`dpinfer.release.embedding`) and charges 2ρ_N/N + 2γ₅ρ_N.
+
 Refusals (nothing charged, nothing released): a non-finite or wrongly sized embedding, a value
 too large for its grid (``|μ|/γ >= 2⁵⁰``) and a noise scale outside the exact sampler's range.
 
@@ -72,6 +107,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
@@ -88,7 +124,9 @@ __all__ = [
     "EMBEDDING_GRID_BITS",
     "SMOOTHING_UNITS",
     "EmbeddingGrid",
+    "computed_mean_sensitivity",
     "embedding_grid",
+    "mean_rounding_error",
     "public_discrete_gaussian",
     "release_embedding",
     "simulate_release",
@@ -100,6 +138,103 @@ EMBEDDING_GRID_BITS = 10
 SMOOTHING_UNITS = 8
 #: Largest σ_γ² the exact sampler accepts (:data:`dpinfer.privacy.discrete.MAX_GAUSSIAN_SIGMA2`).
 _MAX_SIGMA2_UNITS = 2**100
+
+
+#: The accumulations of :func:`mean_rounding_error` and their unit roundoffs.
+_UNIT_ROUNDOFF = {"float64": Fraction(1, 2**53), "float32": Fraction(1, 2**24)}
+ACCUMULATIONS = ("exact", "float64", "float32")
+
+
+def _gamma(k: int, u: Fraction) -> Fraction:
+    """γ_k = k·u/(1 − k·u) (Higham 2002, Lemma 3.1), exactly; k·u < 1 required."""
+    if k * u >= 1:
+        raise InvalidPrivacyParameterError(
+            f"no rounding-error bound: {k} roundings of unit roundoff {float(u):.3g} (k·u >= 1); "
+            "accumulate exactly or in higher precision."
+        )
+    return k * u / (1 - k * u)
+
+
+def _round_up(x: Fraction) -> float:
+    """The least double >= the rational x."""
+    f = float(x)
+    return f if Fraction(f) >= x else math.nextafter(f, math.inf)
+
+
+def _check_count(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise InvalidPrivacyParameterError(f"{name} must be an integer >= 1, got {value!r}.")
+    return int(value)
+
+
+def _check_feature_norm(value: Any) -> Fraction:
+    try:
+        rho = float(value)
+    except (TypeError, ValueError):
+        rho = math.nan
+    if not (math.isfinite(rho) and rho >= 1.0):
+        raise InvalidPrivacyParameterError(
+            f"feature_norm must be a finite bound >= 1 on the features' pair norm, got {value!r}."
+        )
+    return Fraction(rho)
+
+
+def _rounding_error(n: int, rho: Fraction, accumulation: str, block: int) -> Fraction:
+    u = _UNIT_ROUNDOFF["float64"]
+    if accumulation == "exact":
+        return _gamma(5, u) * rho
+    if accumulation == "float64":
+        return _gamma(n + 4, u) * rho
+    if accumulation == "float32":
+        g = _gamma(min(block, n) - 1, _UNIT_ROUNDOFF["float32"])
+        return (g + (1 + g) * _gamma(-(-n // block) + 4, u)) * rho
+    raise InvalidPrivacyParameterError(f"accumulation must be one of {ACCUMULATIONS}, got {accumulation!r}.")
+
+
+def mean_rounding_error(
+    n_records: int, *, feature_norm: float, accumulation: str = "exact", block: int = 64
+) -> float:
+    """E >= ||μ̂(Y) − μ(Y)||₂ for every data set of N records: the rounding error of a computed
+    random-feature mean embedding (module docstring, "Sensitivity of the computed mean").
+
+    Parameters
+    ----------
+    n_records
+        N >= 1 (public).
+    feature_norm
+        ρ >= 1, a bound on the pair norm ||(cos, sin)||₂ of the *computed* features (e.g.
+        :func:`dpinfer.distances.rff_kernels.fixed_point_feature_norm` for the release kernel).
+    accumulation
+        ``"exact"`` (exact sums, five roundings of the scaling), ``"float64"`` (sums in float64,
+        any order) or ``"float32"`` (float32 partial sums of ``block`` terms, totals in float64).
+    block
+        B, the float32 block size (``"float32"`` only).
+
+    Returns
+    -------
+    float
+        E, rounded up to a double (a function of N, ρ and the algorithm only).
+
+    Raises
+    ------
+    InvalidPrivacyParameterError
+        For invalid arguments, or an accumulation with k·u >= 1 (no bound).
+    """
+    n = _check_count(n_records, "n_records")
+    return _round_up(_rounding_error(n, _check_feature_norm(feature_norm), accumulation,
+                                     _check_count(block, "block")))
+
+
+def computed_mean_sensitivity(
+    n_records: int, *, feature_norm: float, accumulation: str = "exact", block: int = 64
+) -> float:
+    """Δ̂ = 2ρ/N + 2E >= ||μ̂(Y) − μ̂(Y')||₂ for replace-one neighbours: the L2 sensitivity of the
+    *computed* mean embedding (module docstring), rounded up; arguments as
+    :func:`mean_rounding_error`. With ρ = 1 and E = 0 it is the exact-arithmetic 2/N."""
+    n = _check_count(n_records, "n_records")
+    rho = _check_feature_norm(feature_norm)
+    err = _rounding_error(n, rho, accumulation, _check_count(block, "block"))
+    return _round_up(2 * rho / n + 2 * err)
 
 
 def _log10_eta(t: float) -> float:
