@@ -169,7 +169,7 @@ def test_releases_lie_on_one_data_independent_grid_that_both_neighbours_reach(mo
     same from both and no release is consistent with one neighbour only: 0/60 identifying.
     Broken variant caught: the old float release μ + N(0, σ²) is off the grid in every release
     and the float reachability attack (tests/float_reachability.py) identifies the true data set
-    in >= 25 of 60 (45/60 with these seeds)."""
+    in >= 25 of 60 (47/60 with these seeds)."""
     import dpinfer.release.embedding as er
     from float_reachability import float_consistent, grid_consistent, identifying
 
