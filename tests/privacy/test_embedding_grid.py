@@ -286,7 +286,7 @@ def test_computed_mean_sensitivity_is_the_proved_formula_rounded_up_and_refuses_
 
 @pytest.mark.parametrize("n", [100, 500, 10**5, 10**6])
 def test_noise_grows_negligibly_with_the_rounding_term(n):
-    """σ of the plan at Δ̂ = 2ρ/N + 2γ₅ρ (ρ = 1 + 2⁻⁴⁷ + 3·2⁻⁵²... the release's) against 2/N:
+    """σ of the plan at Δ̂ = 2ρ_N/N + 2γ₅ρ_N (ρ_N = 1 + 2⁻⁴⁷ + 3·2⁻⁽ᵇ⁺²⁾, the release's) against 2/N:
     measured σ ratio − 1 = 0 at N = 100, 500; <= 2.5e-10 at 10⁵, <= 5.7e-10 at 10⁶ (D = 50, 100,
     ε = 1); the same grid γ. The float32 kernel's accumulation charged instead would add 38% at
     N = 10⁵ and 376% at 10⁶ (why the release computes its mean exactly)."""
