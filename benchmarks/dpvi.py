@@ -30,7 +30,8 @@ import torch
 
 from dpinfer.datasets import load_abalone, make_synthetic_logistic
 from dpinfer.privacy import InsecureRandomnessWarning, PrivacyRNG
-from dpinfer.release.dpvi import DPVI, LogisticRegression
+from dpinfer.privacy.context import ReleaseContext
+from dpinfer.release.dpvi import DPVI, LogisticRegression, OptimizerOptions, PrivacyOptions, TrainingOptions
 
 CLIP, SIGMA = 5.0, 2.0
 
@@ -49,12 +50,16 @@ def time_ours(X, y, q, steps, private, dtype="float64"):
             stamps.append(time.perf_counter())
 
     engine = DPVI(LogisticRegression(X.shape[1]))
-    kw = dict(sampling_rate=q, steps=steps, lr=0.1, seed=0, callback=cb, dtype=dtype, per_example="elbo")
+    training = dict(sampling_rate=q, steps=steps, callback=cb, dtype=dtype, per_example="elbo")
+    kw = dict(optimizer=OptimizerOptions(lr=0.1), seed=0)
     if private:
         # the paper's per-example ELBO terms, replace-one, PLD accounting (outside the timed loop)
-        engine.fit(X, y, noise_multiplier=SIGMA, delta=1e-5, clip=CLIP, privacy_rng=_prng(), **kw)
+        engine.fit(
+            X, y, delta=1e-5, privacy=PrivacyOptions(noise_multiplier=SIGMA, clip=CLIP),
+            training=TrainingOptions(**training), context=ReleaseContext(privacy_rng=_prng()), **kw,
+        )
     else:
-        engine.fit(X, y, private=False, clip=None, track_elbo=False, **kw)
+        engine.fit(X, y, training=TrainingOptions(**training, track_elbo=False), private=False, **kw)
     return (steps - 1) / (stamps[1] - stamps[0])
 
 

@@ -26,7 +26,8 @@ import numpy as np
 import torch
 
 from dpinfer.privacy import PrivacyRNG
-from dpinfer.release.dpvi import DPVI, LogisticRegression
+from dpinfer.privacy.context import ReleaseContext
+from dpinfer.release.dpvi import DPVI, LogisticRegression, PrivacyOptions, TrainingOptions
 
 DIMS = (3, 8, 16, 30, 50, 100)
 
@@ -42,8 +43,13 @@ def _time(family: str, X: np.ndarray, y: np.ndarray, steps: int) -> float:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         DPVI(LogisticRegression(X.shape[1]), family).fit(
-            X, y, noise_multiplier=1.0, delta=1e-5, steps=steps, seed=0, callback=cb,
-            privacy_rng=PrivacyRNG.insecure_deterministic(0),
+            X,
+            y,
+            delta=1e-5,
+            privacy=PrivacyOptions(noise_multiplier=1.0),
+            training=TrainingOptions(steps=steps, callback=cb),
+            seed=0,
+            context=ReleaseContext(privacy_rng=PrivacyRNG.insecure_deterministic(0)),
         )
     return 1000.0 * (stamps[1] - stamps[0]) / (steps - 1)
 

@@ -11,7 +11,15 @@ from typing import Any
 
 import numpy as np
 
-from dpinfer.release.dpvi import DPVI, LogisticRegression, PrivacyPlan, plan_privacy
+from dpinfer.release.dpvi import (
+    DPVI,
+    LogisticRegression,
+    OptimizerOptions,
+    PrivacyOptions,
+    PrivacyPlan,
+    TrainingOptions,
+    plan_privacy,
+)
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -60,33 +68,30 @@ def accuracies(
 ) -> tuple[list[float], float | None]:
     """Test accuracies of ``runs`` fits (fresh OS-entropy privacy noise each) and the reported epsilon.
 
-    ``noise_multiplier=None`` runs the non-private baseline (no clipping, no noise).
+    ``noise_multiplier=None`` runs the non-private baseline (no clipping, no noise). ``kw``: the
+    accounting options of :func:`plan_for` (``accountant``, ``sampling``, ``paper_accounting``,
+    ``delta_prime``).
     """
     engine = DPVI(LogisticRegression(X.shape[1]))
     # the paper's per-example ELBO terms, one draw and last iterate (dpinfer's defaults are the theta
     # split and tail averaging): these scripts reproduce the paper's numbers
-    kw = {"per_example": "elbo", "average": False, **kw}
+    training = TrainingOptions(sampling_rate=q, steps=steps, per_example="elbo", average=False)
+    optimizer = OptimizerOptions(lr=lr)
     accs, eps = [], None
-    plan_kw = {k: kw.pop(k) for k in ("accountant", "sampling", "paper_accounting", "delta_prime") if k in kw}
-    plan = None if noise_multiplier is None else plan_for(noise_multiplier, delta, q, steps, **plan_kw)
+    plan = None if noise_multiplier is None else plan_for(noise_multiplier, delta, q, steps, **kw)
     for r in range(runs):
         if noise_multiplier is None:
-            fit = engine.fit(
-                X, y, private=False, clip=None, sampling_rate=q, steps=steps, lr=lr, seed=seed0 + r, **kw
-            )
+            fit = engine.fit(X, y, optimizer=optimizer, training=training, private=False, seed=seed0 + r)
         else:
             fit = engine.fit(
                 X,
                 y,
-                privacy_plan=plan,
                 delta=delta,
-                clip=clip,
-                sampling_rate=q,
-                steps=steps,
-                lr=lr,
+                privacy=PrivacyOptions(clip=clip, sampling=kw.get("sampling", "poisson")),
+                optimizer=optimizer,
+                training=training,
+                privacy_plan=plan,
                 seed=seed0 + r,
-                sampling=plan_kw.get("sampling", "poisson"),
-                **kw,
             )
             eps = fit.privacy.epsilon
         accs.append(fit.accuracy(X_test, y_test))

@@ -24,7 +24,15 @@ import torch
 from scipy import stats
 
 from dpinfer.privacy import PrivacyRNG
-from dpinfer.release.dpvi import DPVI, PoissonRegression, plan_privacy
+from dpinfer.privacy.context import ReleaseContext
+from dpinfer.release.dpvi import (
+    DPVI,
+    OptimizerOptions,
+    PoissonRegression,
+    PrivacyOptions,
+    TrainingOptions,
+    plan_privacy,
+)
 from dpinfer.release.dpvi import engine as vi_engine
 from dpinfer.release.dpvi import loop as vi_loop
 from dpinfer.release.dpvi.gradients import per_example_terms
@@ -64,9 +72,17 @@ def _fit(target: float, seed: int, plan, broken: bool, monkeypatch) -> np.ndarra
         # the secret randomness is reproducible for the test only; the attacker never sees it
         noise = PrivacyRNG.insecure_deterministic(10_000 + seed)
         dpvi.fit(
-            X, y, delta=DELTA, clip=CLIP, sampling_rate=Q, steps=T, optimizer="sgd", lr=LR,
-            per_example="likelihood", seed=seed, privacy_plan=plan, privacy_rng=noise,
-            callback=lambda t, p: traj.append(p),
+            X,
+            y,
+            delta=DELTA,
+            privacy=PrivacyOptions(clip=CLIP),
+            optimizer=OptimizerOptions("sgd", lr=LR),
+            training=TrainingOptions(
+                sampling_rate=Q, steps=T, per_example="likelihood", callback=lambda t, p: traj.append(p),
+            ),
+            seed=seed,
+            privacy_plan=plan,
+            context=ReleaseContext(privacy_rng=noise),
         )
     monkeypatch.undo()
     return np.array(traj)

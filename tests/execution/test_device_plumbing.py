@@ -15,7 +15,8 @@ import torch
 from dpinfer.distances import RFFMMD, rff_torch
 from dpinfer.errors import DeviceUnavailableError
 from dpinfer.privacy import Ledger, PrivacyRNG
-from dpinfer.release.dpvi import DPVI, LogisticRegression
+from dpinfer.privacy.context import ReleaseContext
+from dpinfer.release.dpvi import DPVI, LogisticRegression, PrivacyOptions, TrainingOptions
 
 no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a CPU-only machine")
 on_cpu_machine = pytest.mark.skipif(torch.cuda.is_available(), reason="'auto' is the GPU here")
@@ -90,12 +91,16 @@ def _data(n: int = 400, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     return X, y
 
 
-def _fit(**kw):
+def _fit(device="cpu"):
     X, y = _data()
     return DPVI(LogisticRegression(2)).fit(
-        X, y, noise_multiplier=1.0, delta=1e-5, clip=1.0, steps=40, sampling_rate=0.1, seed=0,
-        accountant="rdp", neighbouring="add-remove",
-        privacy_rng=PrivacyRNG.insecure_deterministic(7), **kw,
+        X,
+        y,
+        delta=1e-5,
+        privacy=PrivacyOptions(noise_multiplier=1.0, clip=1.0, accountant="rdp", neighbouring="add-remove"),
+        training=TrainingOptions(steps=40, sampling_rate=0.1, device=device),
+        seed=0,
+        context=ReleaseContext(privacy_rng=PrivacyRNG.insecure_deterministic(7)),
     )
 
 
@@ -112,8 +117,15 @@ def test_dpvi_cpu_and_auto_are_bit_identical_to_the_default() -> None:
     X, y = _data()
     with pytest.warns(Warning):
         other = DPVI(LogisticRegression(2)).fit(
-            X, y, noise_multiplier=1.0, delta=1e-5, clip=1.0, steps=40, sampling_rate=0.1, seed=0,
-            accountant="rdp", neighbouring="add-remove", privacy_rng=PrivacyRNG.insecure_deterministic(8),
+            X,
+            y,
+            delta=1e-5,
+            privacy=PrivacyOptions(
+                noise_multiplier=1.0, clip=1.0, accountant="rdp", neighbouring="add-remove",
+            ),
+            training=TrainingOptions(steps=40, sampling_rate=0.1),
+            seed=0,
+            context=ReleaseContext(privacy_rng=PrivacyRNG.insecure_deterministic(8)),
         )
     assert not np.array_equal(other.params, ref.params)
 
@@ -125,7 +137,13 @@ def test_dpvi_cuda_without_gpu_is_refused_before_any_charge(tmp_path) -> None:
     X, y = _data()
     with pytest.raises(DeviceUnavailableError, match="no CUDA GPU"):
         DPVI(LogisticRegression(2)).fit(
-            X, y, noise_multiplier=1.0, delta=1e-5, clip=1.0, steps=5, sampling_rate=0.1,
-            accountant="rdp", neighbouring="add-remove", ledger=ledger, dataset="d", device="cuda",
+            X,
+            y,
+            delta=1e-5,
+            privacy=PrivacyOptions(
+                noise_multiplier=1.0, clip=1.0, accountant="rdp", neighbouring="add-remove",
+            ),
+            training=TrainingOptions(steps=5, sampling_rate=0.1, device="cuda"),
+            context=ReleaseContext(ledger=ledger, dataset="d"),
         )
     assert ledger.history("d") == []

@@ -31,7 +31,14 @@ from dpinfer.privacy import (
     laplace,
 )
 from dpinfer.privacy.grid import laplace_grid
-from dpinfer.release.dpvi import DPVI, PoissonRegression, plan_privacy
+from dpinfer.release.dpvi import (
+    DPVI,
+    OptimizerOptions,
+    PoissonRegression,
+    PrivacyOptions,
+    TrainingOptions,
+    plan_privacy,
+)
 from dpinfer.release.dpvi import engine as vi_engine
 
 
@@ -52,12 +59,17 @@ def _poisson_data(n=200, seed=0):
     return X, y.astype(float)
 
 
-def _trajectory(seed, **kw):
+def _trajectory(seed):
     X, y = _poisson_data()
     traj = []
     DPVI(PoissonRegression(2)).fit(
-        X, y, noise_multiplier=1e-3, delta=1e-5, clip=100.0, sampling_rate=0.2, steps=30,
-        optimizer="sgd", lr=1e-3, seed=seed, callback=lambda t, p: traj.append(p), **kw,
+        X,
+        y,
+        delta=1e-5,
+        privacy=PrivacyOptions(noise_multiplier=1e-3, clip=100.0),
+        optimizer=OptimizerOptions("sgd", lr=1e-3),
+        training=TrainingOptions(sampling_rate=0.2, steps=30, callback=lambda t, p: traj.append(p)),
+        seed=seed,
     )
     return np.array(traj)
 
@@ -92,9 +104,12 @@ def test_private_dpvi_batches_do_not_follow_the_seed(monkeypatch):
 
 def test_nonprivate_baseline_is_reproducible_from_its_seed():
     X, y = _poisson_data()
-    fit = lambda: DPVI(PoissonRegression(2)).fit(  # noqa: E731
-        X, y, private=False, sampling_rate=0.2, steps=30, seed=5
-    ).params
+
+    def fit():
+        return DPVI(PoissonRegression(2)).fit(
+            X, y, training=TrainingOptions(sampling_rate=0.2, steps=30), private=False, seed=5
+        ).params
+
     np.testing.assert_array_equal(fit(), fit())
 
 
@@ -102,7 +117,12 @@ def test_result_stores_nothing_that_reproduces_the_secret_randomness():
     with _quiet():
         X, y = _poisson_data()
         res = DPVI(PoissonRegression(2)).fit(
-            X, y, noise_multiplier=2.0, delta=1e-5, clip=1.0, sampling_rate=0.2, steps=5, seed=9
+            X,
+            y,
+            delta=1e-5,
+            privacy=PrivacyOptions(noise_multiplier=2.0, clip=1.0),
+            training=TrainingOptions(sampling_rate=0.2, steps=5),
+            seed=9,
         )
     text = str(res.config) + str(res.privacy.to_dict())
     assert "privacy_rng" not in text and "state" not in text.lower()
@@ -221,7 +241,11 @@ def test_a_record_with_an_overflowing_gradient_does_not_stop_the_fit():
         for _ in range(3):
             with _quiet():
                 res = DPVI(PoissonRegression(2)).fit(
-                    Xd, y, noise_multiplier=1.0, delta=1e-5, clip=1.0, sampling_rate=0.5, steps=20
+                    Xd,
+                    y,
+                    delta=1e-5,
+                    privacy=PrivacyOptions(noise_multiplier=1.0, clip=1.0),
+                    training=TrainingOptions(sampling_rate=0.5, steps=20),
                 )
             done += int(np.all(np.isfinite(res.params)))
         outcomes[name] = done
@@ -308,7 +332,9 @@ def test_absurd_noise_multipliers_are_refused(sigma):
         GaussianEvent(sigma)
     X, y = _poisson_data(50)
     with pytest.raises(InvalidPrivacyParameterError):
-        DPVI(PoissonRegression(2)).fit(X, y, noise_multiplier=sigma, delta=1e-5, clip=1.0)
+        DPVI(PoissonRegression(2)).fit(
+            X, y, delta=1e-5, privacy=PrivacyOptions(noise_multiplier=sigma, clip=1.0),
+        )
 
 
 def test_small_noise_multipliers_are_accounted_without_exhausting_memory():

@@ -39,13 +39,27 @@ import pytest
 import torch
 
 from dpinfer.privacy import PrivacyRNG
-from dpinfer.release.dpvi import DPVI, LogisticRegression, Model, PoissonRegression, Positive, Real
+from dpinfer.privacy.context import ReleaseContext
+from dpinfer.release.dpvi import (
+    DPVI,
+    LogisticRegression,
+    Model,
+    OptimizerOptions,
+    PoissonRegression,
+    Positive,
+    PrivacyOptions,
+    Real,
+    TrainingOptions,
+)
 from glm_reference import reference_posterior, simulate
 
 pytestmark = pytest.mark.slow
 
 SIGMA = {100: 0.45099949836730957, 1: 11.795616149902344}  # PLD, replace-one, q=0.05, T=1000, δ=1e-5
-PAPER_SPLIT = {"per_example": "elbo", "clip": 5.0, "average": False, "clip_count": False, "lr": 0.1}
+PAPER_SPLIT = {
+    "privacy": {"clip": 5.0, "clip_count": False}, "optimizer": OptimizerOptions(lr=0.1),
+    "training": TrainingOptions(per_example="elbo", average=False),
+}
 
 
 class Probit(Model):
@@ -115,14 +129,19 @@ def _problem(link):
     return make(), X, y, ref
 
 
-def _fits(model, X, y, eps, seeds, family="auto", **kw):
+def _fits(model, X, y, eps, seeds, family="auto", privacy=None, **kw):
     out = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for s in seeds:
             out.append(DPVI(model, family).fit(
-                X, y, seed=s, noise_multiplier=SIGMA[eps], delta=1e-5,
-                privacy_rng=PrivacyRNG.insecure_deterministic(s), **kw,
+                X,
+                y,
+                delta=1e-5,
+                privacy=PrivacyOptions(noise_multiplier=SIGMA[eps], **(privacy or {})),
+                seed=s,
+                context=ReleaseContext(privacy_rng=PrivacyRNG.insecure_deterministic(s)),
+                **kw,
             ))
     return out
 

@@ -30,15 +30,16 @@ import pytest
 
 from dpinfer.errors import InvalidPrivacyParameterError, PrivacyWarning
 from dpinfer.privacy import PrivacyRNG
-from dpinfer.release.dpvi import DPVI, LogisticRegression
+from dpinfer.privacy.context import ReleaseContext
+from dpinfer.release.dpvi import DPVI, LogisticRegression, PrivacyOptions, TrainingOptions
 from dpinfer.release.dpvi.optim import count_noise_std, gradient_noise_multiplier
 from glm_reference import reference_posterior, simulate
 
 BETA = np.array([1.5, -2.0, 0.5])
 SIGMA_EPS100 = 0.45099949836730957  # PLD, replace-one, q = 0.05, T = 1000, delta = 1e-5: eps = 100
 SIGMA_EPS1 = 11.795616149902344  # the same plan at eps = 1
-OLD = {"per_example": "elbo", "clip": 5.0, "average": False, "clip_count": False}
-PREVIOUS = {"per_example": "likelihood", "mc_samples": 1, "clip_quantile": 0.98}
+OLD = {"privacy": {"clip": 5.0, "clip_count": False}, "training": {"per_example": "elbo", "average": False}}
+PREVIOUS = {"privacy": {"clip_quantile": 0.98}, "training": {"per_example": "likelihood", "mc_samples": 1}}
 
 
 @pytest.fixture(scope="module")
@@ -48,19 +49,24 @@ def logistic():
     return X, y, ref["mean"], ref["sd"]
 
 
-def _fits(X, y, model, sigma, seeds, steps=1000, **kw):
+def _fits(X, y, model, sigma, seeds, steps=1000, privacy=None, training=None):
+    """Fits with σ = ``sigma`` (None: non-private); ``privacy``/``training``: fields of the groups."""
     out = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyWarning)
         warnings.simplefilter("ignore", UserWarning)
         for s in seeds:
-            kw2 = dict(kw)
+            p = dict(privacy or {})
             if sigma is not None:  # deterministic noise and batches: a reproducible test
+                p["noise_multiplier"] = sigma
                 prng = PrivacyRNG.insecure_deterministic(s)
-                kw2.update(noise_multiplier=sigma, delta=1e-5, privacy_rng=prng)
+                kw = dict(delta=1e-5, context=ReleaseContext(privacy_rng=prng))
             else:
-                kw2.update(private=False)
-            out.append(DPVI(model).fit(X, y, seed=s, steps=steps, **kw2))
+                kw = dict(private=False)
+            out.append(DPVI(model).fit(
+                X, y, privacy=PrivacyOptions(**p), training=TrainingOptions(steps=steps, **(training or {})),
+                seed=s, **kw,
+            ))
     return out
 
 
@@ -102,9 +108,9 @@ def test_default_fit_at_eps_1_is_within_two_sd(logistic):
 def test_non_private_default_does_not_clip(logistic):
     X, y, mean, sd = logistic
     a = _fits(X, y, LogisticRegression(3), None, [0])[0]
-    b = _fits(X, y, LogisticRegression(3), None, [0], clip=None)[0]
+    b = _fits(X, y, LogisticRegression(3), None, [0], privacy={"clip": None})[0]
     np.testing.assert_array_equal(a.params, b.params)
-    c = _fits(X, y, LogisticRegression(3), None, [0], clip=0.01)[0]  # known-broken: a tiny clip
+    c = _fits(X, y, LogisticRegression(3), None, [0], privacy={"clip": 0.01})[0]  # known-broken: tiny clip
     assert not np.array_equal(a.params, c.params)
     z, _ = _z([a], mean, sd)
     assert np.all(np.abs(z) < 1.0), z
@@ -112,28 +118,38 @@ def test_non_private_default_does_not_clip(logistic):
 
 def test_clipped_fraction_warning_with_a_numeric_clip(logistic):
     X, y, _, _ = logistic
-    kw = dict(noise_multiplier=2.0, delta=1e-5, steps=200, seed=0)
+    kw = dict(delta=1e-5, training=TrainingOptions(steps=200), seed=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyWarning)
         with pytest.warns(UserWarning, match="were clipped"):
-            tight = DPVI(LogisticRegression(3)).fit(X, y, clip=0.005, clip_count=True, **kw)
+            tight = DPVI(LogisticRegression(3)).fit(
+                X, y, privacy=PrivacyOptions(noise_multiplier=2.0, clip=0.005, clip_count=True), **kw,
+            )
         assert tight.privacy.details["clipped_fraction"] > 0.7
         with warnings.catch_warnings():
             warnings.simplefilter("error", UserWarning)  # known-good: a wide clip does not warn
             warnings.simplefilter("ignore", PrivacyWarning)
-            wide = DPVI(LogisticRegression(3)).fit(X, y, clip=50.0, clip_count=True, **kw)
+            wide = DPVI(LogisticRegression(3)).fit(
+                X, y, privacy=PrivacyOptions(noise_multiplier=2.0, clip=50.0, clip_count=True), **kw,
+            )
         assert wide.privacy.details["clipped_fraction"] < 0.1
         # without the private count nothing is reported (never a non-private count)
-        plain = DPVI(LogisticRegression(3)).fit(X, y, clip=0.05, **kw)
+        plain = DPVI(LogisticRegression(3)).fit(
+            X, y, privacy=PrivacyOptions(noise_multiplier=2.0, clip=0.05), **kw
+        )
     assert "clipped_fraction" not in plain.privacy.details
 
 
 def test_adaptive_clip_refused_where_n_is_secret(logistic):
     X, y, _, _ = logistic
     with pytest.raises(InvalidPrivacyParameterError, match="replace-one"):
-        DPVI(LogisticRegression(3)).fit(X, y, epsilon=1.0, delta=1e-5, neighbouring="add-remove")
+        DPVI(LogisticRegression(3)).fit(
+            X, y, epsilon=1.0, delta=1e-5, privacy=PrivacyOptions(neighbouring="add-remove"),
+        )
     with pytest.raises(InvalidPrivacyParameterError, match="clip must be"):
-        DPVI(LogisticRegression(3)).fit(X, y, epsilon=1.0, delta=1e-5, clip="adaptive")
+        DPVI(LogisticRegression(3)).fit(
+            X, y, epsilon=1.0, delta=1e-5, privacy=PrivacyOptions(clip="adaptive"),
+        )
 
 
 def test_clip_quantile_rises_when_the_noise_is_small(logistic):
@@ -147,7 +163,7 @@ def test_clip_quantile_rises_when_the_noise_is_small(logistic):
     X, y, _, _ = logistic  # 20 steps (10 averaged): lambda = 0.0156 sqrt(50) sigma / 0.45
     high, low, given = (
         _fits(X, y, LogisticRegression(3), s, [0], steps=20, **kw)[0].privacy.details["clip_quantile"]
-        for s, kw in ((0.1, {}), (0.5, {}), (0.1, {"clip_quantile": 0.9}))
+        for s, kw in ((0.1, {}), (0.5, {}), (0.1, {"privacy": {"clip_quantile": 0.9}}))
     )
     assert (high, low, given) == (0.999, 0.995, 0.9)
 
@@ -172,10 +188,13 @@ def test_privacy_spent_during_training(logistic):
         if t in (0, 9, 19):
             seen[t] = engine.privacy_spent()
 
-    kw = dict(noise_multiplier=1.5, delta=1e-5, clip=1.0, neighbouring="add-remove", accountant="rdp")
+    kw = dict(
+        delta=1e-5,
+        privacy=PrivacyOptions(noise_multiplier=1.5, clip=1.0, neighbouring="add-remove", accountant="rdp"),
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyWarning)
-        fit = engine.fit(X, y, steps=20, seed=0, callback=cb, **kw)
+        fit = engine.fit(X, y, training=TrainingOptions(steps=20, callback=cb), seed=0, **kw)
     assert 0 < seen[0] < seen[9] < seen[19]
     assert seen[19] == pytest.approx(fit.privacy.epsilon)
     assert engine.get_epsilon(1e-3) < seen[19]
@@ -219,5 +238,5 @@ def test_default_release_is_the_clipped_theta_gradient_sum(logistic, monkeypatch
     _fits(X, y, LogisticRegression(3), SIGMA_EPS1, [0], steps=20)
     assert all(width == 4 * 3 and top <= c * (1 + 1e-12) for width, top, c in seen)
     seen.clear()  # known-different: the "likelihood" split releases the 2D (u, ω) rows, 1 draw
-    _fits(X, y, LogisticRegression(3), SIGMA_EPS1, [0], steps=20, per_example="likelihood")
+    _fits(X, y, LogisticRegression(3), SIGMA_EPS1, [0], steps=20, training={"per_example": "likelihood"})
     assert {width for width, _, _ in seen} == {6}

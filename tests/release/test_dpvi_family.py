@@ -14,7 +14,8 @@ import pytest
 
 from dpinfer.errors import InvalidDataError
 from dpinfer.privacy import PrivacyRNG
-from dpinfer.release.dpvi import DPVI, LogisticRegression
+from dpinfer.privacy.context import ReleaseContext
+from dpinfer.release.dpvi import DPVI, LogisticRegression, PrivacyOptions, TrainingOptions
 from dpinfer.release.dpvi.families import AUTO_FULLRANK_MAX_DIM, choose_family
 
 
@@ -47,21 +48,37 @@ def test_default_family_is_recorded_and_follows_the_per_example_mode():
     X, y = _data()
     engine = DPVI(LogisticRegression(3))
     assert engine.requested_family == "auto" and engine.family.name == "fullrank"
-    fit = engine.fit(X, y, private=False, steps=20, seed=0)
+    fit = engine.fit(X, y, training=TrainingOptions(steps=20), private=False, seed=0)
     assert fit.family == "fullrank" and fit.params.shape == (3 + 6,)
     choice = fit.config["family_choice"]
     assert choice["requested"] == "auto" and choice["chosen"] == "fullrank" and "D = 3" in choice["reason"]
     assert "family: auto" in fit.summary()
     # the same engine with the paper's split: mean-field (its rows are the variational gradients)
-    paper = engine.fit(X, y, private=False, steps=20, seed=0, per_example="elbo", clip=5.0)
+    paper = engine.fit(
+        X,
+        y,
+        privacy=PrivacyOptions(clip=5.0),
+        training=TrainingOptions(steps=20, per_example="elbo"),
+        private=False,
+        seed=0,
+    )
     assert paper.family == "meanfield" and paper.config["family_choice"]["chosen"] == "meanfield"
-    assert engine.fit(X, y, private=False, steps=20, seed=0).family == "fullrank"
+    assert engine.fit(X, y, training=TrainingOptions(steps=20), private=False, seed=0).family == "fullrank"
     # an explicit family is kept, whatever the mode
-    fixed = DPVI(LogisticRegression(3), "meanfield").fit(X, y, private=False, steps=20, seed=0)
+    fixed = DPVI(LogisticRegression(3), "meanfield").fit(
+        X, y, training=TrainingOptions(steps=20), private=False, seed=0,
+    )
     assert fixed.family == "meanfield" and fixed.config["family_choice"]["reason"] == "requested"
     # a family assigned to the engine is kept too
     engine.family = DPVI(LogisticRegression(3), "meanfield").family
-    again = engine.fit(X, y, private=False, steps=20, seed=0, per_example="elbo", clip=5.0)
+    again = engine.fit(
+        X,
+        y,
+        privacy=PrivacyOptions(clip=5.0),
+        training=TrainingOptions(steps=20, per_example="elbo"),
+        private=False,
+        seed=0,
+    )
     assert again.family == "meanfield"
 
 
@@ -84,8 +101,13 @@ def test_full_rank_default_releases_the_same_rows_and_noise(monkeypatch):
         warnings.simplefilter("ignore")
         for current, sigma in (("auto", 0.01), ("auto-noisy", 2.0), ("meanfield", 0.01), ("fullrank", 0.01)):
             fit = DPVI(LogisticRegression(3), current.split("-")[0]).fit(
-                X, y, noise_multiplier=sigma, delta=1e-5, steps=10, seed=0,
-                privacy_rng=PrivacyRNG.insecure_deterministic(0),
+                X,
+                y,
+                delta=1e-5,
+                privacy=PrivacyOptions(noise_multiplier=sigma),
+                training=TrainingOptions(steps=10),
+                seed=0,
+                context=ReleaseContext(privacy_rng=PrivacyRNG.insecure_deterministic(0)),
             )
             eps[current], chosen[current] = fit.privacy.epsilon, (fit.family, fit.config["lr"])
     assert widths == {k: {12} for k in ("auto", "auto-noisy", "meanfield", "fullrank")}
@@ -98,8 +120,13 @@ def test_full_rank_default_releases_the_same_rows_and_noise(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         secret_n = DPVI(LogisticRegression(3)).fit(
-            X, y, noise_multiplier=0.01, delta=1e-5, steps=10, seed=0, clip=1.0,
-            neighbouring="add-remove", privacy_rng=PrivacyRNG.insecure_deterministic(0),
+            X,
+            y,
+            delta=1e-5,
+            privacy=PrivacyOptions(noise_multiplier=0.01, clip=1.0, neighbouring="add-remove"),
+            training=TrainingOptions(steps=10),
+            seed=0,
+            context=ReleaseContext(privacy_rng=PrivacyRNG.insecure_deterministic(0)),
         )
     assert (secret_n.family, secret_n.config["lr"]) == ("meanfield", 0.1)
     assert "secret" in secret_n.config["family_choice"]["reason"]

@@ -15,7 +15,8 @@ import pytest
 
 from dpinfer.errors import InvalidPrivacyParameterError
 from dpinfer.privacy import ComposedEvent, Ledger, PoissonSubsampledGaussianEvent, PrivacyRNG, get_accountant
-from dpinfer.release.dpvi import DPVI, LogisticRegression
+from dpinfer.privacy.context import ReleaseContext
+from dpinfer.release.dpvi import DPVI, LogisticRegression, PrivacyOptions, TrainingOptions
 from dpinfer.release.dpvi import engine as vi_engine
 from dpinfer.release.dpvi.optim import DPOptimizer
 from dpinfer.release.dpvi.schedule import Phase
@@ -33,12 +34,19 @@ def _data(n=400, seed=0):
 SCHEDULE = [Phase(steps=30, sampling_rate=0.1, noise_scale=2.0), Phase(steps=20, sampling_rate=0.05)]
 
 
-def _fit(dpvi, **kw):
+def _fit(dpvi, epsilon=None, noise_multiplier=None, ledger=None, accountant="rdp", privacy=None, **training):
+    """A fit of the test data (charged to data set "d" of ``ledger``); ``training``: TrainingOptions."""
     X, y = _data()
-    kw.setdefault("privacy_rng", PrivacyRNG.insecure_deterministic(1))
-    kw.setdefault("accountant", "rdp")  # fast (add-remove); the ledger test composes with PLD
-    kw.setdefault("neighbouring", "add-remove" if kw["accountant"] == "rdp" else "replace-one")
-    return dpvi.fit(X, y, delta=DELTA, seed=0, clip=1.0, **kw)
+    privacy = PrivacyOptions(
+        noise_multiplier=noise_multiplier, clip=1.0, accountant=accountant,  # rdp: fast (add-remove);
+        neighbouring="add-remove" if accountant == "rdp" else "replace-one",  # the ledger test: PLD
+        **(privacy or {}),
+    )
+    context = ReleaseContext(ledger, "d" if ledger else None, PrivacyRNG.insecure_deterministic(1))
+    return dpvi.fit(
+        X, y, epsilon=epsilon, delta=DELTA, privacy=privacy, training=TrainingOptions(**training), seed=0,
+        context=context,
+    )
 
 
 def test_plan_is_the_composition_of_the_phases():
@@ -60,11 +68,25 @@ def test_plan_is_the_composition_of_the_phases():
 
 def test_one_phase_schedule_is_the_plain_fit_and_calibration_meets_target():
     X, y = _data()
-    kw = {"clip": 1.0, "seed": 0, "accountant": "rdp", "neighbouring": "add-remove"}
-    plain = DPVI(LogisticRegression(2)).fit(X, y, 2.0, DELTA, steps=50, sampling_rate=0.1,
-                                            privacy_rng=PrivacyRNG.insecure_deterministic(3), **kw)
-    one = DPVI(LogisticRegression(2)).fit(X, y, 2.0, DELTA, schedule=[Phase(50, 0.1)],
-                                          privacy_rng=PrivacyRNG.insecure_deterministic(3), **kw)
+    kw = dict(privacy=PrivacyOptions(clip=1.0, accountant="rdp", neighbouring="add-remove"), seed=0)
+    plain = DPVI(LogisticRegression(2)).fit(
+        X,
+        y,
+        epsilon=2.0,
+        delta=DELTA,
+        training=TrainingOptions(steps=50, sampling_rate=0.1),
+        context=ReleaseContext(privacy_rng=PrivacyRNG.insecure_deterministic(3)),
+        **kw,
+    )
+    one = DPVI(LogisticRegression(2)).fit(
+        X,
+        y,
+        epsilon=2.0,
+        delta=DELTA,
+        training=TrainingOptions(schedule=[Phase(50, 0.1)]),
+        context=ReleaseContext(privacy_rng=PrivacyRNG.insecure_deterministic(3)),
+        **kw,
+    )
     assert one.privacy.details["noise_multiplier"] == pytest.approx(plain.privacy.details["noise_multiplier"])
     np.testing.assert_allclose(one.params, plain.params)
     two = _fit(DPVI(LogisticRegression(2)), epsilon=2.0, schedule=SCHEDULE)
@@ -122,29 +144,36 @@ def test_the_loop_uses_each_phases_q_sigma_and_clip(monkeypatch):
         ({"schedule": [Phase(10, clip=-1.0)]}, "clip"),
         ({"schedule": [{"steps": 10, "bogus": 1}]}, "bogus"),
         ({"schedule": [Phase(10)], "steps": 99}, "in the phases"),
-        ({"schedule": [Phase(10)], "sampling": "with-replacement", "accountant": "advanced"}, "poisson"),
+        ({"schedule": [Phase(10)], "privacy": {"sampling": "with-replacement"}, "accountant": "advanced"},
+         "poisson"),
     ],
 )
 def test_bad_schedules_are_refused_before_any_charge(tmp_path, kw, match):
     ledger = Ledger(tmp_path / "l.db", create=True)
     ledger.register("d", epsilon=10.0, delta=1e-4, accountant="pld")
     with pytest.raises(InvalidPrivacyParameterError, match=match):
-        _fit(DPVI(LogisticRegression(2)), noise_multiplier=1.0, ledger=ledger, dataset="d", **kw)
+        _fit(DPVI(LogisticRegression(2)), noise_multiplier=1.0, ledger=ledger, **kw)
     assert ledger.history("d") == []
 
 
 def test_clip_per_phase_needs_a_numeric_clip():
     X, y = _data()
     with pytest.raises(InvalidPrivacyParameterError, match="adaptive clip"):
-        DPVI(LogisticRegression(2)).fit(X, y, delta=DELTA, noise_multiplier=1.0, clip="auto",
-                                        schedule=[Phase(10, clip=1.0)], seed=0)
+        DPVI(LogisticRegression(2)).fit(
+            X,
+            y,
+            delta=DELTA,
+            privacy=PrivacyOptions(noise_multiplier=1.0, clip="auto"),
+            training=TrainingOptions(schedule=[Phase(10, clip=1.0)]),
+            seed=0,
+        )
 
 
 def test_schedule_fit_is_charged_once_with_the_composed_event(tmp_path):
     ledger = Ledger(tmp_path / "l.db", create=True)
     ledger.register("d", epsilon=10.0, delta=1e-4, accountant="pld")
     dpvi = DPVI(LogisticRegression(2))
-    fit = _fit(dpvi, noise_multiplier=1.0, schedule=SCHEDULE, ledger=ledger, dataset="d", accountant="pld")
+    fit = _fit(dpvi, noise_multiplier=1.0, schedule=SCHEDULE, ledger=ledger, accountant="pld")
     hist = ledger.history("d")
     assert len(hist) == 1
     (event,) = fit.privacy.events

@@ -17,7 +17,7 @@ import torch
 from scipy.optimize import minimize
 
 from dpinfer.errors import InvalidDataError
-from dpinfer.release.dpvi import DPVI, Model
+from dpinfer.release.dpvi import DPVI, Model, OptimizerOptions, PrivacyOptions, TrainingOptions
 from dpinfer.release.dpvi.constraints import (
     CholeskyFactor,
     Interval,
@@ -155,13 +155,10 @@ def _tail_averaged_fit(model, X, y, steps=4000):
     fit = DPVI(model).fit(
         X,
         y,
+        optimizer=OptimizerOptions("sgd", lr=0.003),
+        training=TrainingOptions(sampling_rate=1.0, steps=steps, callback=lambda t, p: trace.append(p)),
         private=False,
-        sampling_rate=1.0,
-        steps=steps,
-        optimizer="sgd",
-        lr=0.003,
         seed=1,
-        callback=lambda t, p: trace.append(p),
     )
     tail = np.asarray(trace[steps // 2 :])
     # Monte Carlo error of the tail average by batch means (20 batches)
@@ -228,7 +225,9 @@ def test_an_empty_poisson_batch_gives_no_rows():
         )
         assert g.shape == (0, model.dim)
     y = np.random.default_rng(0).normal(0.0, 2.0, 30)  # q = 0.05: many of the 60 batches are empty
-    fit = DPVI(_sigma_model()).fit(np.ones((30, 1)), y, private=False, sampling_rate=0.05, steps=60, seed=0)
+    fit = DPVI(_sigma_model()).fit(
+        np.ones((30, 1)), y, training=TrainingOptions(sampling_rate=0.05, steps=60), private=False, seed=0,
+    )
     assert np.isfinite(fit.params).all()
 
 
@@ -251,7 +250,10 @@ def test_unconstrained_models_fit_as_before():
         n_features=2,
     )
     assert not flat.constrained and named.constrained and named.dim == 2
-    kw = dict(private=False, sampling_rate=0.1, steps=200, lr=0.05, seed=4)
+    kw = dict(
+        private=False, optimizer=OptimizerOptions(lr=0.05),
+        training=TrainingOptions(sampling_rate=0.1, steps=200), seed=4,
+    )
     a, b = DPVI(flat).fit(X, y, **kw), DPVI(named).fit(X, y, **kw)
     np.testing.assert_allclose(a.params, b.params, rtol=1e-10, atol=1e-12)
     assert set(constrained_sample(flat, a._family, a.params, 5, 0)) == {"theta"}
@@ -289,7 +291,12 @@ def test_negative_binomial_regression_recovers_the_dispersion_and_predicts_throu
         name="negbin",
     )
     fit = DPVI(model).fit(
-        X, y, private=False, sampling_rate=0.2, steps=1500, optimizer="adam", lr=0.02, seed=2
+        X,
+        y,
+        optimizer=OptimizerOptions("adam", lr=0.02),
+        training=TrainingOptions(sampling_rate=0.2, steps=1500),
+        private=False,
+        seed=2,
     )
     draws = constrained_sample(model, fit._family, fit.params, 4000, seed=1)
     assert draws["beta"].shape == (4000, 2) and draws["phi"].shape == (4000,)
@@ -325,7 +332,12 @@ def test_simplex_mixture_weights_fit():
         _mix_ll, lambda th: torch.zeros((), dtype=torch.float64), params={"w": Simplex(3)}
     )  # Dirichlet(1)
     fit = DPVI(model, family="fullrank").fit(
-        np.ones((n, 1)), y, private=False, sampling_rate=0.2, steps=1500, optimizer="adam", lr=0.02, seed=3
+        np.ones((n, 1)),
+        y,
+        optimizer=OptimizerOptions("adam", lr=0.02),
+        training=TrainingOptions(sampling_rate=0.2, steps=1500),
+        private=False,
+        seed=3,
     )
     w = constrained_sample(model, fit._family, fit.params, 4000, seed=2)["w"]
     np.testing.assert_allclose(w.sum(1), 1.0)
@@ -352,12 +364,9 @@ def test_private_fit_at_large_epsilon_recovers_sigma():
             y,
             epsilon=50.0,
             delta=1e-5,
-            clip=10.0,
-            per_example="likelihood",
-            sampling_rate=0.05,
-            steps=2000,
-            optimizer="adam",
-            lr=0.02,
+            privacy=PrivacyOptions(clip=10.0),
+            optimizer=OptimizerOptions("adam", lr=0.02),
+            training=TrainingOptions(per_example="likelihood", sampling_rate=0.05, steps=2000),
             seed=1,
         )
     assert abs(math.exp(fit.params[0]) - exact_mean) < 2 * exact_sd
@@ -391,7 +400,11 @@ def test_cholesky_factor_fit_recovers_a_covariance():
             ll, lambda th: torch.zeros((), dtype=torch.float64), params={"L": CholeskyFactor(2)}, n_features=2
         )
         fit = DPVI(model, family="fullrank").fit(
-            x, np.zeros(len(x)), private=False, sampling_rate=0.1, steps=1500, optimizer="adam", lr=0.1,
+            x,
+            np.zeros(len(x)),
+            optimizer=OptimizerOptions("adam", lr=0.1),
+            training=TrainingOptions(sampling_rate=0.1, steps=1500),
+            private=False,
             seed=4,
         )
         L = constrained_sample(model, fit._family, fit.params, 4000, seed=1)["L"]

@@ -20,6 +20,7 @@ from dpinfer.privacy import (
     calibrate_noise_multiplier,
     get_accountant,
 )
+from dpinfer.privacy.context import ReleaseContext
 from dpinfer.release.dpvi import (
     DPVI,
     FullRankGaussian,
@@ -49,13 +50,11 @@ def test_reported_epsilon_equals_the_privacy_core_accountant(abalone):
     fit = DPVI(LogisticRegression(8)).fit(
         X,
         y,
-        noise_multiplier=3.0,
         delta=1e-5,
-        clip=1.0,
-        sampling_rate=0.1,
-        steps=30,
+        privacy=PrivacyOptions(noise_multiplier=3.0, clip=1.0),
+        training=TrainingOptions(sampling_rate=0.1, steps=30),
         seed=0,
-        privacy_rng=_insecure(0),
+        context=ReleaseContext(privacy_rng=_insecure(0)),
     )
     event = PoissonSubsampledGaussianEvent(0.1, 3.0, 30, neighbouring="replace-one")
     assert fit.privacy.epsilon == get_accountant("pld").epsilon(event, 1e-5)
@@ -71,15 +70,10 @@ def test_reported_epsilon_equals_the_privacy_core_accountant(abalone):
     fit = DPVI(LogisticRegression(8)).fit(
         X,
         y,
-        noise_multiplier=3.0,
         delta=1e-5,
-        clip=1.0,
-        sampling_rate=0.1,
-        steps=30,
+        privacy=PrivacyOptions(noise_multiplier=3.0, clip=1.0, accountant="rdp", neighbouring="add-remove"),
+        training=TrainingOptions(sampling_rate=0.1, steps=30, per_example="likelihood"),
         seed=0,
-        accountant="rdp",
-        neighbouring="add-remove",
-        per_example="likelihood",
     )
     assert fit.privacy.epsilon == get_accountant("rdp").epsilon(ar, 1e-5)
     # n is private under add-remove: it is not released
@@ -98,57 +92,72 @@ def test_calibrated_noise_is_the_core_calibration_and_meets_the_target():
 def test_a_reused_privacy_plan_gives_the_same_report(abalone):
     X, y = abalone.X_train[:400], abalone.y_train[:400]
     plan = plan_privacy(sampling_rate=0.1, steps=30, delta=1e-5, noise_multiplier=3.0)
-    kw = dict(delta=1e-5, clip=1.0, sampling_rate=0.1, steps=30, seed=0)
-    a = DPVI(LogisticRegression(8)).fit(X, y, noise_multiplier=3.0, privacy_rng=_insecure(0), **kw)
-    b = DPVI(LogisticRegression(8)).fit(X, y, privacy_plan=plan, privacy_rng=_insecure(0), **kw)
+    kw = dict(delta=1e-5, training=TrainingOptions(sampling_rate=0.1, steps=30), seed=0)
+    a = DPVI(LogisticRegression(8)).fit(
+        X, y, privacy=PrivacyOptions(noise_multiplier=3.0, clip=1.0),
+        context=ReleaseContext(privacy_rng=_insecure(0)), **kw,
+    )
+    b = DPVI(LogisticRegression(8)).fit(
+        X, y, privacy=PrivacyOptions(clip=1.0), privacy_plan=plan,
+        context=ReleaseContext(privacy_rng=_insecure(0)), **kw,
+    )
     assert a.privacy == b.privacy
     np.testing.assert_array_equal(a.params, b.params)
     with pytest.raises(InvalidPrivacyParameterError, match="does not match"):
-        DPVI(LogisticRegression(8)).fit(X, y, privacy_plan=plan, **{**kw, "steps": 31})
+        DPVI(LogisticRegression(8)).fit(
+            X, y, privacy=PrivacyOptions(clip=1.0), privacy_plan=plan,
+            **{**kw, "training": TrainingOptions(sampling_rate=0.1, steps=31)},
+        )
 
 
-def test_option_groups_are_the_flat_keywords(abalone):
+def test_epsilon_and_delta_keywords_are_the_privacy_group_fields(abalone):
     X, y = abalone.X_train[:400], abalone.y_train[:400]
+    kw = dict(
+        optimizer=OptimizerOptions("adam", lr=0.05),
+        training=TrainingOptions(sampling_rate=0.1, steps=30, mc_samples=2, track_elbo=True), seed=0,
+    )
     flat = DPVI(LogisticRegression(8)).fit(
-        X, y, noise_multiplier=3.0, delta=1e-5, clip=1.0, accountant="pld", sampling_rate=0.1, steps=30,
-        optimizer="adam", lr=0.05, mc_samples=2, track_elbo=True, seed=0, privacy_rng=_insecure(0),
+        X, y, epsilon=2.0, delta=1e-5, privacy=PrivacyOptions(clip=1.0, accountant="pld"),
+        context=ReleaseContext(privacy_rng=_insecure(0)), **kw,
     )
     grouped = DPVI(LogisticRegression(8)).fit(
-        X,
-        y,
-        privacy=PrivacyOptions(noise_multiplier=3.0, delta=1e-5, clip=1.0, accountant="pld"),
-        optimizer=OptimizerOptions("adam", lr=0.05),
-        training=TrainingOptions(sampling_rate=0.1, steps=30, mc_samples=2, track_elbo=True),
-        seed=0,
-        privacy_rng=_insecure(0),
+        X, y, privacy=PrivacyOptions(epsilon=2.0, delta=1e-5, clip=1.0, accountant="pld"),
+        context=ReleaseContext(privacy_rng=_insecure(0)), **kw,
     )
     np.testing.assert_array_equal(flat.params, grouped.params)
     np.testing.assert_array_equal(flat.elbo_trace, grouped.elbo_trace)
     assert flat.privacy == grouped.privacy and flat.config == grouped.config
-    # a group may be mixed with the flat keywords of the *other* groups
-    mixed = DPVI(LogisticRegression(8)).fit(
-        X, y, privacy=PrivacyOptions(noise_multiplier=3.0, delta=1e-5, clip=1.0, accountant="pld"),
-        sampling_rate=0.1, steps=30, optimizer="adam", lr=0.05, mc_samples=2, track_elbo=True, seed=0,
-        privacy_rng=_insecure(0),
-    )
-    np.testing.assert_array_equal(flat.params, mixed.params)
 
 
 @pytest.mark.parametrize(
     "kw, match",
     [
-        ({"privacy": PrivacyOptions(epsilon=1.0, delta=1e-5), "clip": 1.0}, "clip"),
-        ({"privacy": PrivacyOptions(epsilon=1.0, delta=1e-5), "delta": 1e-5}, "delta"),
-        ({"optimizer": OptimizerOptions(), "lr": 0.1}, "lr"),
-        ({"training": TrainingOptions(), "steps": 10}, "steps"),
-        ({"privacy": {"epsilon": 1.0}}, "PrivacyOptions"),
+        ({"privacy": PrivacyOptions(epsilon=1.0, delta=1e-5), "epsilon": 1.0}, "epsilon given both"),
+        ({"privacy": PrivacyOptions(epsilon=1.0, delta=1e-5), "delta": 1e-5}, "delta given both"),
+        ({"epsilon": 1.0, "delta": 1e-5, "privacy": {"clip": 1.0}}, "PrivacyOptions"),
+        ({"epsilon": 1.0, "delta": 1e-5, "optimizer": "adam"}, "OptimizerOptions"),
+        ({"epsilon": 1.0, "delta": 1e-5, "training": {"steps": 10}}, "TrainingOptions"),
+        ({"epsilon": 1.0, "delta": 1e-5, "context": "d"}, "ReleaseContext"),
+        # the settings of the groups are not keywords of fit (each has one place)
+        ({"epsilon": 1.0, "delta": 1e-5, "clip": 1.0}, "clip"),
+        ({"epsilon": 1.0, "delta": 1e-5, "steps": 10}, "steps"),
+        ({"epsilon": 1.0, "delta": 1e-5, "lr": 0.1}, "lr"),
+        ({"epsilon": 1.0, "delta": 1e-5, "ledger": None}, "ledger"),
     ],
 )
-def test_a_group_and_its_own_keyword_are_refused_before_anything_is_charged(ledger, kw, match):
+def test_misplaced_options_are_refused_before_anything_is_charged(ledger, kw, match):
     X, y = [[0.0, 1.0], [1.0, 2.0]], [0, 1]
     with pytest.raises(TypeError, match=match):
-        DPVI(LogisticRegression(2)).fit(X, y, ledger=ledger, dataset="d", **kw)
+        DPVI(LogisticRegression(2)).fit(X, y, **{"context": ReleaseContext(ledger=ledger, dataset="d"), **kw})
     assert ledger.history("d") == []
+
+
+def test_the_fit_is_charged_under_the_context_label_or_dpvi(abalone, ledger):
+    X, y = abalone.X_train[:200], abalone.y_train[:200]
+    kw = dict(epsilon=1.0, delta=1e-5, privacy=PrivacyOptions(clip=1.0), training=TrainingOptions(steps=2))
+    DPVI(LogisticRegression(8)).fit(X, y, context=ReleaseContext(ledger=ledger, dataset="d"), **kw)
+    DPVI(LogisticRegression(8)).fit(X, y, context=ReleaseContext(ledger, "d", label="mine"), **kw)
+    assert [e["label"] for e in ledger.history("d")] == ["dpvi", "mine"]
 
 
 def test_paper_accounting_reproduces_the_authors_numbers():
@@ -203,19 +212,14 @@ def test_engine_update_with_zero_gradients_has_variance_sigma2_C2():
     engine.fit(
         np.ones((5, 3)),
         np.zeros(5),
-        noise_multiplier=sigma,
         delta=1e-5,
-        clip=C,
-        sampling_rate=1.0,
-        steps=T,
-        optimizer="sgd",
-        lr=1.0,
-        per_example="likelihood",
-        neighbouring="add-remove",
-        accountant="rdp",
+        privacy=PrivacyOptions(noise_multiplier=sigma, clip=C, neighbouring="add-remove", accountant="rdp"),
+        optimizer=OptimizerOptions("sgd", lr=1.0),
+        training=TrainingOptions(
+            sampling_rate=1.0, steps=T, per_example="likelihood", callback=lambda t, p: traj.append(p),
+        ),
         seed=0,
-        privacy_rng=_insecure(2),
-        callback=lambda t, p: traj.append(p),
+        context=ReleaseContext(privacy_rng=_insecure(2)),
     )
     steps = np.diff(np.vstack([np.zeros(6), *traj]), axis=0).ravel()  # 9000 noise values
     n, target = steps.size, (sigma * C) ** 2
@@ -256,13 +260,10 @@ def test_fit_is_charged_before_any_noise_is_drawn(tmp_path, abalone):
         abalone.y_train,
         epsilon=1.0,
         delta=1e-5,
-        clip=5.0,
-        sampling_rate=0.05,
-        steps=1000,
+        privacy=PrivacyOptions(clip=5.0),
+        training=TrainingOptions(sampling_rate=0.05, steps=1000),
         seed=0,
-        privacy_rng=rng,
-        ledger=ledger,
-        dataset="aba",
+        context=ReleaseContext(ledger=ledger, dataset="aba", privacy_rng=rng),
     )
     assert len(rng.seen) == 1 and rng.seen[0]["status"] == "charged"
     hist = ledger.history("aba")
@@ -276,13 +277,10 @@ def test_fit_is_charged_before_any_noise_is_drawn(tmp_path, abalone):
             abalone.y_train,
             epsilon=1.0,
             delta=1e-5,
-            clip=5.0,
-            sampling_rate=0.05,
-            steps=1000,
+            privacy=PrivacyOptions(clip=5.0),
+            training=TrainingOptions(sampling_rate=0.05, steps=1000),
             seed=0,
-            privacy_rng=rng2,
-            ledger=ledger,
-            dataset="aba",
+            context=ReleaseContext(ledger=ledger, dataset="aba", privacy_rng=rng2),
         )
     assert not hasattr(rng2, "seen")
     assert len(ledger.history("aba")) == 1
@@ -291,19 +289,26 @@ def test_fit_is_charged_before_any_noise_is_drawn(tmp_path, abalone):
 # ---- reproducibility ---------------------------------------------------------------------------
 def test_fixed_seed_reproduces_a_fit(abalone):
     X, y = abalone.X_train, abalone.y_train
-    kw = dict(noise_multiplier=5.0, delta=1e-5, clip=2.0, sampling_rate=0.05, steps=60)
-    a = DPVI(LogisticRegression(8)).fit(X, y, seed=11, privacy_rng=_insecure(3), **kw)
-    b = DPVI(LogisticRegression(8)).fit(X, y, seed=11, privacy_rng=_insecure(3), **kw)
+    kw = dict(
+        delta=1e-5, privacy=PrivacyOptions(noise_multiplier=5.0, clip=2.0),
+        training=TrainingOptions(sampling_rate=0.05, steps=60),
+    )
+    a = DPVI(LogisticRegression(8)).fit(X, y, seed=11, context=ReleaseContext(privacy_rng=_insecure(3)), **kw)
+    b = DPVI(LogisticRegression(8)).fit(X, y, seed=11, context=ReleaseContext(privacy_rng=_insecure(3)), **kw)
     np.testing.assert_array_equal(a.params, b.params)
     # the user's seed does not determine the noise: fresh OS-entropy noise changes the fit
     c = DPVI(LogisticRegression(8)).fit(X, y, seed=11, **kw)
     assert not np.array_equal(a.params, c.params)
     # and the seed drives subsampling / Monte Carlo draws
-    d = DPVI(LogisticRegression(8)).fit(X, y, seed=12, privacy_rng=_insecure(3), **kw)
+    d = DPVI(LogisticRegression(8)).fit(X, y, seed=12, context=ReleaseContext(privacy_rng=_insecure(3)), **kw)
     assert not np.array_equal(a.params, d.params)
     # non-private fits are reproduced by the seed alone
-    e = DPVI(LogisticRegression(8)).fit(X, y, private=False, clip=None, sampling_rate=0.05, steps=60, seed=4)
-    f = DPVI(LogisticRegression(8)).fit(X, y, private=False, clip=None, sampling_rate=0.05, steps=60, seed=4)
+    e = DPVI(LogisticRegression(8)).fit(
+        X, y, training=TrainingOptions(sampling_rate=0.05, steps=60), private=False, seed=4,
+    )
+    f = DPVI(LogisticRegression(8)).fit(
+        X, y, training=TrainingOptions(sampling_rate=0.05, steps=60), private=False, seed=4,
+    )
     np.testing.assert_array_equal(e.params, f.params)
 
 
@@ -316,24 +321,26 @@ def _conjugate_errors(family_cls=None, private_z=None, seeds=(0, 1, 2)):
     mu, cov = model.exact_posterior(X, y)
     sd = np.sqrt(np.diag(cov))
     errs, ratios = [], []
-    kw = dict(sampling_rate=0.2, steps=3000, lr=0.01, optimizer="adam", per_example="likelihood")
+    kw = dict(
+        optimizer=OptimizerOptions("adam", lr=0.01),
+        training=TrainingOptions(sampling_rate=0.2, steps=3000, per_example="likelihood"),
+    )
     for s in seeds:
         engine = DPVI(model, "fullrank")
         if family_cls is not None:
             engine.family = family_cls(2)
         if private_z is None:
-            fit = engine.fit(X, y, private=False, clip=None, seed=s, **kw)
+            fit = engine.fit(X, y, private=False, seed=s, **kw)
         else:
             fit = engine.fit(
                 X,
                 y,
-                noise_multiplier=private_z,
                 delta=1e-5,
-                clip=5.0,
+                privacy=PrivacyOptions(
+                    noise_multiplier=private_z, clip=5.0, accountant="rdp", neighbouring="add-remove",
+                ),
                 seed=s,
-                privacy_rng=_insecure(s),
-                accountant="rdp",
-                neighbouring="add-remove",
+                context=ReleaseContext(privacy_rng=_insecure(s)),
                 **kw,
             )
         errs.append(np.max(np.abs(fit.mean() - mu) / sd))
@@ -371,11 +378,9 @@ def test_non_private_abalone_accuracy(abalone):
     fit = DPVI(LogisticRegression(8)).fit(
         abalone.X_train,
         abalone.y_train,
+        optimizer=OptimizerOptions(lr=0.1),
+        training=TrainingOptions(sampling_rate=0.01, steps=2000),
         private=False,
-        clip=None,
-        sampling_rate=0.01,
-        steps=2000,
-        lr=0.1,
         seed=1,
     )
     assert fit.accuracy(abalone.X_test, abalone.y_test) >= 0.76  # paper 0.767
@@ -390,12 +395,14 @@ def ledger(tmp_path):
     return led
 
 
-def _fit(ledger, X, y, **kw):
-    args = dict(
-        epsilon=1.0, delta=1e-5, clip=1.0, sampling_rate=0.1, steps=10, seed=0, ledger=ledger, dataset="d"
-    )
+def _fit(ledger, X, y, *, privacy=None, training=None, **kw):
+    """A fit charged to ``ledger``; ``privacy`` and ``training`` override fields of the groups."""
+    args = dict(epsilon=1.0, delta=1e-5, seed=0, context=ReleaseContext(ledger=ledger, dataset="d"))
     args.update(kw)
-    return DPVI(LogisticRegression(2)).fit(X, y, **args)
+    return DPVI(LogisticRegression(2)).fit(
+        X, y, privacy=PrivacyOptions(**{"clip": 1.0, **(privacy or {})}),
+        training=TrainingOptions(**{"sampling_rate": 0.1, "steps": 10, **(training or {})}), **args,
+    )
 
 
 @pytest.mark.parametrize(
@@ -407,43 +414,47 @@ def _fit(ledger, X, y, **kw):
         ([[0.0, 1.0], [1.0, 2.0]], [0.0, 0.5], {}, InvalidDataError, "binary"),
         ([[0.0, 1.0, 2.0]], [0], {}, InvalidDataError, "dim"),
         ([[0.0, 1.0], [1.0, 2.0]], [0, 1, 1], {}, InvalidDataError, "rows"),
-        ([[0.0, 1.0], [1.0, 2.0]], [0, 1], {"clip": 0.0}, InvalidPrivacyParameterError, "clip"),
-        ([[0.0, 1.0], [1.0, 2.0]], [0, 1], {"clip": -1.0}, InvalidPrivacyParameterError, "clip"),
+        ([[0.0, 1.0], [1.0, 2.0]], [0, 1], {"privacy": {"clip": 0.0}}, InvalidPrivacyParameterError, "clip"),
+        ([[0.0, 1.0], [1.0, 2.0]], [0, 1], {"privacy": {"clip": -1.0}}, InvalidPrivacyParameterError, "clip"),
         (
             [[0.0, 1.0], [1.0, 2.0]],
             [0, 1],
-            {"sampling_rate": 0.0},
+            {"training": {"sampling_rate": 0.0}},
             InvalidPrivacyParameterError,
             "sampling_rate",
         ),
         (
             [[0.0, 1.0], [1.0, 2.0]],
             [0, 1],
-            {"sampling_rate": 1.5},
+            {"training": {"sampling_rate": 1.5}},
             InvalidPrivacyParameterError,
             "sampling_rate",
         ),
-        ([[0.0, 1.0], [1.0, 2.0]], [0, 1], {"steps": 0}, InvalidPrivacyParameterError, "steps"),
-        ([[0.0, 1.0], [1.0, 2.0]], [0, 1], {"steps": 2.5}, InvalidPrivacyParameterError, "steps"),
+        ([[0.0, 1.0], [1.0, 2.0]], [0, 1], {"training": {"steps": 0}}, InvalidPrivacyParameterError, "steps"),
+        ([[0.0, 1.0], [1.0, 2.0]], [0, 1], {"training": {"steps": 2.5}}, InvalidPrivacyParameterError, "st"),
         ([[0.0, 1.0], [1.0, 2.0]], [0, 1], {"delta": 0.0}, InvalidPrivacyParameterError, "delta"),
         (
             [[0.0, 1.0], [1.0, 2.0]],
             [0, 1],
-            {"noise_multiplier": 2.0},
+            {"privacy": {"noise_multiplier": 2.0}},
             InvalidPrivacyParameterError,
             "exactly one",
         ),
         (
             [[0.0, 1.0], [1.0, 2.0]],
             [0, 1],
-            {"sampling": "with-replacement", "accountant": "pld", "sampling_rate": 0.5},
+            {"privacy": {"sampling": "with-replacement", "accountant": "pld"},
+             "training": {"sampling_rate": 0.5}},
             InvalidPrivacyParameterError,
             "advanced",
         ),
         (
             [[0.0, 1.0], [1.0, 2.0]],
             [0, 1],
-            {"epsilon": 1e-7, "delta": 1e-12, "accountant": "advanced", "steps": 5000, "sampling_rate": 1.0},
+            {
+                "epsilon": 1e-7, "delta": 1e-12, "privacy": {"accountant": "advanced"},
+                "training": {"steps": 5000, "sampling_rate": 1.0},
+            },
             CalibrationError,
             "no noise multiplier",
         ),
@@ -459,5 +470,5 @@ def test_with_replacement_fits_need_an_advanced_ledger(ledger):
     X, y = np.array([[0.0, 1.0], [1.0, 2.0]] * 10), np.array([0.0, 1.0] * 10)
     with pytest.raises(InvalidPrivacyParameterError, match="Poisson"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        _fit(ledger, X, y, sampling="with-replacement", sampling_rate=0.5)
+        _fit(ledger, X, y, privacy={"sampling": "with-replacement"}, training={"sampling_rate": 0.5})
     assert ledger.history("d") == []

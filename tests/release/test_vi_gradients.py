@@ -14,7 +14,9 @@ from dpinfer.release.dpvi import (
     LogisticRegression,
     MeanFieldGaussian,
     Model,
+    OptimizerOptions,
     PoissonRegression,
+    TrainingOptions,
 )
 from dpinfer.release.dpvi.gradients import combine, per_example_terms
 
@@ -111,13 +113,9 @@ def test_custom_model_from_callables_fits():
     fit = DPVI(model).fit(
         X,
         y,
+        optimizer=OptimizerOptions("adam", lr=0.05),
+        training=TrainingOptions(sampling_rate=0.5, steps=400, per_example="likelihood"),
         private=False,
-        clip=None,
-        sampling_rate=0.5,
-        steps=400,
-        lr=0.05,
-        optimizer="adam",
-        per_example="likelihood",
         seed=0,
     )
     np.testing.assert_allclose(fit.mean(), [1.0, -1.0], atol=0.3)

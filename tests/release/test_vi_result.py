@@ -12,7 +12,16 @@ import pytest
 from dpinfer.datasets import load_abalone
 from dpinfer.errors import InvalidDataError
 from dpinfer.privacy import PrivacyRNG
-from dpinfer.release.dpvi import DPVI, DPVIResult, LogisticRegression, PoissonRegression
+from dpinfer.privacy.context import ReleaseContext
+from dpinfer.release.dpvi import (
+    DPVI,
+    DPVIResult,
+    LogisticRegression,
+    OptimizerOptions,
+    PoissonRegression,
+    PrivacyOptions,
+    TrainingOptions,
+)
 from dpinfer.results.format import read_meta
 
 
@@ -25,14 +34,11 @@ def fit():
     res = DPVI(LogisticRegression(8), "fullrank").fit(
         d.X_train,
         d.y_train,
-        noise_multiplier=4.0,
         delta=1e-5,
-        clip=5.0,
-        sampling_rate=0.05,
-        steps=300,
+        privacy=PrivacyOptions(noise_multiplier=4.0, clip=5.0),
+        training=TrainingOptions(sampling_rate=0.05, steps=300, track_elbo=True),
         seed=0,
-        privacy_rng=rng,
-        track_elbo=True,
+        context=ReleaseContext(privacy_rng=rng),
     )
     return res, d
 
@@ -101,14 +107,10 @@ def test_poisson_regression_recovers_coefficients_and_predicts_means():
     res = DPVI(PoissonRegression(3)).fit(
         X,
         y,
+        optimizer=OptimizerOptions("adam", lr=0.02),
+        training=TrainingOptions(sampling_rate=0.05, steps=1500, per_example="likelihood"),
         private=False,
-        clip=None,
-        sampling_rate=0.05,
-        steps=1500,
-        lr=0.02,
-        optimizer="adam",
         seed=0,
-        per_example="likelihood",
     )
     np.testing.assert_allclose(res.mean(), [0.5, 0.8, -0.4], atol=0.1)
     assert res.predict(X[:5]).shape == (5,)

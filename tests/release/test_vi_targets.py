@@ -9,7 +9,8 @@ import pytest
 
 from dpinfer.datasets import load_abalone
 from dpinfer.privacy import PrivacyRNG
-from dpinfer.release.dpvi import DPVI, LogisticRegression, plan_privacy
+from dpinfer.privacy.context import ReleaseContext
+from dpinfer.release.dpvi import DPVI, LogisticRegression, PrivacyOptions, plan_privacy
 
 pytestmark = pytest.mark.slow
 
@@ -65,8 +66,12 @@ def test_defaults_at_eps_012_reach_the_paper_accuracy():
     accs = []
     for r in range(10):
         fit = DPVI(LogisticRegression(8)).fit(
-            d.X_train, d.y_train, seed=r, noise_multiplier=SIGMA_EPS012, delta=DELTA,
-            privacy_rng=PrivacyRNG.insecure_deterministic(100 + r),
+            d.X_train,
+            d.y_train,
+            delta=DELTA,
+            privacy=PrivacyOptions(noise_multiplier=SIGMA_EPS012),
+            seed=r,
+            context=ReleaseContext(privacy_rng=PrivacyRNG.insecure_deterministic(100 + r)),
         )
         accs.append(fit.accuracy(d.X_test, d.y_test))
     assert np.mean(accs) >= 0.74, np.mean(accs)

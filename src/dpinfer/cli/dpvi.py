@@ -56,10 +56,10 @@ from .common import (
 )
 
 # options passed to DPVI.fit under their own names
-_FIT_OPTIONS = (
-    "sampling_rate", "steps", "accountant", "neighbouring", "sampling", "paper_accounting",
-    "delta_prime", "optimizer", "lr", "per_example", "mc_samples", "seed",
-)
+# the options passed on unchanged into DPVI.fit's groups (PrivacyOptions, OptimizerOptions, TrainingOptions)
+_PRIVACY_OPTIONS = ("accountant", "neighbouring", "sampling", "paper_accounting", "delta_prime")
+_OPTIMIZER_OPTIONS = ("optimizer", "lr")
+_TRAINING_OPTIONS = ("sampling_rate", "steps", "per_example", "mc_samples")
 
 
 def read_csv(
@@ -181,8 +181,10 @@ def _clip(args: argparse.Namespace, private: bool) -> float | str | None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from ..privacy.context import ReleaseContext
     from ..release.dpvi.engine import DPVI
     from ..release.dpvi.models import make_model
+    from ..release.dpvi.options import OptimizerOptions, PrivacyOptions, TrainingOptions
 
     private = not args.non_private
     ledger, dataset = _ledger(args, private)
@@ -197,16 +199,19 @@ def _run(args: argparse.Namespace) -> int:
         fit = DPVI(model, args.family).fit(
             X,
             y,
-            args.epsilon if private else None,
-            args.delta if private else None,
-            clip=_clip(args, private),
-            noise_multiplier=args.noise_multiplier if private else None,
+            epsilon=args.epsilon if private else None,
+            delta=args.delta if private else None,
+            privacy=PrivacyOptions(
+                clip=_clip(args, private), noise_multiplier=args.noise_multiplier if private else None,
+                **pick(args, *_PRIVACY_OPTIONS),
+            ),
+            optimizer=OptimizerOptions(**pick(args, *_OPTIMIZER_OPTIONS)),
+            training=TrainingOptions(
+                progress=not args.no_progress, average=not args.last_iterate, **pick(args, *_TRAINING_OPTIONS)
+            ),
             private=private,
-            ledger=ledger,
-            dataset=dataset,
-            progress=not args.no_progress,
-            average=not args.last_iterate,
-            **pick(args, *_FIT_OPTIONS),
+            seed=args.seed,
+            context=ReleaseContext(ledger=ledger, dataset=dataset),
         )
     mark_unaccounted(fit, ledger)
     if not private:

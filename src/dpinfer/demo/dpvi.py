@@ -26,8 +26,10 @@ def section_dpvi(ctx: DemoContext) -> None:
     """
     from ..datasets import load_abalone
     from ..plots import plot_coefficients
+    from ..privacy.context import ReleaseContext
     from ..release.dpvi.engine import DPVI
     from ..release.dpvi.models import LogisticRegression
+    from ..release.dpvi.options import OptimizerOptions, PrivacyOptions, TrainingOptions
 
     data = load_abalone()
     steps = 300 if ctx.quick else 1000
@@ -37,10 +39,14 @@ def section_dpvi(ctx: DemoContext) -> None:
     def fit(**options: Any) -> tuple[Any, float, float]:
         """A fit on the training split (lr 0.1, the section's seed), its accuracy and wall time."""
         start = time.perf_counter()
-        result = engine.fit(data.X_train, data.y_train, lr=0.1, seed=seed, **options)
+        result = engine.fit(
+            data.X_train, data.y_train, optimizer=OptimizerOptions(lr=0.1), seed=seed, **options
+        )
         return result, result.accuracy(data.X_test, data.y_test), time.perf_counter() - start
 
-    nonpriv, acc, wall = fit(private=False, clip=None, sampling_rate=0.01, steps=500 if ctx.quick else 2000)
+    nonpriv, acc, wall = fit(
+        private=False, training=TrainingOptions(sampling_rate=0.01, steps=500 if ctx.quick else 2000)
+    )
     ctx.report.add_row(
         "dpvi", "VI (non-private)", "Abalone test accuracy", acc, "non-private", "paper 0.767; T=2000, q=0.01"
     )
@@ -48,15 +54,22 @@ def section_dpvi(ctx: DemoContext) -> None:
 
     summaries = []
     fits = {"non-private": (nonpriv.mean(), nonpriv.std)}
-    paper = {"clip": 5.0, "per_example": "elbo", "average": False}
-    for eps, name, extra in ((0.1, "defaults", {}), (1.0, "defaults", {}), (1.0, "paper's split", paper)):
+    defaults = {"training": TrainingOptions(sampling_rate=0.05, steps=steps)}
+    paper = {
+        "privacy": PrivacyOptions(clip=5.0),
+        "training": TrainingOptions(sampling_rate=0.05, steps=steps, per_example="elbo", average=False),
+    }
+    for eps, name, options in ((0.1, "defaults", defaults), (1.0, "defaults", defaults),
+                               (1.0, "paper's split", paper)):
+        paper_split = options is paper
         result, acc, wall = fit(
-            epsilon=eps, delta=DELTA, sampling_rate=0.05, steps=steps,
-            ledger=ctx.ledger, dataset="abalone", label=f"dpvi logistic eps={eps:g} ({name})", **extra,
+            epsilon=eps, delta=DELTA, **options,
+            context=ReleaseContext(ctx.ledger, "abalone", label=f"dpvi logistic eps={eps:g} ({name})"),
         )
         z = result.privacy.details["noise_multiplier"]
         clipped = result.privacy.details.get("clipped_fraction")
-        clip = "C=5" if extra else f"clip auto, clipped {clipped:.0%}" if clipped is not None else "clip auto"
+        clip = "clip auto" + (f", clipped {clipped:.0%}" if clipped is not None else "")
+        clip = "C=5" if paper_split else clip
         ctx.report.add_row(
             "dpvi",
             f"DPVI ({name})",
@@ -67,8 +80,8 @@ def section_dpvi(ctx: DemoContext) -> None:
         )
         print(f"   DPVI eps={eps:g} ({name}): accuracy {acc:.4f}, sigma {z:.3g} ({wall:.1f} s)")
         summaries.append(f"eps = {eps:g} ({name})\n" + result.summary())
-        fits[f"eps = {eps:g}" + (" (paper's split)" if extra else "")] = (result.mean(), result.std)
-        if eps == 1.0 and not extra:
+        fits[f"eps = {eps:g}" + (" (paper's split)" if paper_split else "")] = (result.mean(), result.std)
+        if eps == 1.0 and not paper_split:
             from ..release.synthesis import release_covariate_model
 
             # covariates from a DP model of them (standardised features on public bounds +-4),

@@ -90,31 +90,27 @@ Pipeline
 (:func:`dpinfer.release.dpvi.validation.validate_fit`) → plan privacy
 (:func:`dpinfer.release.dpvi.planning.plan_fit`,
 which calibrates with :func:`~dpinfer.release.dpvi.planning.plan_privacy`, then the ledger checks) → charge
-the whole fit's event once through the :class:`~dpinfer.privacy.context.ReleaseContext` built from
-``ledger``/``dataset``/``privacy_rng`` (:meth:`~dpinfer.privacy.context.ReleaseContext.release`;
-each step then draws inside that release) → loop (:func:`dpinfer.release.dpvi.loop.run_loop`) →
-result (report from
-:func:`dpinfer.release.dpvi.planning.fit_report`). Its options come in three groups
-(:mod:`dpinfer.release.dpvi.options`): ``privacy=PrivacyOptions(...)``, ``optimizer=OptimizerOptions(...)``
-and ``training=TrainingOptions(...)``, or as the equivalent flat keywords.
+the whole fit's event once through the fit's :class:`~dpinfer.privacy.context.ReleaseContext`
+(``context=``; :meth:`~dpinfer.privacy.context.ReleaseContext.release`; each step then draws
+inside that release) → loop (:func:`dpinfer.release.dpvi.loop.run_loop`) → result (report from
+:func:`dpinfer.release.dpvi.planning.fit_report`). Besides ε, δ, the seed and the context, its
+options come in three groups (:mod:`dpinfer.release.dpvi.options`): ``privacy=PrivacyOptions(...)``,
+``optimizer=OptimizerOptions(...)`` and ``training=TrainingOptions(...)``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
 from ...errors import InvalidDataError, InvalidPrivacyParameterError
-from ...privacy import Ledger
-from ...privacy.accountants import Accountant
 from ...privacy.context import ReleaseContext
 from .families import GaussianFamily, choose_family, make_family
 from .loop import noise_error, prepare_loop, run_loop, warn_clipped
 from .models import Model
-from .options import GROUPS, UNSET, OptimizerOptions, PrivacyOptions, TrainingOptions, resolve_options
+from .options import OptimizerOptions, PrivacyOptions, TrainingOptions, check_group, merge_privacy
 from .planning import check_ledger, epsilon_spent, fit_report, plan_fit, warn_with_replacement
 from .result import DPVIResult
 from .sampling import draw_batch
@@ -122,9 +118,6 @@ from .validation import FitSpec, validate_fit
 
 if TYPE_CHECKING:
     from .planning import PrivacyPlan
-
-
-_FLAT = {f for cls in GROUPS.values() for f in cls.__dataclass_fields__} - {"optimizer"}
 
 
 class DPVI:
@@ -146,10 +139,8 @@ class DPVI:
     >>> from dpinfer.datasets import load_abalone
     >>> from dpinfer.release.dpvi import DPVI, LogisticRegression, PrivacyOptions, TrainingOptions
     >>> d = load_abalone()
-    >>> fit = DPVI(LogisticRegression(8)).fit(d.X_train, d.y_train, epsilon=1.0, delta=1e-5,
-    ...                                        clip=5.0, sampling_rate=0.05, steps=1000, seed=1)
-    >>> same = DPVI(LogisticRegression(8)).fit(  # the same fit, options grouped
-    ...     d.X_train, d.y_train, privacy=PrivacyOptions(epsilon=1.0, delta=1e-5, clip=5.0),
+    >>> fit = DPVI(LogisticRegression(8)).fit(
+    ...     d.X_train, d.y_train, epsilon=1.0, delta=1e-5, privacy=PrivacyOptions(clip=5.0),
     ...     training=TrainingOptions(sampling_rate=0.05, steps=1000), seed=1)
     >>> fit.accuracy(d.X_test, d.y_test)  # doctest: +SKIP
     """
@@ -203,41 +194,15 @@ class DPVI:
         self,
         X: Any,
         y: Any,
-        epsilon: float | None = UNSET,
-        delta: float | None = UNSET,
         *,
+        epsilon: float | None = None,
+        delta: float | None = None,
         privacy: PrivacyOptions | None = None,
-        optimizer: OptimizerOptions | str = UNSET,
+        optimizer: OptimizerOptions | None = None,
         training: TrainingOptions | None = None,
-        clip: float | str | None = UNSET,
-        clip_count: bool | None = UNSET,
-        clip_quantile: float | None = UNSET,
-        sampling_rate: float = UNSET,
-        steps: int = UNSET,
-        noise_multiplier: float | None = UNSET,
-        accountant: str | Accountant | None = UNSET,
-        neighbouring: str = UNSET,
-        sampling: str = UNSET,
-        paper_accounting: bool = UNSET,
-        delta_prime: float | None = UNSET,
-        lr: float | None = UNSET,
-        per_example: str = UNSET,
-        average: bool = UNSET,
-        mc_samples: int = UNSET,
-        init_scale: float = UNSET,
         private: bool = True,
         seed: int | np.random.SeedSequence | None = None,
-        privacy_rng: Any = None,
-        ledger: Ledger | None = None,
-        dataset: str | None = None,
-        label: str = "dpvi",
-        progress: bool = False,
-        track_elbo: bool | None = UNSET,
-        elbo_every: int | None = UNSET,
-        dtype: str = UNSET,
-        schedule: Any = UNSET,
-        device: Any = UNSET,
-        callback: Callable[[int, np.ndarray], None] | None = None,
+        context: ReleaseContext | None = None,
         privacy_plan: PrivacyPlan | None = None,
     ) -> DPVIResult:
         """Fit q(θ) to the posterior of the model given (X, y) (the pipeline of the module docstring).
@@ -246,57 +211,43 @@ class DPVI:
         ----------
         X, y
             Training features (n, dim) and targets (n,).
-        privacy, optimizer, training
-            The option groups :class:`~dpinfer.release.dpvi.options.PrivacyOptions`,
-            :class:`~dpinfer.release.dpvi.options.OptimizerOptions` (or ``optimizer`` = its name, a flat
-            keyword) and :class:`~dpinfer.release.dpvi.options.TrainingOptions`. Each flat keyword below is
-            one field of a group; giving a group and one of its keywords raises TypeError.
-        epsilon, delta, noise_multiplier, clip
-            The privacy target; σ is calibrated to (ε, δ) with ``accountant``. Give
-            ``noise_multiplier`` instead of ``epsilon`` to fix σ and have the ε it gives reported.
-            ``clip``: ``"auto"`` (default: adaptive, private; replace-one and Poisson batches
-            only) or the per-example L2 clip norm C; None only for ``private=False``.
-            ``clip_count``: release the private clipped-fraction count with a numeric clip too;
-            ``clip_quantile``: the norm quantile γ the adaptive clip targets (None: 0.999 when
-            the noise is small, else 0.995; :func:`~dpinfer.release.dpvi.optim.default_clip_quantile`).
-        accountant, neighbouring, sampling, paper_accounting, delta_prime
-            ``"pld"`` (default for Poisson), ``"rdp"`` or ``"advanced"`` (default and required for
-            with-replacement batches); ``"replace-one"`` (default) or ``"add-remove"``;
-            ``"poisson"`` (default) or ``"with-replacement"``; the authors' ``2·act(2σ_paper, δ/2,
-            δ')`` convention and its δ' (module docstring).
-        optimizer, lr
-            ``"adagrad"`` (windowed, window 10; the paper's, lr 0.1 for DP), ``"adam"`` or ``"sgd"``;
-            ``lr=None``: 0.1, or 0.05 for AdaGrad when the noise is small (OptimizerOptions).
-        sampling_rate, steps, mc_samples, init_scale, per_example, average, dtype, track_elbo, elbo_every
-            Training (defaults: q = 0.05, T = 1000, u = 0, ``"theta"`` with 4 draws (``"elbo"``
-            with 1 draw reproduces the DPVI paper), tail averaging of the iterates
-            (``average=False``: the last iterate, the paper's), ``"float64"``,
-            ELBO trace only for non-private fits; see :mod:`dpinfer.release.dpvi.gradients` for the split).
-        device
-            ``"cpu"`` (default), ``"cuda"`` or ``"auto"``
-            (:class:`~dpinfer.release.dpvi.options.TrainingOptions`).
-        schedule
-            Phases with their own q, σ (relative to the one calibrated σ) or C, composed by the
-            accountant (:mod:`dpinfer.release.dpvi.schedule`); they replace ``steps``.
+        epsilon, delta
+            The privacy target: σ is calibrated to (ε, δ) with the accountant of ``privacy``. Give
+            ``privacy=PrivacyOptions(noise_multiplier=σ)`` instead of ``epsilon`` to fix σ and
+            have the ε it gives reported. Either may instead be set in ``privacy``, not in both.
+        privacy
+            :class:`~dpinfer.release.dpvi.options.PrivacyOptions`: σ, the clip (``"auto"``, the
+            default: adaptive and private, replace-one and Poisson batches only; or the
+            per-example L2 norm C; None only for ``private=False``), the clipped-fraction count,
+            the quantile of the adaptive clip, the accountant (``"pld"`` for Poisson batches,
+            ``"advanced"`` for the paper's with-replacement batches), the neighbouring relation,
+            the sampling scheme and the authors' ``2·act(2σ_paper, δ/2, δ')`` convention (module
+            docstring).
+        optimizer
+            :class:`~dpinfer.release.dpvi.options.OptimizerOptions`: ``"adagrad"`` (windowed,
+            window 10; the paper's, lr 0.1 for DP), ``"adam"`` or ``"sgd"``; ``lr=None``: 0.1, or
+            0.05 for AdaGrad when the noise is small.
+        training
+            :class:`~dpinfer.release.dpvi.options.TrainingOptions`: q = 0.05, T = 1000 (or a
+            schedule of phases, :mod:`dpinfer.release.dpvi.schedule`), the per-example split
+            (``"theta"`` with 4 draws; ``"elbo"`` with 1 draw reproduces the DPVI paper; see
+            :mod:`dpinfer.release.dpvi.gradients`), tail averaging of the iterates, the float type,
+            the ELBO trace (non-private fits only by default), the device (``"cpu"``, ``"cuda"``,
+            ``"auto"``), a progress bar and a per-step ``callback(step, params)`` (which may call
+            :meth:`privacy_spent`).
         private
-            ``False`` runs the same algorithm without clipping (unless ``clip`` is given) or noise
-            and returns a result with ``privacy=None``: a non-private baseline only.
+            ``False`` runs the same algorithm without clipping (unless a numeric clip is given) or
+            noise and returns a result with ``privacy=None``: a non-private baseline only.
         seed
             Simulation seed: Monte Carlo draws and initialisation only. The minibatches and the
             noise of a private fit never depend on it (module docstring).
-        privacy_rng
-            Source of the minibatches and the noise of a private fit: a
-            :class:`~dpinfer.privacy.PrivacyRNG` (``None``: a fresh OS-CSPRNG one; tests pass
-            ``PrivacyRNG.insecure_deterministic``). Seeds and numpy Generators are refused.
-        ledger, dataset, label
-            Charge the fit to ``dataset`` in ``ledger`` before any noisy gradient is computed.
-            With ``privacy_rng`` they form the fit's
-            :class:`~dpinfer.privacy.context.ReleaseContext` (:meth:`ReleaseContext.of`).
-        progress
-            Show a progress bar (on a TTY).
-        callback
-            ``callback(step, params)`` after every step (e.g. to record a trajectory); it may
-            call :meth:`privacy_spent` for the ε of the steps done so far.
+        context
+            The :class:`~dpinfer.privacy.context.ReleaseContext` of a private fit: the ledger and
+            data set the fit is charged to before any noisy gradient is computed, and the source
+            of the minibatches and the noise (``None``: unaccounted, with a warning, and a fresh
+            OS-CSPRNG :class:`~dpinfer.privacy.PrivacyRNG`; tests pass
+            ``ReleaseContext(privacy_rng=PrivacyRNG.insecure_deterministic(...))``). Its label
+            defaults to ``"dpvi"``.
         privacy_plan
             A :class:`~dpinfer.release.dpvi.planning.PrivacyPlan` from
             :func:`~dpinfer.release.dpvi.planning.plan_privacy`
@@ -306,9 +257,20 @@ class DPVI:
         Returns
         -------
         DPVIResult
+
+        Raises
+        ------
+        TypeError
+            A group of the wrong type, ε or δ given twice, a context that is not a
+            :class:`~dpinfer.privacy.context.ReleaseContext`, or an unknown keyword (each setting
+            other than those above is a field of one of the three groups).
         """
-        flat = {k: v for k, v in locals().items() if k in _FLAT}
-        p_opts, o_opts, t_opts = resolve_options(privacy, optimizer, training, flat)
+        p_opts = merge_privacy(privacy, epsilon, delta)
+        o_opts = check_group("optimizer", optimizer, OptimizerOptions)
+        t_opts = check_group("training", training, TrainingOptions)
+        if context is not None and not isinstance(context, ReleaseContext):
+            raise TypeError(f"context must be a ReleaseContext, got {type(context).__name__}.")
+        ledger, dataset = (context.ledger, context.dataset) if context is not None else (None, None)
         # 1. validate everything (nothing planned, charged or released yet)
         spec = validate_fit(
             self.model, X, y, p_opts, o_opts, t_opts, private=private, ledger=ledger, dataset=dataset
@@ -317,18 +279,16 @@ class DPVI:
         plan = plan_fit(spec, privacy_plan)
         self._resolve_family(spec, plan.noise_multiplier if plan is not None else 0.0)
         self._plan, self._steps_done = plan, 0
-        # a private fit's secret randomness and charge go through one ReleaseContext (a bad
-        # privacy_rng is refused here, before anything is charged); a non-private fit has none
-        context = (
-            ReleaseContext.of(ledger=ledger, dataset=dataset, privacy_rng=privacy_rng, label=label)
-            if plan is not None
-            else None
-        )
+        # a private fit's secret randomness and charge go through one ReleaseContext; a
+        # non-private fit has none
+        release = ReleaseContext.of(context, label="dpvi") if plan is not None else None
         warn_with_replacement(plan, spec.sampling)
         check_ledger(plan, spec.sampling, ledger, dataset)
-        state = prepare_loop(self.model, self.family, spec, context, seed)
+        state = prepare_loop(self.model, self.family, spec, release, seed)
 
         # 3. charge, before the first noisy gradient; 4. the loop
+        callback = t_opts.callback
+
         def on_step(t: int, params: np.ndarray) -> None:
             self._steps_done = t + 1
             if callback is not None:
@@ -341,19 +301,19 @@ class DPVI:
                 spec,
                 state,
                 plan.noise_multiplier if plan is not None else 0.0,
-                context,
+                release,
                 draw=draw_batch,
-                progress=progress,
+                progress=t_opts.progress,
                 callback=on_step,
             )
 
-        if context is None:  # a non-private fit releases nothing and is never charged
+        if release is None:  # a non-private fit releases nothing and is never charged
             params, trace, clipping = loop()
         else:  # the whole fit's event, charged (or warned unaccounted) once; each step draws inside
-            params, trace, clipping = context.release(plan.event, loop, what="DPVI fit", label=label)  # type: ignore[union-attr]
+            params, trace, clipping = release.release(plan.event, loop, what="DPVI fit")  # type: ignore[union-attr]
         warn_clipped(clipping)
         # 5. the result
-        return self._result(spec, plan, context, state, params, trace, clipping)
+        return self._result(spec, plan, release, state, params, trace, clipping)
 
     def _result(
         self,

@@ -1,46 +1,31 @@
 """The option groups of :meth:`dpinfer.release.dpvi.DPVI.fit`: privacy, optimizer and training.
 
 As Opacus separates ``make_private`` (noise, clipping, accountant) from the optimizer and the
-training loop, a DPVI fit takes three frozen groups:
+training loop, a DPVI fit takes the settings given on every call as keywords (ε, δ, the seed, the
+:class:`~dpinfer.privacy.context.ReleaseContext`) and everything else in three frozen groups:
 
-* :class:`PrivacyOptions` — the guarantee and how it is reached and accounted: ε (or σ), δ, the
-  clip norm C, the accountant, the neighbouring relation, the sampling scheme and the paper's
+* :class:`PrivacyOptions` — how the guarantee is reached and accounted: σ (instead of ε), the clip
+  norm C, the accountant, the neighbouring relation, the sampling scheme and the paper's
   accounting convention (δ');
 * :class:`OptimizerOptions` — the ascent rule and its learning rate;
 * :class:`TrainingOptions` — T, q, the Monte Carlo draws, initialisation, the per-example split,
-  the float type and the (confidential) ELBO trace.
+  the float type, the (confidential) ELBO trace, the device, and how the run is watched (progress
+  bar, per-step callback).
 
-``fit(X, y, privacy=PrivacyOptions(...), optimizer=OptimizerOptions(...), training=...)`` and the
-flat keywords of the earlier API (``fit(X, y, epsilon=..., clip=..., steps=...)``) are the same
-call: :func:`resolve_options` maps each flat keyword onto its group. Giving a group *and* one of
-its flat keywords is refused, so no value is silently ignored. The groups only hold values; they
-are validated, with everything else, before anything is charged
-(:func:`dpinfer.release.dpvi.validation.validate_fit`).
+Each setting has one place: ``fit(X, y, epsilon=1.0, delta=1e-5,
+privacy=PrivacyOptions(clip=5.0), training=TrainingOptions(steps=1000))``. ε and δ may also be
+given in :class:`PrivacyOptions` (e.g. a group built once for several fits), but not in both
+places (:func:`merge_privacy`). The groups only hold values; they are validated, with everything
+else, before anything is charged (:func:`dpinfer.release.dpvi.validation.validate_fit`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ...privacy.accountants import Accountant
-
-
-class _Unset:
-    """The default of a flat keyword of ``fit``: "not given" (the group's default applies)."""
-
-    _instance: _Unset | None = None
-
-    def __new__(cls) -> _Unset:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "<default>"
-
-
-UNSET: Any = _Unset()
 
 
 @dataclass(frozen=True)
@@ -50,9 +35,10 @@ class PrivacyOptions:
     Attributes
     ----------
     epsilon, noise_multiplier
-        Exactly one for a private fit: the ε target σ is calibrated to, or σ itself (noise std σC).
+        Exactly one for a private fit: the ε target σ is calibrated to (usually given as
+        ``fit(..., epsilon=...)``), or σ itself (noise std σC).
     delta
-        δ of the guarantee (> 0).
+        δ of the guarantee (> 0; usually ``fit(..., delta=...)``).
     clip
         ``"auto"`` (default): adaptive clipping estimated privately (Andrew et al. 2021; see
         :mod:`dpinfer.release.dpvi.optim`), replace-one and Poisson batches only; for ``private=False``
@@ -161,6 +147,11 @@ class TrainingOptions:
         :class:`~dpinfer.privacy.context.ReleaseContext` (and the Monte Carlo draws from the seed)
         and then moved to the device, so the release has the same distribution on every device;
         the CPU path is unchanged.
+    progress
+        Show a progress bar (on a TTY).
+    callback
+        ``callback(step, params)`` after every step (e.g. to record a trajectory); it may call
+        :meth:`~dpinfer.release.dpvi.DPVI.privacy_spent` for the ε of the steps done so far.
     """
 
     steps: int = 1000
@@ -174,55 +165,42 @@ class TrainingOptions:
     elbo_every: int | None = None
     schedule: Any = None
     device: Any = "cpu"
+    progress: bool = False
+    callback: Callable[[int, Any], None] | None = None
 
 
-GROUPS: dict[str, type] = {
-    "privacy": PrivacyOptions,
-    "optimizer": OptimizerOptions,
-    "training": TrainingOptions,
-}
+def check_group(name: str, group: Any, cls: type) -> Any:
+    """``group``, or ``cls()`` for None; anything else is refused with the group's name."""
+    if group is None:
+        return cls()
+    if not isinstance(group, cls):
+        raise TypeError(
+            f"{name}= takes a {cls.__name__}(...), got {type(group).__name__}; e.g. "
+            f"{name}={cls.__name__}(...) from dpinfer.release.dpvi."
+        )
+    return group
 
 
-def resolve_options(
-    privacy: PrivacyOptions | None,
-    optimizer: OptimizerOptions | str | Any,
-    training: TrainingOptions | None,
-    flat: dict[str, Any],
-) -> tuple[PrivacyOptions, OptimizerOptions, TrainingOptions]:
-    """The three groups of a fit from the groups given and the flat keywords given.
-
-    ``flat`` maps each flat keyword of ``fit`` to its value (:data:`UNSET` if not given).
-    ``optimizer`` is either the group or the flat optimizer name.
+def merge_privacy(
+    privacy: PrivacyOptions | None, epsilon: float | None, delta: float | None
+) -> PrivacyOptions:
+    """The privacy group of a fit with the ``epsilon``/``delta`` keywords of ``fit`` filled in.
 
     Raises
     ------
     TypeError
-        A group and one of its flat keywords were both given, or a group of the wrong type.
+        ``privacy`` is not a :class:`PrivacyOptions`, or it sets ε (or δ) and the keyword gives it
+        too (each value is given once, so none is silently ignored).
     """
-    given = {k: v for k, v in flat.items() if v is not UNSET}
-    if not isinstance(optimizer, OptimizerOptions):
-        if optimizer is not UNSET:
-            given["optimizer"] = optimizer
-        optimizer = None
-    out = []
-    for name, group in (("privacy", privacy), ("optimizer", optimizer), ("training", training)):
-        cls = GROUPS[name]
-        mine = {f.name: given.pop(f.name) for f in fields(cls) if f.name in given}
-        if group is None:
-            out.append(cls(**mine))
-            continue
-        if not isinstance(group, cls):
-            raise TypeError(f"{name}= takes a {cls.__name__}, got {type(group).__name__}.")
-        if mine:
-            raise TypeError(
-                f"{name}={cls.__name__}(...) was given together with the keyword(s) "
-                f"{', '.join(sorted(mine))} of the same group; give each option once, either in "
-                f"{cls.__name__} or as a keyword."
-            )
-        out.append(group)
-    if given:  # pragma: no cover - fit passes only the keywords of the groups
-        raise TypeError(f"unknown option(s): {', '.join(sorted(given))}.")
-    return out[0], out[1], out[2]
+    group = check_group("privacy", privacy, PrivacyOptions)
+    given = {k: v for k, v in (("epsilon", epsilon), ("delta", delta)) if v is not None}
+    twice = sorted(k for k in given if getattr(group, k) is not None)
+    if twice:
+        raise TypeError(
+            f"{', '.join(twice)} given both as a keyword of fit and in privacy=PrivacyOptions(...); "
+            "give each value once."
+        )
+    return replace(group, **given) if given else group
 
 
-__all__ = ["UNSET", "OptimizerOptions", "PrivacyOptions", "TrainingOptions", "resolve_options"]
+__all__ = ["OptimizerOptions", "PrivacyOptions", "TrainingOptions", "check_group", "merge_privacy"]
