@@ -31,6 +31,7 @@ import numpy as np
 from dpinfer.distances import RFFMMD, BinnedRFFMMD
 from dpinfer.models.shipped.mixture_uniform import MixtureOfUniforms
 from dpinfer.privacy import InsecureRandomnessWarning, PrivacyRNG
+from dpinfer.privacy.context import ReleaseContext
 from dpinfer.release import SimulatedDraws, abcdp
 
 N, D, BANDWIDTH = 5000, 100, 0.6
@@ -48,7 +49,10 @@ def _prng(seed: int) -> PrivacyRNG:
 def run_ours(observed, model, T, distance, batch_size=64, seed=1):
     draws = SimulatedDraws(model.prior_sample, model.simulate, T, seed=seed, batch_size=batch_size)
     t0 = CLOCK()
-    res = abcdp(observed, draws, distance, c=T, epsilon_total=1.0, epsilon_abc=1e-3, privacy_rng=_prng(0))
+    res = abcdp(
+        observed, draws, distance, c=T, epsilon_total=1.0, epsilon_abc=1e-3,
+        context=ReleaseContext(privacy_rng=_prng(0)),
+    )
     elapsed = CLOCK() - t0
     assert res.n_draws == T, "early stop: the benchmark needs the whole stream"
     return elapsed, res

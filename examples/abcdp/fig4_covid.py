@@ -56,7 +56,10 @@ def main() -> None:
                    "mean_curve": model.curve(ref.posterior_mean)[0]})
     for eps in (44.0, 22.0, 13.0):
         for rep in range(args.repeats):
-            res = abcdp(observed, ArrayDraws(thetas, sims, 4096), dist, c, eps, args.eps_abc)
+            res = abcdp(
+                observed, ArrayDraws(thetas, sims, 4096), dist, c=c, epsilon_total=eps,
+                epsilon_abc=args.eps_abc,
+            )
             rows.append({"epsilon_total": eps, "repeat": rep, "n_draws": res.n_draws,
                          "rmse_mean_curve": rmse(res.posterior_mean), **means(res.posterior_mean)})
             if rep == 0:

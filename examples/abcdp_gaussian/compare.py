@@ -32,7 +32,7 @@ from dpinfer.diagnostics import svt_noise_scale
 from dpinfer.privacy import PrivacyRNG, PrivacyWarning, calibrate_gaussian_svt
 from dpinfer.privacy.mechanisms import SparseVector
 from dpinfer.privacy.mechanisms.svt import GaussianSparseVector
-from dpinfer.release import ArrayDraws, SimulatedDraws, abcdp
+from dpinfer.release import ABCDPOptions, ArrayDraws, SimulatedDraws, abcdp
 
 DELTA = 1e-6
 
@@ -105,8 +105,10 @@ def run_problem(p, cs, repeats):
     # wiring check: the public entry point releases c draws of this stream under the same event
     with warnings.catch_warnings():  # an example: nothing is charged to a ledger
         warnings.simplefilter("ignore", PrivacyWarning)
-        res = abcdp(p["observed"], ArrayDraws(p["thetas"], p["sims"], 256), dist, cs[0], p["eps"],
-                    p["eps_abc"], noise="gaussian", delta=DELTA)
+        res = abcdp(
+            p["observed"], ArrayDraws(p["thetas"], p["sims"], 256), dist, c=cs[0], epsilon_total=p["eps"],
+            epsilon_abc=p["eps_abc"], delta=DELTA, options=ABCDPOptions(noise="gaussian"),
+        )
     assert res.n_accepted == cs[0] and res.privacy.epsilon <= p["eps"] + 1e-9
     rows = []
     T = rho.size

@@ -31,7 +31,7 @@ from compare import DELTA, covid_problem, engine, tb_problem, toy_problem  # noq
 
 from dpinfer.distances import RFFMMD, median_heuristic  # noqa: E402
 from dpinfer.privacy import PrivacyRNG, PrivacyWarning, composed_gaussian_multiplier  # noqa: E402
-from dpinfer.release import ArrayDraws, abcdp
+from dpinfer.release import ABCDPOptions, ArrayDraws, abcdp
 from dpinfer.release.embedding import embed_batch, embedding_sensitivity
 
 
@@ -67,8 +67,10 @@ def run_problem(p, cs_lap, cs_emb, repeats, n_features):
     obs, sims, rff = embedding_setup(p, n_features)
     with warnings.catch_warnings():  # wiring check of the public entry point (no ledger)
         warnings.simplefilter("ignore", PrivacyWarning)
-        res = abcdp(obs, ArrayDraws(p["thetas"], sims, 256), rff, 1, p["eps"], 1e9, release="embedding",
-                    delta=DELTA)
+        res = abcdp(
+            obs, ArrayDraws(p["thetas"], sims, 256), rff, c=1, epsilon_total=p["eps"], epsilon_abc=1e9,
+            delta=DELTA, options=ABCDPOptions(release="embedding"),
+        )
     assert res.n_accepted == 1 and res.privacy.epsilon <= p["eps"] + 1e-9
     pr = rff.prepare(obs)
     emb = np.concatenate([embed_batch(rff, pr.W, sims[i:i + 1024], pr.d) for i in range(0, T, 1024)])

@@ -59,8 +59,10 @@ def run(p, repeats, methods):
         for rep in range(repeats):
             if "gauss-smc" in methods:
                 t0 = time.perf_counter()
-                g = gaussian_weights_smc_abc(p["observed"], m, p["dist"], p["gauss_m"], p["gauss_k"], eps,
-                                             1e-6, seed=300 + rep)
+                g = gaussian_weights_smc_abc(
+                    p["observed"], m, p["dist"], n_particles=p["gauss_m"], n_populations=p["gauss_k"],
+                    epsilon=eps, delta=1e-6, seed=300 + rep,
+                )
                 rows.append(dict(problem=p["name"], method="gauss-smc", epsilon=eps, repeat=rep,
                                  error=float(np.mean(np.abs(g.mean() - p["truth"]))),
                                  simulations=g.n_simulations, accepted=p["gauss_m"], ess=float(g.ess),
@@ -70,14 +72,18 @@ def run(p, repeats, methods):
                 continue
             t0 = time.perf_counter()
             draws = SimulatedDraws(m.prior_sample, m.simulate, p["T"], seed=100 + rep, batch_size=p["batch"])
-            res = abcdp(p["observed"], draws, p["dist"], p["c_abcdp"], eps, p["eps_abc"])
+            res = abcdp(
+                p["observed"], draws, p["dist"], c=p["c_abcdp"], epsilon_total=eps, epsilon_abc=p["eps_abc"],
+            )
             rows.append(dict(problem=p["name"], method="abcdp", epsilon=eps, repeat=rep,
                              error=float(np.mean(np.abs(res.posterior_mean - p["truth"]))),
                              simulations=res.n_draws, accepted=res.n_accepted, ess=float(res.n_accepted),
                              seconds=time.perf_counter() - t0))
             t0 = time.perf_counter()
-            smc = private_smc_abc(p["observed"], m, p["dist"], p["schedule"], p["c_smc"], eps, 1e-6,
-                                  max_draws=p["max_draws"], batch_size=p["batch"], seed=200 + rep)
+            smc = private_smc_abc(
+                p["observed"], m, p["dist"], epsilon_abc_schedule=p["schedule"], c=p["c_smc"], epsilon=eps,
+                delta=1e-6, max_draws=p["max_draws"], batch_size=p["batch"], seed=200 + rep,
+            )
             rows.append(dict(problem=p["name"], method="private-smc", epsilon=eps, repeat=rep,
                              error=float(np.mean(np.abs(smc.mean() - p["truth"]))),
                              simulations=smc.n_simulations, accepted=smc.populations[-1]["n_accepted"],

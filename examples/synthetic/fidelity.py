@@ -32,7 +32,7 @@ from dpinfer.distances import ExactMMD, median_heuristic
 from dpinfer.models.shipped.covid import CovidPolynomial
 from dpinfer.privacy import PrivacyWarning
 from dpinfer.release import ArrayDraws, SimulatedDraws, abcdp, rejection_abc_draws
-from dpinfer.release.dpvi import DPVI, LogisticRegression
+from dpinfer.release.dpvi import DPVI, LogisticRegression, OptimizerOptions, PrivacyOptions, TrainingOptions
 
 
 def covid_rows(repeats: int, draws: int) -> list[dict]:
@@ -57,7 +57,10 @@ def covid_rows(repeats: int, draws: int) -> list[dict]:
     record("inf", 0, ref)
     for eps in (44.0, 22.0, 13.0):
         for rep in range(repeats):
-            res = abcdp(observed, ArrayDraws(thetas, sims, 4096), dist, 5, eps, 0.05, meta={"model": "covid"})
+            res = abcdp(
+                observed, ArrayDraws(thetas, sims, 4096), dist, c=5, epsilon_total=eps, epsilon_abc=0.05,
+                meta={"model": "covid"},
+            )
             record(eps, rep, res)
     return rows
 
@@ -70,14 +73,19 @@ def abalone_rows(repeats: int) -> list[dict]:
     d = load_abalone()
     conf_rate, conf_gap = float(d.y_train.mean()), class_mean_gap(d.X_train, d.y_train)
     engine = DPVI(LogisticRegression(d.X_train.shape[1]))
-    common = dict(clip=5.0, sampling_rate=0.05, steps=1000, lr=0.1)
+    common = dict(
+        optimizer=OptimizerOptions(lr=0.1), training=TrainingOptions(sampling_rate=0.05, steps=1000)
+    )
     rows = []
     for eps in ("inf", 4.0, 1.0, 0.5):
         for rep in range(1 if eps == "inf" else repeats):
             if eps == "inf":
-                fit = engine.fit(d.X_train, d.y_train, private=False, seed=rep, **{**common, "clip": None})
+                fit = engine.fit(d.X_train, d.y_train, private=False, seed=rep, **common)
             else:
-                fit = engine.fit(d.X_train, d.y_train, epsilon=eps, delta=1e-5, seed=rep, **common)
+                fit = engine.fit(
+                    d.X_train, d.y_train, epsilon=eps, delta=1e-5, privacy=PrivacyOptions(clip=5.0), seed=rep,
+                    **common,
+                )
             syn = fit.synthesize(10_000, d.X_test, seed=rep)
             Xs, ys = syn.records[:, :-1], syn.records[:, -1]
             rows.append({"data": "abalone", "epsilon": eps, "repeat": rep,

@@ -23,6 +23,7 @@ from dpinfer.diagnostics import svt_noise_scale
 from dpinfer.distances import RFFMMD, ClippedDistance, Distance, release_sensitivity, weighted_euclidean
 from dpinfer.errors import InferenceWarning
 from dpinfer.privacy import InsecureRandomnessWarning, PrivacyRNG
+from dpinfer.privacy.context import ReleaseContext
 from dpinfer.privacy.mechanisms.svt import SparseVector
 
 EPS = 1.0
@@ -191,7 +192,10 @@ def test_privacy_audit_through_public_abcdp():
     for data, rng in ((d, rngs[0]), (d_prime, rngs[1])):
         cnt = np.zeros(4, dtype=np.int64)
         for _ in range(n):
-            res = abcdp(data, (thetas, sims), dist, C_STOP, EPS, EPS_ABC, privacy_rng=rng)
+            res = abcdp(
+                data, (thetas, sims), dist, c=C_STOP, epsilon_total=EPS, epsilon_abc=EPS_ABC,
+                context=ReleaseContext(privacy_rng=rng),
+            )
             cnt[res.accepted_index[0] if res.n_accepted else 3] += 1
         counts.append(cnt)
     _, rho, rho_prime = neighbouring_clipped()
@@ -311,8 +315,10 @@ def test_half_sensitivity_user_distance_audited_through_public_abcdp(monkeypatch
                 rng = PrivacyRNG.insecure_deterministic(seed)
                 cnt = np.zeros(4, dtype=np.int64)
                 for _ in range(n):
-                    res = abcdp(data, (thetas, sims), HandMeanDistance(0.5), C_STOP, EPS, EPS_ABC,
-                                privacy_rng=rng)
+                    res = abcdp(
+                        data, (thetas, sims), HandMeanDistance(0.5), c=C_STOP, epsilon_total=EPS,
+                        epsilon_abc=EPS_ABC, context=ReleaseContext(privacy_rng=rng),
+                    )
                     cnt[res.accepted_index[0] if res.n_accepted else 3] += 1
             out.append(cnt)
         return out

@@ -33,8 +33,9 @@ import dpinfer.release.embedding as er
 from dpinfer.distances import RFFMMD
 from dpinfer.privacy import PrivacyRNG, PrivacyWarning, analytic_gaussian_epsilon
 from dpinfer.privacy.calibration import composed_gaussian_multiplier
+from dpinfer.privacy.context import ReleaseContext
 from dpinfer.privacy.mechanisms.embedding import embedding_grid
-from dpinfer.release import ArrayDraws, abcdp
+from dpinfer.release import ABCDPOptions, ArrayDraws, abcdp
 from float_reachability import float_consistent
 from seeded_privacy_rng import prng
 
@@ -65,8 +66,10 @@ def _releases(dist, data, n, seed=None):
         warnings.simplefilter("ignore", PrivacyWarning)  # unaccounted on purpose: no ledger here
         for i in range(n):
             gen = PrivacyRNG() if seed is None else prng(seed + i)
-            kw = dict(release="embedding", delta=DELTA, privacy_rng=gen)
-            res = abcdp(data, draws, dist, 1, EPS, 100.0, **kw)
+            res = abcdp(
+                data, draws, dist, c=1, epsilon_total=EPS, epsilon_abc=100.0, delta=DELTA,
+                options=ABCDPOptions(release="embedding"), context=ReleaseContext(privacy_rng=gen),
+            )
             out[i] = res.meta["released_embedding"]
     return out
 

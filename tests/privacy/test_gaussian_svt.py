@@ -35,9 +35,10 @@ from dpinfer.privacy import (
     get_accountant,
     to_replace_one,
 )
+from dpinfer.privacy.context import ReleaseContext
 from dpinfer.privacy.events import flatten
 from dpinfer.privacy.mechanisms.svt import GaussianSparseVector
-from dpinfer.release import abcdp
+from dpinfer.release import ABCDPOptions, abcdp
 
 _Z, _W = np.polynomial.hermite_e.hermegauss(160)
 _W = _W / np.sqrt(2 * np.pi)
@@ -146,8 +147,11 @@ def test_abcdp_gaussian_option_reports_and_charges_rdp(tmp_path):
     observed, thetas, sims, dist = small_stream()
     ledger = Ledger(tmp_path / "l.db", create=True)
     ledger.register("d", epsilon=3.0, delta=1e-5, accountant="rdp")
-    res = abcdp(observed, (thetas, sims), dist, 3, 2.0, 0.3, noise="gaussian", delta=1e-6,
-                privacy_rng=prng(1), ledger=ledger, dataset="d")
+    res = abcdp(
+        observed, (thetas, sims), dist, c=3, epsilon_total=2.0, epsilon_abc=0.3, delta=1e-6,
+        options=ABCDPOptions(noise="gaussian"),
+        context=ReleaseContext(ledger=ledger, dataset="d", privacy_rng=prng(1)),
+    )
     assert res.noise == "gaussian" and res.n_accepted == 3
     assert res.privacy.accountant == "rdp" and res.privacy.delta == 1e-6
     assert res.privacy.epsilon <= 2.0
@@ -160,13 +164,18 @@ def test_abcdp_gaussian_option_reports_and_charges_rdp(tmp_path):
     pld = Ledger(tmp_path / "p.db", create=True)
     pld.register("d", epsilon=3.0, delta=1e-5, accountant="pld")
     with pytest.raises(UnsupportedEventError):
-        abcdp(observed, (thetas, sims), dist, 3, 2.0, 0.3, noise="gaussian", delta=1e-6,
-              privacy_rng=prng(2), ledger=pld, dataset="d")
+        abcdp(
+            observed, (thetas, sims), dist, c=3, epsilon_total=2.0, epsilon_abc=0.3, delta=1e-6,
+            options=ABCDPOptions(noise="gaussian"),
+            context=ReleaseContext(ledger=pld, dataset="d", privacy_rng=prng(2)),
+        )
     assert pld.history("d") == []
-    for kw in (dict(noise="gaussian", delta=0.0), dict(noise="gaussian", delta=1.0),
-               dict(noise="laplace", delta=1e-6), dict(noise="cauchy")):
+    for noise, delta in (("gaussian", 0.0), ("gaussian", 1.0), ("laplace", 1e-6), ("cauchy", 0.0)):
         with pytest.raises(InvalidPrivacyParameterError):
-            abcdp(observed, (thetas, sims), dist, 3, 2.0, 0.3, privacy_rng=prng(3), **kw)
+            abcdp(
+                observed, (thetas, sims), dist, c=3, epsilon_total=2.0, epsilon_abc=0.3, delta=delta,
+                options=ABCDPOptions(noise=noise), context=ReleaseContext(privacy_rng=prng(3)),
+            )
 
 
 class LyingSource:
@@ -205,8 +214,11 @@ def test_gaussian_abcdp_answers_at_most_the_declared_draws_of_a_lying_source(tmp
     ledger = Ledger(tmp_path / "l.db", create=True)
     ledger.register("d", epsilon=1.0, delta=1e-5, accountant="rdp")
     with pytest.warns(InferenceWarning, match="declared n_draws = 2"):
-        res = abcdp(observed, source, dist, 2, 1.0, 0.0, noise="gaussian", delta=1e-6, privacy_rng=prng(6),
-                    ledger=ledger, dataset="d")
+        res = abcdp(
+            observed, source, dist, c=2, epsilon_total=1.0, epsilon_abc=0.0, delta=1e-6,
+            options=ABCDPOptions(noise="gaussian"),
+            context=ReleaseContext(ledger=ledger, dataset="d", privacy_rng=prng(6)),
+        )
     assert res.n_draws <= 2 and res.indicators.size <= 2
     (ev,) = flatten(res.privacy.event)
     assert ev.max_queries == 2 and res.privacy.epsilon <= 1.0

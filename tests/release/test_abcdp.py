@@ -16,9 +16,11 @@ from dpinfer.privacy import (
     Ledger,
     SparseVectorEvent,
 )
+from dpinfer.privacy.context import ReleaseContext
 from dpinfer.privacy.mechanisms import SparseVector
 from dpinfer.privacy.mechanisms.svt import _svt_pass
 from dpinfer.release import (
+    ABCDPOptions,
     ABCDPResult,
     ABCResult,
     ArrayDraws,
@@ -45,7 +47,10 @@ def toy():
 @pytest.mark.parametrize("c", [1, 5])
 def test_noise_scale_is_theorem_1(toy, c, resample):
     observed, thetas, sims, dist = toy
-    res = abcdp(observed, (thetas, sims), dist, c, 2.0, 0.1, resample, privacy_rng=prng(0))
+    res = abcdp(
+        observed, (thetas, sims), dist, c=c, epsilon_total=2.0, epsilon_abc=0.1,
+        options=ABCDPOptions(resample=resample), context=ReleaseContext(privacy_rng=prng(0)),
+    )
     n = observed.shape[0]
     expected = (2 * c if resample else c + 1) * (2.0 / n) / 2.0
     assert res.b == pytest.approx(expected, rel=1e-12)
@@ -59,12 +64,18 @@ def test_noise_scale_is_theorem_1(toy, c, resample):
 def test_stops_after_c_acceptances(toy, resample):
     observed, thetas, sims, dist = toy
     # a huge threshold accepts everything: the run must stop at the c-th draw
-    res = abcdp(observed, (thetas, sims), dist, 7, 1.0, 100.0, resample, privacy_rng=prng(1))
+    res = abcdp(
+        observed, (thetas, sims), dist, c=7, epsilon_total=1.0, epsilon_abc=100.0,
+        options=ABCDPOptions(resample=resample), context=ReleaseContext(privacy_rng=prng(1)),
+    )
     assert res.n_accepted == 7 and res.n_draws == 7
     np.testing.assert_array_equal(res.accepted_index, np.arange(7))
     # a moderate threshold: exactly c acceptances and the last examined draw is accepted
     eps_abc = float(np.quantile(dist.batch(dist.prepare(observed), sims), 0.2))
-    res = abcdp(observed, (thetas, sims), dist, 3, 50.0, eps_abc, resample, privacy_rng=prng(2))
+    res = abcdp(
+        observed, (thetas, sims), dist, c=3, epsilon_total=50.0, epsilon_abc=eps_abc,
+        options=ABCDPOptions(resample=resample), context=ReleaseContext(privacy_rng=prng(2)),
+    )
     assert res.n_accepted == 3
     assert res.indicators.sum() == 3 and res.indicators[-1] == 1
     np.testing.assert_array_equal(res.accepted, thetas[res.accepted_index])
@@ -76,7 +87,10 @@ def test_tiny_noise_equals_rejection_abc_on_the_same_stream(toy):
     eps_abc = float(np.quantile(rho, 0.1))
     for resample in (False, True):
         ref = rejection_abc_draws(observed, (thetas, sims), dist, eps_abc, max_accept=10)
-        res = abcdp(observed, (thetas, sims), dist, 10, 1e9, eps_abc, resample, privacy_rng=prng(3))
+        res = abcdp(
+            observed, (thetas, sims), dist, c=10, epsilon_total=1e9, epsilon_abc=eps_abc,
+            options=ABCDPOptions(resample=resample), context=ReleaseContext(privacy_rng=prng(3)),
+        )
         np.testing.assert_array_equal(res.accepted_index, ref.accepted_index)
         assert res.n_draws == ref.n_draws
     # without early stop, rejection ABC accepts exactly the draws below the threshold
@@ -140,7 +154,10 @@ def test_toy_posterior_mean_error_falls_as_n_grows():
         observed = MixtureOfUniforms(n_points=n).observed(seed=11)
         errs = []
         for r in range(8):
-            res = abcdp(observed, (thetas, sims), dist, 10, 1.0, eps_abc, False, privacy_rng=prng(100 + r))
+            res = abcdp(
+                observed, (thetas, sims), dist, c=10, epsilon_total=1.0, epsilon_abc=eps_abc,
+                options=ABCDPOptions(resample=False), context=ReleaseContext(privacy_rng=prng(100 + r)),
+            )
             errs.append(np.mean(np.abs(res.posterior_mean - model.theta_true)))
         errors[n] = np.array(errs)
     diff = errors[100].mean() - errors[20000].mean()
@@ -153,21 +170,28 @@ def test_ledger_charged_before_release_and_budget_enforced(tmp_path, toy):
     ledger = Ledger(tmp_path / "l.db", create=True)
     ledger.register("toy", epsilon=1.5, accountant="pure")
     res = abcdp(
-        observed, (thetas, sims), dist, 2, 1.0, 0.1, ledger=ledger, dataset="toy", privacy_rng=prng(4)
+        observed, (thetas, sims), dist, c=2, epsilon_total=1.0, epsilon_abc=0.1,
+        context=ReleaseContext(ledger=ledger, dataset="toy", privacy_rng=prng(4)),
     )
     hist = ledger.history("toy")
     assert len(hist) == 1 and hist[0]["status"] == "released"
     assert ledger.spent("toy") == pytest.approx(1.0)
     assert res.privacy.epsilon == pytest.approx(1.0)
     with pytest.raises(BudgetExceededError):
-        abcdp(observed, (thetas, sims), dist, 2, 1.0, 0.1, ledger=ledger, dataset="toy")
+        abcdp(
+            observed, (thetas, sims), dist, c=2, epsilon_total=1.0, epsilon_abc=0.1,
+            context=ReleaseContext(ledger=ledger, dataset="toy"),
+        )
     assert len(ledger.history("toy")) == 1
 
 
 def test_refuses_numpy_generator_for_privacy_noise(toy):
     observed, thetas, sims, dist = toy
     with pytest.raises(TypeError):
-        abcdp(observed, (thetas, sims), dist, 2, 1.0, 0.1, privacy_rng=np.random.default_rng(0))
+        abcdp(
+            observed, (thetas, sims), dist, c=2, epsilon_total=1.0, epsilon_abc=0.1,
+            context=ReleaseContext(privacy_rng=np.random.default_rng(0)),
+        )
 
 
 @pytest.mark.parametrize(
@@ -197,7 +221,7 @@ def test_bad_input_raises_before_charging(tmp_path, toy, case):
     elif case == "bad_sims":
         draws = (thetas, sims[:, :, 0, None, None])
     with pytest.raises((InvalidDataError, InvalidPrivacyParameterError)) as info:
-        abcdp(obs, draws, dist, **kw, ledger=ledger, dataset="toy")
+        abcdp(obs, draws, dist, context=ReleaseContext(ledger=ledger, dataset="toy"), **kw)
     assert len(str(info.value)) > 20
     assert ledger.history("toy") == []
 
@@ -211,15 +235,21 @@ def test_bad_bandwidth():
 def test_theta_rows_must_match_sims(toy):
     observed, thetas, sims, dist = toy
     with pytest.raises(InvalidDataError):
-        abcdp(observed, (thetas[:-1], sims), dist, 2, 1.0, 0.1)
+        abcdp(observed, (thetas[:-1], sims), dist, c=2, epsilon_total=1.0, epsilon_abc=0.1)
 
 
 def test_streaming_from_simulator_matches_arrays(toy):
     observed, thetas, sims, dist = toy
     model = MixtureOfUniforms(n_points=200)
     draws = SimulatedDraws(model.prior_sample, model.simulate, 300, seed=7, batch_size=64)
-    a = abcdp(observed, draws, dist, 4, 1e9, 0.08, privacy_rng=prng(5))
-    b = abcdp(observed, ArrayDraws(thetas, sims, batch_size=17), dist, 4, 1e9, 0.08, privacy_rng=prng(5))
+    a = abcdp(
+        observed, draws, dist, c=4, epsilon_total=1e9, epsilon_abc=0.08,
+        context=ReleaseContext(privacy_rng=prng(5)),
+    )
+    b = abcdp(
+        observed, ArrayDraws(thetas, sims, batch_size=17), dist, c=4, epsilon_total=1e9, epsilon_abc=0.08,
+        context=ReleaseContext(privacy_rng=prng(5)),
+    )
     np.testing.assert_array_equal(a.accepted_index, b.accepted_index)
     np.testing.assert_allclose(a.accepted, b.accepted)
 
@@ -235,7 +265,10 @@ def test_rejection_abc_function(toy):
 def test_save_load_roundtrip(tmp_path, toy):
     observed, thetas, sims, dist = toy
     names = ("a", "b", "c", "d", "e")
-    res = abcdp(observed, (thetas, sims), dist, 3, 1.0, 0.1, privacy_rng=prng(6), param_names=names)
+    res = abcdp(
+        observed, (thetas, sims), dist, c=3, epsilon_total=1.0, epsilon_abc=0.1, param_names=names,
+        context=ReleaseContext(privacy_rng=prng(6)),
+    )
     npz, js = res.save(tmp_path / "release"), res.write_release_json(tmp_path / "release")
     assert npz == tmp_path / "release.npz" and npz.exists() and js == tmp_path / "release.json"
     meta = json.loads(js.read_text())
@@ -251,7 +284,10 @@ def test_save_load_roundtrip(tmp_path, toy):
 def test_to_arviz(toy):
     pytest.importorskip("arviz")
     observed, thetas, sims, dist = toy
-    res = abcdp(observed, (thetas, sims), dist, 3, 1.0, 100.0, privacy_rng=prng(7))
+    res = abcdp(
+        observed, (thetas, sims), dist, c=3, epsilon_total=1.0, epsilon_abc=100.0,
+        context=ReleaseContext(privacy_rng=prng(7)),
+    )
     idata = res.to_arviz()
     assert idata.posterior["theta_0"].shape == (1, 3)
 
@@ -271,8 +307,10 @@ def test_simulator_failure_after_charge_is_recorded_as_failed(tmp_path):
     ledger = Ledger(tmp_path / "l.db", create=True)
     ledger.register("toy", epsilon=5.0)
     with pytest.raises(InvalidDataError):
-        abcdp(model.observed(seed=1), draws, RFFMMD(0.6, 10), 50, 1.0, 1e-6,
-              ledger=ledger, dataset="toy", privacy_rng=prng(8))
+        abcdp(
+            model.observed(seed=1), draws, RFFMMD(0.6, 10), c=50, epsilon_total=1.0, epsilon_abc=1e-6,
+            context=ReleaseContext(ledger=ledger, dataset="toy", privacy_rng=prng(8)),
+        )
     hist = ledger.history("toy")
     assert len(hist) == 1 and hist[0]["status"] == "failed"
 
@@ -312,7 +350,10 @@ def test_report_contains_nothing_derived_from_the_data(tmp_path, toy):
     observed[0, 0], observed[1, 0] = 0.0, 0.7853981633974483  # range π/4, a distinctive value
     data_range = float(np.ptp(observed))
     with pytest.warns(InferenceWarning, match="clips the distance"):
-        res = abcdp(observed, (thetas, sims), RangeSensitivityDistance(), 2, 1.0, 0.1, privacy_rng=prng(11))
+        res = abcdp(
+            observed, (thetas, sims), RangeSensitivityDistance(), c=2, epsilon_total=1.0, epsilon_abc=0.1,
+            context=ReleaseContext(privacy_rng=prng(11)),
+        )
     published = res.privacy.to_json() + res.write_release_json(tmp_path / "r.json").read_text()
     assert res.privacy.sensitivity == 1.0 and res.privacy.details["sensitivity_proof"].startswith("enforced")
     for text in (repr(data_range), f"{data_range:.6g}", f"{data_range:.10g}"):
@@ -331,7 +372,10 @@ def test_vanishing_noise_is_refused_before_charging(tmp_path, toy, case):
 
     distance, eps = (dist, 1e300) if case == "eps_1e300" else (Tiny(), 1.0)
     with pytest.raises(InvalidPrivacyParameterError, match="noise|sensitivity"):
-        abcdp(observed, (thetas, sims), distance, 2, eps, 0.1, ledger=ledger, dataset="toy")
+        abcdp(
+            observed, (thetas, sims), distance, c=2, epsilon_total=eps, epsilon_abc=0.1,
+            context=ReleaseContext(ledger=ledger, dataset="toy"),
+        )
     assert ledger.history("toy") == [] and ledger.spent("toy") == 0.0
 
 
@@ -349,11 +393,17 @@ class LyingSource:
 def test_laplace_abcdp_answers_at_most_the_declared_draws(toy):
     observed, thetas, sims, dist = toy
     with pytest.warns(InferenceWarning, match="declared n_draws"):
-        res = abcdp(observed, LyingSource(thetas, sims, 5), dist, 3, 1.0, 0.0, privacy_rng=prng(12))
+        res = abcdp(
+            observed, LyingSource(thetas, sims, 5), dist, c=3, epsilon_total=1.0, epsilon_abc=0.0,
+            context=ReleaseContext(privacy_rng=prng(12)),
+        )
     assert res.n_draws <= 5 and res.indicators.size <= 5
     for declared in (0, 2.5, "10", True):
         with pytest.raises(InvalidDataError, match="n_draws"):
-            abcdp(observed, LyingSource(thetas, sims, declared), dist, 1, 1.0, 0.0, privacy_rng=prng(12))
+            abcdp(
+                observed, LyingSource(thetas, sims, declared), dist, c=1, epsilon_total=1.0, epsilon_abc=0.0,
+                context=ReleaseContext(privacy_rng=prng(12)),
+            )
 
 
 def test_sparse_vector_engine_counts_its_queries():
@@ -365,3 +415,35 @@ def test_sparse_vector_engine_counts_its_queries():
         SparseVector(3, 0.1, 0.0, False, prng(13), max_queries=2)  # fewer queries than c
     with pytest.raises(TypeError):
         SparseVector(1, 0.1, 0.0, False, np.random.default_rng(0))  # never a user's generator
+
+
+@pytest.mark.parametrize(
+    "args, kw, match",
+    [
+        ((2, 1.0, 0.1), {}, "positional"),  # c, ε and ε_abc are keywords: no silent swap of the two ε
+        ((), {"noise": "gaussian"}, "noise"),  # the settings of ABCDPOptions are not keywords
+        ((), {"ledger": None}, "ledger"),  # nor are the context's
+        ((), {"options": {"noise": "gaussian"}}, "ABCDPOptions"),
+        ((), {"context": "toy"}, "ReleaseContext"),
+    ],
+)
+def test_misplaced_options_are_refused_before_charging(tmp_path, toy, args, kw, match):
+    observed, thetas, sims, dist = toy
+    ledger = Ledger(tmp_path / "l.db", create=True)
+    ledger.register("toy", epsilon=10.0)
+    kw = {"context": ReleaseContext(ledger, "toy"), **kw}
+    if not args:
+        kw.update(c=2, epsilon_total=1.0, epsilon_abc=0.1)
+    with pytest.raises(TypeError, match=match):
+        abcdp(observed, (thetas, sims), dist, *args, **kw)
+    assert ledger.history("toy") == []
+
+
+def test_release_is_charged_under_the_context_label_or_abcdp(tmp_path, toy):
+    observed, thetas, sims, dist = toy
+    ledger = Ledger(tmp_path / "l.db", create=True)
+    ledger.register("toy", epsilon=10.0)
+    kw = dict(c=1, epsilon_total=1.0, epsilon_abc=100.0)
+    abcdp(observed, (thetas, sims), dist, context=ReleaseContext(ledger, "toy", prng(13)), **kw)
+    abcdp(observed, (thetas, sims), dist, context=ReleaseContext(ledger, "toy", prng(14), "mine"), **kw)
+    assert [h["label"] for h in ledger.history("toy")] == ["abcdp", "mine"]

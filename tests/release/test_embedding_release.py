@@ -20,7 +20,8 @@ from dpinfer.privacy import (
     PrivacyWarning,
     analytic_gaussian_epsilon,
 )
-from dpinfer.release import ArrayDraws, abcdp
+from dpinfer.privacy.context import ReleaseContext
+from dpinfer.release import ABCDPOptions, ArrayDraws, abcdp
 from dpinfer.release.embedding import embed_batch, embedding_sensitivity
 from seeded_privacy_rng import prng
 
@@ -62,10 +63,16 @@ def test_accepted_theta_follow_the_exact_posterior_given_the_release(bernoulli):
     dist = RFFMMD(1.0, 2, seed=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyWarning)
-        sigma = abcdp(OBS, ArrayDraws(theta[:10], sims[:10]), dist, 1, EPS, 1.0, release="embedding",
-                      delta=DELTA, privacy_rng=prng(0)).b
-        res = abcdp(OBS, ArrayDraws(theta, sims, 50_000), dist, 100_000, EPS, 0.2 * sigma,
-                    release="embedding", delta=DELTA, privacy_rng=prng(1), seed=2)
+        sigma = abcdp(
+            OBS, ArrayDraws(theta[:10], sims[:10]), dist, c=1, epsilon_total=EPS, epsilon_abc=1.0,
+            delta=DELTA, options=ABCDPOptions(release="embedding"),
+            context=ReleaseContext(privacy_rng=prng(0)),
+        ).b
+        res = abcdp(
+            OBS, ArrayDraws(theta, sims, 50_000), dist, c=100_000, epsilon_total=EPS, epsilon_abc=0.2 * sigma,
+            delta=DELTA, seed=2, options=ABCDPOptions(release="embedding"),
+            context=ReleaseContext(privacy_rng=prng(1)),
+        )
     released = np.asarray(res.meta["released_embedding"])
     mean, sd = exact_posterior(released, dist, sigma, res.meta["released_grid"])
     acc = res.accepted[:, 0]
@@ -97,8 +104,11 @@ def test_noise_meets_the_target_at_the_realised_worst_sensitivity():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyWarning)
         rng = np.random.default_rng(1)
-        res = abcdp(obs, ArrayDraws(rng.uniform(size=(20, 1)), rng.uniform(size=(20, N, 1))), dist, 3, 1.0,
-                    100.0, release="embedding", delta=DELTA, privacy_rng=prng(3))
+        res = abcdp(
+            obs, ArrayDraws(rng.uniform(size=(20, 1)), rng.uniform(size=(20, N, 1))), dist, c=3,
+            epsilon_total=1.0, epsilon_abc=100.0, delta=DELTA, options=ABCDPOptions(release="embedding"),
+            context=ReleaseContext(privacy_rng=prng(3)),
+        )
     assert res.n_accepted == 3 and isinstance(res.privacy.events[0], GaussianEvent)
     assert analytic_gaussian_epsilon(res.b / shift, DELTA) <= 1.0 + 1e-6
     assert res.privacy.epsilon <= 1.0 + 1e-9 and res.privacy.accountant == "pld"
@@ -111,18 +121,27 @@ def test_charged_once_before_release_and_bad_input(tmp_path, bernoulli):
     ledger = Ledger(tmp_path / "l.db", create=True)
     ledger.register("b", epsilon=2.5, delta=1e-5, accountant="pld")
     dist = RFFMMD(1.0, 2, seed=0)
-    res = abcdp(OBS, draws, dist, 500, EPS, 10.0, release="embedding", delta=DELTA, privacy_rng=prng(4),
-                ledger=ledger, dataset="b")
+    res = abcdp(
+        OBS, draws, dist, c=500, epsilon_total=EPS, epsilon_abc=10.0, delta=DELTA,
+        options=ABCDPOptions(release="embedding"),
+        context=ReleaseContext(ledger=ledger, dataset="b", privacy_rng=prng(4)),
+    )
     assert res.n_accepted == 500 and len(ledger.history("b")) == 1  # c samples, one charge
     with pytest.raises(BudgetExceededError):
-        abcdp(OBS, draws, dist, 5, EPS, 10.0, release="embedding", delta=DELTA, ledger=ledger, dataset="b")
+        abcdp(
+            OBS, draws, dist, c=5, epsilon_total=EPS, epsilon_abc=10.0, delta=DELTA,
+            options=ABCDPOptions(release="embedding"), context=ReleaseContext(ledger=ledger, dataset="b"),
+        )
     assert len(ledger.history("b")) == 1
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyWarning)
         for kw in (dict(delta=0.0), dict(distance=ExactMMD(1.0)), dict(release="both")):
             args = dict(distance=dist, delta=DELTA, release="embedding") | kw
             with pytest.raises(InvalidPrivacyParameterError):
-                abcdp(OBS, draws, args["distance"], 5, EPS, 1.0, release=args["release"], delta=args["delta"])
+                abcdp(
+                    OBS, draws, args["distance"], c=5, epsilon_total=EPS, epsilon_abc=1.0,
+                    delta=args["delta"], options=ABCDPOptions(release=args["release"]),
+                )
 
 
 def test_cli_release_embedding(tmp_path):
@@ -183,8 +202,11 @@ def test_releases_lie_on_one_data_independent_grid_that_both_neighbours_reach(mo
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", PrivacyWarning)
             for i in range(60):
-                res = abcdp([obs, nb][i % 2], draws, dist, 1, 1.0, 100.0, release="embedding", delta=1e-5,
-                            privacy_rng=prng(100 + i))
+                res = abcdp(
+                    [obs, nb][i % 2], draws, dist, c=1, epsilon_total=1.0, epsilon_abc=100.0, delta=1e-5,
+                    options=ABCDPOptions(release="embedding"),
+                    context=ReleaseContext(privacy_rng=prng(100 + i)),
+                )
                 released = np.asarray(res.meta["released_embedding"])
                 out.append((i % 2, released, res.meta["released_grid"], res.b))
         return out
@@ -393,8 +415,11 @@ def test_release_is_computed_exactly_whatever_dtype_and_backend():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyWarning)
         for kw in (dict(), dict(dtype="float32", backend="numpy"), dict(dtype="float32")):
-            res = abcdp(obs, draws, RFFMMD(0.2, 64, seed=2, **kw), 1, 50.0, 100.0, release="embedding",
-                        delta=DELTA, privacy_rng=prng(9))
+            res = abcdp(
+                obs, draws, RFFMMD(0.2, 64, seed=2, **kw), c=1, epsilon_total=50.0, epsilon_abc=100.0,
+                delta=DELTA, options=ABCDPOptions(release="embedding"),
+                context=ReleaseContext(privacy_rng=prng(9)),
+            )
             out.append(np.asarray(res.meta["released_embedding"]))
     assert all(np.array_equal(out[0], o) for o in out[1:])
     det = res.privacy.details
@@ -419,5 +444,8 @@ def test_a_record_at_the_float_limit_is_released_not_refused():
     draws = ArrayDraws(np.zeros((2, 1)), np.random.default_rng(1).uniform(size=(2, 10, 2)))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyWarning)
-        res = abcdp(obs, draws, dist, 1, 5.0, 100.0, release="embedding", delta=DELTA, privacy_rng=prng(2))
+        res = abcdp(
+            obs, draws, dist, c=1, epsilon_total=5.0, epsilon_abc=100.0, delta=DELTA,
+            options=ABCDPOptions(release="embedding"), context=ReleaseContext(privacy_rng=prng(2)),
+        )
     assert np.all(np.isfinite(res.meta["released_embedding"]))

@@ -19,6 +19,7 @@ from dpinfer.privacy import (
     compose,
     get_accountant,
 )
+from dpinfer.privacy.context import ReleaseContext
 from dpinfer.release.private_smc import per_population_epsilon, private_smc_abc
 from seeded_privacy_rng import prng
 
@@ -52,8 +53,10 @@ def test_weighted_particles_match_rejection_abc_at_the_final_threshold(covid):
     ref = thetas[rho <= e2]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyWarning)  # a test release, no ledger
-        res = private_smc_abc(observed, model, dist, [e1, e2], 400, 1e7, 1e-6, max_draws=50_000, seed=2,
-                              privacy_rng=prng(1))
+        res = private_smc_abc(
+            observed, model, dist, epsilon_abc_schedule=[e1, e2], c=400, epsilon=1e7, delta=1e-6,
+            max_draws=50_000, seed=2, context=ReleaseContext(privacy_rng=prng(1)),
+        )
     assert [p["n_accepted"] for p in res.populations] == [400, 400]
     se = ref.std(0) * np.sqrt(1 / res.ess + 1 / len(ref))
     assert np.all(np.abs(res.mean() - ref.mean(0)) < 4 * se)
@@ -69,20 +72,27 @@ def test_composed_event_charged_before_release(covid, tmp_path):
     e1, e2 = np.quantile(rho, [0.05, 0.01])
     ledger = Ledger(tmp_path / "l.db", create=True)
     ledger.register("c", epsilon=60.0, delta=1e-5, accountant="pld")
-    res = private_smc_abc(observed, model, dist, [e1, e2], 5, 44.0, 1e-6, seed=1, privacy_rng=prng(2),
-                          ledger=ledger, dataset="c")
+    res = private_smc_abc(
+        observed, model, dist, epsilon_abc_schedule=[e1, e2], c=5, epsilon=44.0, delta=1e-6, seed=1,
+        context=ReleaseContext(ledger=ledger, dataset="c", privacy_rng=prng(2)),
+    )
     assert len(ledger.history("c")) == 1 and res.privacy.epsilon <= 44.0 + 1e-9
     assert res.privacy.accountant == "pld" and len(res.populations) == 2
     with pytest.raises(BudgetExceededError):  # 44 + 44 > 60: refused before anything runs
-        private_smc_abc(observed, model, dist, [e1, e2], 5, 44.0, 1e-6, privacy_rng=prng(3),
-                        ledger=ledger, dataset="c")
+        private_smc_abc(
+            observed, model, dist, epsilon_abc_schedule=[e1, e2], c=5, epsilon=44.0, delta=1e-6,
+            context=ReleaseContext(ledger=ledger, dataset="c", privacy_rng=prng(3)),
+        )
     assert len(ledger.history("c")) == 1
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyWarning)
         for kw in (dict(epsilon_abc_schedule=[0.01, 0.02]), dict(epsilon_abc_schedule=[]), dict(c=1)):
             args = dict(epsilon_abc_schedule=[e1, e2], c=5) | kw
             with pytest.raises(InvalidPrivacyParameterError):
-                private_smc_abc(observed, model, dist, args["epsilon_abc_schedule"], args["c"], 1.0, 1e-6)
+                private_smc_abc(
+                    observed, model, dist, epsilon_abc_schedule=args["epsilon_abc_schedule"], c=args["c"],
+                    epsilon=1.0, delta=1e-6,
+                )
 
 
 def test_refused_inputs_are_not_charged(tmp_path):
@@ -95,13 +105,17 @@ def test_refused_inputs_are_not_charged(tmp_path):
     model = MixtureOfUniforms(n_points=50)  # simulates data sets of 50 scalar points
     ledger = Ledger(tmp_path / "l.db", create=True)
     ledger.register("m", epsilon=1.0, delta=1e-5, accountant="pld")
-    kw = dict(ledger=ledger, dataset="m", privacy_rng=prng(4))
+    kw = dict(context=ReleaseContext(ledger, "m", prng(4)))
     observed3 = np.random.default_rng(0).uniform(size=(50, 3))
     with pytest.raises(InvalidDataError, match="dimension"):
-        private_smc_abc(observed3, model, RFFMMD(0.6, 20), [0.3, 0.2], 5, 1.0, 1e-6, **kw)
+        private_smc_abc(
+            observed3, model, RFFMMD(0.6, 20), epsilon_abc_schedule=[0.3, 0.2], c=5, epsilon=1.0, delta=1e-6,
+            **kw,
+        )
     observed = model.observed(seed=1)
-    for args, extra in (((5,), dict(max_draws=10**30)), ((10**12,), {}), ((5,), dict(batch_size=0)),
-                        ((5,), dict(accountant="nope"))):
+    for c, extra in ((5, dict(max_draws=10**30)), (10**12, {}), (5, dict(batch_size=0)),
+                     (5, dict(accountant="nope"))):
         with pytest.raises((InvalidPrivacyParameterError, ValueError, KeyError)):
-            private_smc_abc(observed, model, RFFMMD(0.6, 20), [0.3, 0.2], *args, 1.0, 1e-6, **kw, **extra)
+            private_smc_abc(observed, model, RFFMMD(0.6, 20), epsilon_abc_schedule=[0.3, 0.2], c=c,
+                            epsilon=1.0, delta=1e-6, **kw, **extra)
     assert ledger.history("m") == [] and ledger.spent("m") == 0.0

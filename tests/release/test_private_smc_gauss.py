@@ -23,6 +23,7 @@ from dpinfer.privacy import (
     compose,
     get_accountant,
 )
+from dpinfer.privacy.context import ReleaseContext
 from dpinfer.release import gaussian_weights_smc_abc
 from dpinfer.release.private_smc_gauss import weight_noise_std
 from seeded_privacy_rng import prng
@@ -62,7 +63,8 @@ def test_last_population_matches_kernel_abc_with_the_noise_in_the_bandwidth(covi
     prior draws. Broken variant caught at ε = 500: the kernel of bandwidth h alone (the noise
     not counted), whose sd of the last coordinate is > 25% narrower than what is released."""
     observed, model, dist, thetas, rho = covid
-    res = run(observed, model, dist, 1000, 2, epsilon, 1e-6, seed=1, privacy_rng=prng(1))
+    res = run(observed, model, dist, n_particles=1000, n_populations=2, epsilon=epsilon, delta=1e-6, seed=1,
+              context=ReleaseContext(privacy_rng=prng(1)))
     pop = res.populations[-1]
     m, sd, ref_ess = kernel_abc(thetas, rho, pop["h_eff"])
     z = (res.mean() - m) / (sd * np.sqrt(1 / res.ess + 1 / ref_ess))
@@ -108,8 +110,8 @@ def test_noise_covers_the_l2_sensitivity_of_all_particles_and_all_populations():
     shift, bound = _worst_shift(M)
     assert 0.3 * bound < shift <= bound * (1 + 1e-9)  # the √M bound holds, attained to 0.4
     model = MixtureOfUniforms(n_points=20)
-    res = run(model.observed(seed=1), model, RFFMMD(0.6, 100, seed=0), M, K, eps, 1e-6, seed=0,
-              privacy_rng=prng(0))
+    res = run(model.observed(seed=1), model, RFFMMD(0.6, 100, seed=0), n_particles=M, n_populations=K,
+              epsilon=eps, delta=1e-6, seed=0, context=ReleaseContext(privacy_rng=prng(0)))
     d = res.privacy.details
     sigma, gamma = res.populations[0]["sigma"], d["grid"]
     # on the grid each coordinate moves by at most ⌈Δρ/γ⌉ units (|round(a) - round(b)| < |a - b|/γ + 1)
@@ -145,27 +147,33 @@ def test_composed_event_charged_before_release_and_bad_input(covid, tmp_path):
     observed, model, dist, _, _ = covid
     ledger = Ledger(tmp_path / "l.db", create=True)
     ledger.register("c", epsilon=7.0, delta=1e-5, accountant="rdp")
-    res = gaussian_weights_smc_abc(observed, model, dist, 50, 3, 6.0, 1e-6, seed=1, privacy_rng=prng(2),
-                                   ledger=ledger, dataset="c")
+    res = gaussian_weights_smc_abc(
+        observed, model, dist, n_particles=50, n_populations=3, epsilon=6.0, delta=1e-6, seed=1,
+        context=ReleaseContext(ledger=ledger, dataset="c", privacy_rng=prng(2)),
+    )
     (entry,) = ledger.history("c")
     assert res.privacy.epsilon <= 6.0 * (1 + 1e-6) and len(res.privacy.events) == 3
     with pytest.raises(BudgetExceededError):  # two releases exceed 7: refused before anything runs
-        gaussian_weights_smc_abc(observed, model, dist, 50, 3, 6.0, 1e-6, privacy_rng=prng(3),
-                                 ledger=ledger, dataset="c")
+        gaussian_weights_smc_abc(
+            observed, model, dist, n_particles=50, n_populations=3, epsilon=6.0, delta=1e-6,
+            context=ReleaseContext(ledger=ledger, dataset="c", privacy_rng=prng(3)),
+        )
     assert len(ledger.history("c")) == 1
     # a PLD ledger cannot account the multivariate discrete Gaussian: refused, nothing charged
     pld = Ledger(tmp_path / "p.db", create=True)
     pld.register("c", epsilon=7.0, delta=1e-5, accountant="pld")
     with pytest.raises(UnsupportedEventError, match="rdp"):
-        gaussian_weights_smc_abc(observed, model, dist, 50, 3, 6.0, 1e-6, privacy_rng=prng(3),
-                                 ledger=pld, dataset="c")
+        gaussian_weights_smc_abc(
+            observed, model, dist, n_particles=50, n_populations=3, epsilon=6.0, delta=1e-6,
+            context=ReleaseContext(ledger=pld, dataset="c", privacy_rng=prng(3)),
+        )
     assert pld.history("c") == []
-    for args in ((1, 2, 1.0, 1e-6), (50, 0, 1.0, 1e-6), (50, 2, 1.0, 0.0), (50, 2, -1.0, 1e-6)):
+    for m, k, eps, delta in ((1, 2, 1.0, 1e-6), (50, 0, 1.0, 1e-6), (50, 2, 1.0, 0.0), (50, 2, -1.0, 1e-6)):
         with pytest.raises(InvalidPrivacyParameterError):
-            run(observed, model, dist, *args)
+            run(observed, model, dist, n_particles=m, n_populations=k, epsilon=eps, delta=delta)
     for kw in (dict(ess_fraction=1.0), dict(accountant="pld"), dict(batch_size=0)):
         with pytest.raises(InvalidPrivacyParameterError):
-            run(observed, model, dist, 50, 2, 1.0, 1e-6, **kw)
+            run(observed, model, dist, n_particles=50, n_populations=2, epsilon=1.0, delta=1e-6, **kw)
 
 
 def test_refused_inputs_are_not_charged(tmp_path):
@@ -176,12 +184,18 @@ def test_refused_inputs_are_not_charged(tmp_path):
     model = MixtureOfUniforms(n_points=50)
     ledger = Ledger(tmp_path / "l.db", create=True)
     ledger.register("m", epsilon=1.0, delta=1e-5, accountant="rdp")
-    kw = dict(ledger=ledger, dataset="m", privacy_rng=prng(4))
+    kw = dict(context=ReleaseContext(ledger, "m", prng(4)))
     observed3 = np.random.default_rng(0).uniform(size=(50, 3))
     with pytest.raises(InvalidDataError, match="dimension"):
-        gaussian_weights_smc_abc(observed3, model, RFFMMD(0.6, 20), 100, 2, 1.0, 1e-6, **kw)
+        gaussian_weights_smc_abc(
+            observed3, model, RFFMMD(0.6, 20), n_particles=100, n_populations=2, epsilon=1.0, delta=1e-6,
+            **kw,
+        )
     observed = model.observed(seed=1)
     for m, k in ((10**12, 2), (100, 10**6), (2.5, 2)):
         with pytest.raises(InvalidPrivacyParameterError):
-            gaussian_weights_smc_abc(observed, model, RFFMMD(0.6, 20), m, k, 1.0, 1e-6, **kw)
+            gaussian_weights_smc_abc(
+                observed, model, RFFMMD(0.6, 20), n_particles=m, n_populations=k, epsilon=1.0, delta=1e-6,
+                **kw,
+            )
     assert ledger.history("m") == [] and ledger.spent("m") == 0.0

@@ -24,7 +24,9 @@ from dpinfer.models.synthesis import (
     synthesize_from,
 )
 from dpinfer.privacy import Ledger, data_fingerprint, file_fingerprint
+from dpinfer.privacy.context import ReleaseContext
 from dpinfer.release import abcdp
+from dpinfer.release.dpvi import OptimizerOptions, TrainingOptions
 from seeded_privacy_rng import prng
 
 
@@ -38,8 +40,11 @@ def covid_release(tmp_path_factory):
     path = tmp_path_factory.mktemp("l") / "l.db"
     ledger = Ledger(path, create=True)
     ledger.register("covid", epsilon=50.0, accountant="pure")
-    res = abcdp(observed, (thetas, sims), ExactMMD(900.0), 5, 44.0, 0.3, privacy_rng=prng(1),
-                ledger=ledger, dataset="covid", meta={"model": "covid"}, param_names=model.param_names)
+    res = abcdp(
+        observed, (thetas, sims), ExactMMD(900.0), c=5, epsilon_total=44.0, epsilon_abc=0.3,
+        meta={"model": "covid"}, param_names=model.param_names,
+        context=ReleaseContext(ledger=ledger, dataset="covid", privacy_rng=prng(1)),
+    )
     return res, ledger
 
 
@@ -95,8 +100,14 @@ def test_dpvi_covariates_must_be_declared_public_or_dp_and_bad_n_refused(covid_r
     rng = np.random.default_rng(0)
     X = rng.normal(size=(200, 3))
     y = (X @ np.array([1.0, -1.0, 0.5]) + rng.normal(size=200) > 0).astype(float)
-    fit = DPVI(LogisticRegression(3)).fit(X, y, private=False, clip=None, sampling_rate=0.2,
-                                           steps=50, lr=0.1, seed=0)
+    fit = DPVI(LogisticRegression(3)).fit(
+        X,
+        y,
+        optimizer=OptimizerOptions(lr=0.1),
+        training=TrainingOptions(sampling_rate=0.2, steps=50),
+        private=False,
+        seed=0,
+    )
     with pytest.raises(InvalidDataError, match="covariates"):
         fit.synthesize(10, None)
     with pytest.raises(InvalidDataError, match="raw ndarray"):  # before: 500 rows copied from X

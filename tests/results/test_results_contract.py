@@ -39,6 +39,7 @@ from dpinfer.inference.weighted import WeightedSample
 from dpinfer.models import GaussianMean, LinearRegression
 from dpinfer.models.shipped.mixture_uniform import MixtureOfUniforms
 from dpinfer.privacy import PrivacyRNG
+from dpinfer.privacy.context import ReleaseContext
 from dpinfer.release import (
     ABCDPResult,
     ABCResult,
@@ -48,7 +49,7 @@ from dpinfer.release import (
     private_smc_abc,
     rejection_abc,
 )
-from dpinfer.release.dpvi import DPVI, DPVIResult, LogisticRegression
+from dpinfer.release.dpvi import DPVI, DPVIResult, LogisticRegression, PrivacyOptions, TrainingOptions
 from dpinfer.results.format import FORMAT, PosteriorResult, load_result, read_meta
 
 SMALL = {"kind": "nsf", "transforms": 1, "hidden": 8, "blocks": 1, "bins": 4}
@@ -75,13 +76,21 @@ def results() -> dict[str, object]:
         warnings.simplefilter("ignore")
         out = {
             "abc": rejection_abc(observed, mix.prior_sample, mix.simulate, dist, 0.2, 120, seed=3),
-            "abcdp": abcdp(observed, draws, dist, 2, 5.0, 0.2, privacy_rng=_quiet_rng(1)),
+            "abcdp": abcdp(
+                observed, draws, dist, c=2, epsilon_total=5.0, epsilon_abc=0.2,
+                context=ReleaseContext(privacy_rng=_quiet_rng(1)),
+            ),
             "smc": smc_abc(gm, [0.6], n_particles=200, schedule=[2.0, 1.0], backend="serial", seed=1,
                            batch_size=200),
             "is": mechanism_importance_sampling(gm, [0.6], n_theta=300, n_inner=2, pilot_theta=100, seed=2),
             "dpvi": DPVI(LogisticRegression(8)).fit(
-                d.X_train[:300], d.y_train[:300], noise_multiplier=2.0, delta=1e-5, clip=1.0,
-                sampling_rate=0.1, steps=20, seed=0, privacy_rng=_quiet_rng(2),
+                d.X_train[:300],
+                d.y_train[:300],
+                delta=1e-5,
+                privacy=PrivacyOptions(noise_multiplier=2.0, clip=1.0),
+                training=TrainingOptions(sampling_rate=0.1, steps=20),
+                seed=0,
+                context=ReleaseContext(privacy_rng=_quiet_rng(2)),
             ),
             "sppe": SPPE(gm, flow=SMALL, rounds=1, simulations_per_round=60, atoms=2, rqmc_points=1,
                          training=FAST, seed=0).fit([0.6]),
@@ -92,8 +101,10 @@ def results() -> dict[str, object]:
             "tempered": tempered_smc(gm, [0.6], n_particles=100, n_inner=10, seed=4),
             "infer": dpinfer.infer(gm, [0.6], method="importance", seed=5, backend="serial", warn=False,
                                    n_theta=300, n_inner=2, pilot_theta=100),
-            "private-smc": private_smc_abc(observed, mix, dist, [0.5, 0.4], 5, 20.0, 1e-6, seed=1,
-                                           privacy_rng=_quiet_rng(3), max_draws=20_000),
+            "private-smc": private_smc_abc(
+                observed, mix, dist, epsilon_abc_schedule=[0.5, 0.4], c=5, epsilon=20.0, delta=1e-6, seed=1,
+                max_draws=20_000, context=ReleaseContext(privacy_rng=_quiet_rng(3)),
+            ),
         }
     return out
 

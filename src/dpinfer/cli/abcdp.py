@@ -192,7 +192,8 @@ def _distance(args: argparse.Namespace, meta: dict[str, Any]) -> Any:
 
 
 def _abcdp(args: argparse.Namespace) -> int:
-    from ..release.abcdp import abcdp
+    from ..privacy.context import ReleaseContext
+    from ..release.abcdp import ABCDPOptions, abcdp
 
     # refusals first: nothing is read, charged or released without a ledger decision
     ledger, dataset = open_release_ledger(args, args.observed)
@@ -216,21 +217,18 @@ def _abcdp(args: argparse.Namespace) -> int:
             observed,
             (theta, sims),
             distance,
-            args.c,
-            args.epsilon,
-            args.epsilon_abc,
-            args.resample,
-            ledger=ledger,
-            dataset=dataset,
-            label=f"abcdp {Path(args.simulations).name}",
-            batch_size=args.batch_size,
-            param_names=tuple(meta.get("param_names", ())),
-            progress=False if args.no_progress else None,
-            meta={"simulations": str(args.simulations), "model": meta.get("model"), "seed": meta.get("seed")},
-            noise=args.noise,
+            c=args.c,
+            epsilon_total=args.epsilon,
+            epsilon_abc=args.epsilon_abc,
             delta=args.delta,
-            release=args.release,
+            options=ABCDPOptions(
+                noise=args.noise, resample=args.resample, release=args.release, batch_size=args.batch_size,
+                progress=False if args.no_progress else None,
+            ),
             seed=args.seed,
+            context=ReleaseContext(ledger, dataset, label=f"abcdp {Path(args.simulations).name}"),
+            param_names=tuple(meta.get("param_names", ())),
+            meta={"simulations": str(args.simulations), "model": meta.get("model"), "seed": meta.get("seed")},
         )
     mark_unaccounted(res, ledger)
     out = Path(args.out)

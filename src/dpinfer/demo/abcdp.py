@@ -16,6 +16,7 @@ def section_abcdp(ctx: DemoContext) -> None:
     from ..distances import ExactMMD, median_heuristic
     from ..models.shipped.covid import CovidPolynomial
     from ..plots import plot_covid_fit
+    from ..privacy.context import ReleaseContext
     from ..release.abcdp import abcdp
     from ..release.draws import ArrayDraws, SimulatedDraws
     from ..release.rejection import rejection_abc_draws
@@ -30,8 +31,9 @@ def section_abcdp(ctx: DemoContext) -> None:
     distance = ExactMMD(bandwidth)
     ctx.ledger.register(DATASET, epsilon=eps_total, accountant="pure")
     res = abcdp(
-        observed, ArrayDraws(thetas, sims, 2048), distance, c, eps_total, eps_abc,
-        ledger=ctx.ledger, dataset=DATASET, label="ABCDP COVID c=5", param_names=model.param_names,
+        observed, ArrayDraws(thetas, sims, 2048), distance, c=c, epsilon_total=eps_total,
+        epsilon_abc=eps_abc, context=ReleaseContext(ctx.ledger, DATASET, label="ABCDP COVID c=5"),
+        param_names=model.param_names,
     )
     ref = rejection_abc_draws(observed, ArrayDraws(thetas, sims, 2048), distance, eps_abc, max_accept=c)
 

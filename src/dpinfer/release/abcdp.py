@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -38,7 +39,6 @@ from .draws import as_draw_source
 
 if TYPE_CHECKING:
     from ..distances.base import Distance
-    from ..privacy.ledger import Ledger
 
 
 def check_epsilon_abc(epsilon_abc: Any) -> float:
@@ -95,28 +95,57 @@ def _batch_distances(distance: Distance, prepared: Any, theta: np.ndarray, sims:
     return rho
 
 
+@dataclass(frozen=True)
+class ABCDPOptions:
+    """How an ABCDP release is made and run (the settings besides c, ε, ε_abc and δ).
+
+    Attributes
+    ----------
+    noise
+        ``"laplace"`` (default): Algorithm 1 of Park et al. (2021), pure ε_total-DP.
+        ``"gaussian"``: threshold N(0, σ1²) and distance N(0, σ2²) noise, (ε_total, δ)-DP by the
+        Rényi analysis of Zhu & Wang (2020, Theorem 8; :mod:`dpinfer.privacy.gaussian_svt`) with
+        at most T queries (enforced by the engine), σ1, σ2 the least noise meeting the target
+        (:func:`dpinfer.privacy.calibrate_gaussian_svt`); the event is a
+        :class:`~dpinfer.privacy.GaussianSparseVectorEvent` and the ledger's accountant must be
+        ``"rdp"``.
+    resample
+        Redraw the threshold noise after each acceptance (b = 2cΔρ/ε) instead of once
+        (b = (c+1)Δρ/ε) - Theorem 1 of Park et al. (2021).
+    release
+        ``"svt"`` (default): the sparse vector, whose noise grows with c. ``"embedding"``:
+        release once the RFF mean embedding of the observed data with Gaussian noise
+        ((ε_total, δ)-DP whatever c and T), then accept θ_t whose simulated data's embedding plus
+        simulated mechanism noise lies within ε_abc of it - post-processing, posterior given the
+        release (:mod:`dpinfer.release.embedding`). Needs an :class:`~dpinfer.distances.RFFMMD`
+        distance; ``noise`` and ``resample`` are then unused.
+    batch_size
+        Pairs per batch when the draws are arrays.
+    progress
+        Show a tqdm bar (None: only on a terminal).
+    """
+
+    noise: str = "laplace"
+    resample: bool = False
+    release: str = "svt"
+    batch_size: int = 256
+    progress: bool | None = False
+
+
 def abcdp(
     observed: Any,
     draws: Any,
     distance: Distance,
+    *,
     c: int,
     epsilon_total: float,
     epsilon_abc: float,
-    resample: bool = False,
-    *,
-    privacy_rng: Any = None,
-    ledger: Ledger | None = None,
-    dataset: str | None = None,
-    context: ReleaseContext | None = None,
-    label: str = "abcdp",
-    batch_size: int = 256,
-    param_names: tuple[str, ...] = (),
-    progress: bool | None = False,
-    meta: dict[str, Any] | None = None,
-    noise: str = "laplace",
     delta: float = 0.0,
-    release: str = "svt",
+    options: ABCDPOptions | None = None,
     seed: Any = 0,
+    context: ReleaseContext | None = None,
+    param_names: tuple[str, ...] = (),
+    meta: dict[str, Any] | None = None,
 ) -> ABCDPResult:
     """Run ABCDP (Algorithm 1) and release the accepted θ with an ε_total-DP guarantee.
 
@@ -140,41 +169,22 @@ def abcdp(
         The privacy level ε_total (pure DP, replace-one on the observed data).
     epsilon_abc
         The ABC threshold ε_abc >= 0.
-    resample
-        Redraw the threshold noise after each acceptance (b = 2cΔρ/ε) instead of once
-        (b = (c+1)Δρ/ε) - Theorem 1.
-    privacy_rng, ledger, dataset, context, label
-        Where the release is charged and where its noise comes from: either a
-        :class:`~dpinfer.privacy.ReleaseContext` (``context``) or the flat keywords
-        (``privacy_rng``: None for OS entropy, or a test PrivacyRNG; ``ledger`` and ``dataset``:
-        the event is charged to ``dataset`` before any noise is drawn or anything is answered;
-        without a ledger the release warns that it is unaccounted).
-    batch_size
-        Pairs per batch when ``draws`` are arrays.
-    param_names, meta
-        Names of the θ coordinates and public facts stored with the result.
-    progress
-        Show a tqdm bar (None: only on a terminal).
-    noise
-        ``"laplace"``: Algorithm 1, pure ε_total-DP. ``"gaussian"``: threshold N(0, σ1²) and
-        distance N(0, σ2²) noise, (ε_total, ``delta``)-DP by the Rényi analysis of Zhu & Wang
-        (2020, Theorem 8; :mod:`dpinfer.privacy.gaussian_svt`) with at most T queries (enforced
-        by the engine), σ1, σ2 the least noise meeting the target
-        (:func:`dpinfer.privacy.calibrate_gaussian_svt`); the event is a
-        :class:`GaussianSparseVectorEvent` and the ledger's accountant must be ``"rdp"``.
     delta
         The δ of the guarantee; must be in (0, 1) with ``noise="gaussian"`` or
         ``release="embedding"``, 0 with Laplace.
-    release
-        ``"svt"`` (default): the sparse vector above, whose noise grows with c. ``"embedding"``:
-        release once the RFF mean embedding of the observed data with Gaussian noise (L2
-        sensitivity 2/N, (ε_total, δ)-DP whatever c and T), then accept θ_t whose simulated
-        data's embedding plus simulated mechanism noise lies within ε_abc of it - post-
-        processing, posterior given the release (:mod:`dpinfer.release.embedding`).
-        Needs an :class:`~dpinfer.distances.RFFMMD` distance; ``noise`` and ``resample`` are
-        then unused.
+    options
+        :class:`ABCDPOptions`: the noise family (Laplace or Gaussian), resampling of the threshold
+        noise, the release (sparse vector or one embedding), the batch size and a progress bar.
     seed
         With ``release="embedding"``: the public randomness of the simulated mechanism noise.
+    context
+        The :class:`~dpinfer.privacy.ReleaseContext`: the ledger and data set the event is charged
+        to before any noise is drawn or anything is answered, and the source of the noise
+        (``None``: unaccounted, with a warning, and OS entropy; tests pass
+        ``ReleaseContext(privacy_rng=PrivacyRNG.insecure_deterministic(...))``). Its label
+        defaults to ``"abcdp"``.
+    param_names, meta
+        Names of the θ coordinates and public facts stored with the result.
 
     Returns
     -------
@@ -196,17 +206,23 @@ def abcdp(
         ledger, and nothing is released.
     """
     # ---- validation: nothing is charged or released before all of this has passed ----------
+    if options is None:
+        options = ABCDPOptions()
+    elif not isinstance(options, ABCDPOptions):
+        raise TypeError(f"options= takes an ABCDPOptions(...), got {type(options).__name__}.")
+    noise, resample, release = options.noise, options.resample, options.release
     eps_total = check_epsilon(epsilon_total, "epsilon_total")
     eps_abc = check_epsilon_abc(epsilon_abc)
-    source = as_draw_source(draws, batch_size=batch_size)
+    source = as_draw_source(draws, batch_size=options.batch_size)
     T = int(source.n_draws)
     c = check_c(c, T)
-    ctx = ReleaseContext.of(context, ledger=ledger, dataset=dataset, privacy_rng=privacy_rng, label=label)
+    ctx = ReleaseContext.of(context, label="abcdp")
     if release == "embedding":
         from .embedding import embedding_abc
 
-        return embedding_abc(observed, source, distance, c, eps_total, delta, eps_abc, seed=seed,
-                             context=ctx, param_names=tuple(param_names), meta=meta)
+        return embedding_abc(observed, source, distance, c=c, epsilon=eps_total, delta=delta,
+                             epsilon_abc=eps_abc, seed=seed, context=ctx, param_names=tuple(param_names),
+                             meta=meta)
     if release != "svt":
         raise InvalidPrivacyParameterError(f"release must be 'svt' or 'embedding', got {release!r}.")
     sens = release_sensitivity(distance, count_records(observed), warn=False)  # public: N and declared bounds
@@ -229,7 +245,7 @@ def abcdp(
         accepted: list[np.ndarray] = []
         accepted_index: list[np.ndarray] = []
         offset, overflow = 0, False
-        with _progress(T, progress, "ABCDP") as bar:
+        with _progress(T, options.progress, "ABCDP") as bar:
             engine: SparseVector = (
                 GaussianSparseVector.from_event(event, sens.sensitivity, eps_abc, ctx)  # type: ignore[arg-type]
                 if gauss
@@ -339,3 +355,6 @@ def _noise_event(
         event.threshold_noise_multiplier * delta_rho,
         event.query_noise_multiplier * delta_rho,
     )
+
+
+__all__ = ["ABCDPOptions", "abcdp", "check_c", "check_epsilon_abc"]

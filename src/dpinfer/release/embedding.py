@@ -81,7 +81,7 @@ misspecification of the simulated law at large N; choose float64 there if it mat
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -101,9 +101,6 @@ from ..privacy.mechanisms.embedding import (
 from ..privacy.report import PrivacyReport
 from ..privacy.validation import check_delta, check_epsilon
 from .abc_result import ABCDPResult
-
-if TYPE_CHECKING:
-    from ..privacy.ledger import Ledger
 
 __all__ = ["embedding_abc", "embedding_sensitivity"]
 
@@ -126,29 +123,24 @@ def embedding_abc(
     observed: Any,
     source: Any,
     distance: Any,
+    *,
     c: int,
     epsilon: float,
     delta: float,
     epsilon_abc: float,
-    *,
     seed: Any = 0,
-    privacy_rng: Any = None,
-    ledger: Ledger | None = None,
-    dataset: str | None = None,
-    label: str = "abcdp-embedding",
+    context: ReleaseContext | None = None,
     param_names: tuple[str, ...] = (),
     meta: dict[str, Any] | None = None,
-    context: ReleaseContext | None = None,
 ) -> ABCDPResult:
     """Release μ̃ once (discrete Gaussian on a grid), then accept up to c θ_t with ||μ̃_t - μ̃|| <= ε_abc.
 
-    Called by :func:`dpinfer.release.abcdp` with ``release="embedding"``; ``source`` is its draw
-    source, c, ε_abc as there (validated by the caller). ``privacy_rng``, ``ledger``,
-    ``dataset`` and ``label`` (or one ``context``) make the
-    :class:`~dpinfer.privacy.context.ReleaseContext` the release is charged through. ``seed``
-    drives the simulated mechanism noise (public). The result's ``b`` and ``sigma_query`` are the
-    noise scale γ·σ_γ; ``meta`` holds the released embedding (``released_embedding``, exact
-    multiples of the grid ``released_grid``).
+    Called by :func:`dpinfer.release.abcdp` with ``ABCDPOptions(release="embedding")``; ``source``
+    is its draw source, c, ε_abc as there (validated by the caller). ``context`` is the
+    :class:`~dpinfer.privacy.context.ReleaseContext` the release is charged through (its label
+    defaults to ``"abcdp-embedding"``). ``seed`` drives the simulated mechanism noise (public).
+    The result's ``b`` and ``sigma_query`` are the noise scale γ·σ_γ; ``meta`` holds the released
+    embedding (``released_embedding``, exact multiples of the grid ``released_grid``).
     """
     eps, dlt = check_epsilon(epsilon, "epsilon_total"), check_delta(delta)
     if not 0.0 < dlt < 1.0:
@@ -160,7 +152,7 @@ def embedding_abc(
             "release='embedding' needs an RFFMMD distance (a feature map with ||φ(x)|| = 1 bounds "
             f"the sensitivity), got {type(distance).__name__}; use release='svt' for others."
         )
-    ctx = ReleaseContext.of(context, ledger=ledger, dataset=dataset, privacy_rng=privacy_rng, label=label)
+    ctx = ReleaseContext.of(context, label="abcdp-embedding")
     points = as_points(observed, "observed data")  # checks the observed data
     n_obs, dim = points.shape
     W = distance.frequencies(dim)

@@ -53,7 +53,6 @@ from .abcdp import check_epsilon_abc
 
 if TYPE_CHECKING:
     from ..distances.base import Distance
-    from ..privacy.ledger import Ledger
 
 #: Most particles a population may hold (c here, M in the Gaussian-weights variant): the kernel
 #: proposal's density costs O(draws × particles) per population. Larger sizes are refused before
@@ -215,20 +214,16 @@ def private_smc_abc(
     observed: Any,
     model: Any,
     distance: Distance,
+    *,
     epsilon_abc_schedule: list[float],
     c: int,
     epsilon: float,
     delta: float,
-    *,
     max_draws: int = 10_000,
     batch_size: int = 256,
     accountant: str = "pld",
     seed: Any = 0,
-    privacy_rng: Any = None,
-    ledger: Ledger | None = None,
-    dataset: str | None = None,
     context: ReleaseContext | None = None,
-    label: str = "private-smc-abc",
 ) -> PrivateSMCResult:
     """Private SMC-ABC: K = len(schedule) populations of c particles, (ε, δ)-DP in total.
 
@@ -253,9 +248,10 @@ def private_smc_abc(
         Draws simulated at once (1 <= batch_size <= 2^20).
     seed
         Public randomness (proposals, simulations). The noise comes from the release context.
-    privacy_rng, ledger, dataset, context, label
-        The :class:`~dpinfer.privacy.ReleaseContext` (or its flat keywords): the whole
-        composition is charged before the first noise is drawn.
+    context
+        The :class:`~dpinfer.privacy.ReleaseContext`: the whole composition is charged to its
+        ledger before the first noise is drawn from its RNG (``None``: unaccounted, with a
+        warning, and OS entropy). Its label defaults to ``"private-smc-abc"``.
 
     Returns
     -------
@@ -280,7 +276,7 @@ def private_smc_abc(
                            "must be at least c.")
     batch_size = check_size(batch_size, "batch_size", 1, MAX_BATCH, "Simulate in smaller batches.")
     get_accountant(accountant)  # an unknown accountant is refused here, not after the charge
-    ctx = ReleaseContext.of(context, ledger=ledger, dataset=dataset, privacy_rng=privacy_rng, label=label)
+    ctx = ReleaseContext.of(context, label="private-smc-abc")
     prior = smc_prior(model)
     sens = release_sensitivity(distance, count_records(observed), warn=False)  # public: N and declared bounds
     K = len(schedule)

@@ -70,7 +70,6 @@ from .private_smc import (
 
 if TYPE_CHECKING:
     from ..distances.base import Distance
-    from ..privacy.ledger import Ledger
 
 __all__ = ["MAX_POPULATIONS", "gaussian_weights_smc_abc", "weight_noise_std"]
 
@@ -121,20 +120,16 @@ def gaussian_weights_smc_abc(
     observed: Any,
     model: Any,
     distance: Distance,
+    *,
     n_particles: int,
     n_populations: int,
     epsilon: float,
     delta: float,
-    *,
     ess_fraction: float = 0.5,
     accountant: str = ACCOUNTANT,
     batch_size: int = 4096,
     seed: Any = 0,
-    privacy_rng: Any = None,
-    ledger: Ledger | None = None,
-    dataset: str | None = None,
     context: ReleaseContext | None = None,
-    label: str = "private-smc-abc-gaussian",
 ) -> PrivateSMCResult:
     """Private SMC-ABC releasing each population's distances through the Gaussian mechanism.
 
@@ -165,8 +160,10 @@ def gaussian_weights_smc_abc(
         Simulations at once (memory of one batch of simulated data sets).
     seed
         Public randomness (proposals, simulations). The noise comes from the release context.
-    privacy_rng, ledger, dataset, context, label
-        The :class:`~dpinfer.privacy.ReleaseContext` (or its flat keywords).
+    context
+        The :class:`~dpinfer.privacy.ReleaseContext`: the K releases are charged to its ledger
+        before the first noise is drawn from its RNG (``None``: unaccounted, with a warning, and
+        OS entropy). Its label defaults to ``"private-smc-abc-gaussian"``.
 
     Returns
     -------
@@ -203,7 +200,7 @@ def gaussian_weights_smc_abc(
             "multivariate discrete Gaussian noise, which only the Renyi (zCDP) analysis covers "
             "(Canonne, Kamath & Steinke 2020, Theorem 14). Use a ledger on the 'rdp' accountant."
         )
-    ctx = ReleaseContext.of(context, ledger=ledger, dataset=dataset, privacy_rng=privacy_rng, label=label)
+    ctx = ReleaseContext.of(context, label="private-smc-abc-gaussian")
     prior = smc_prior(model)
     sens = release_sensitivity(distance, count_records(observed), warn=False)  # public: N and declared bounds
     plan = gaussian_rounds(sens.sensitivity, M, K, eps, dlt)

@@ -538,8 +538,10 @@ def _build_gaussian_svt(*, epsilon: float, delta: float) -> AuditSetup:
 
 def _build_embedding(*, epsilon: float, delta: float) -> AuditSetup:
     from ..calibration import composed_gaussian_multiplier
+    from ..context import ReleaseContext
 
     rff, abcdp = resolve("dpinfer.distances:RFFMMD"), resolve("dpinfer.release:abcdp")
+    options = resolve("dpinfer.release:ABCDPOptions")(release="embedding")
     n, n_features = 5, 50
     dist = rff(0.3, n_features, seed=1)
     data = np.random.default_rng(0).uniform(size=(n, 1))
@@ -557,8 +559,10 @@ def _build_embedding(*, epsilon: float, delta: float) -> AuditSetup:
 
     def of(eps: float) -> Callable[[Any, PrivacyRNG], np.ndarray]:
         def release(y: Any, rng: PrivacyRNG) -> np.ndarray:
-            res = _quiet(lambda: abcdp(y, draws, dist, 1, eps, 100.0, release="embedding", delta=delta,
-                                       privacy_rng=rng))
+            res = _quiet(lambda: abcdp(
+                y, draws, dist, c=1, epsilon_total=eps, epsilon_abc=100.0, delta=delta,
+                options=options, context=ReleaseContext(privacy_rng=rng),
+            ))
             return np.asarray(res.meta["released_embedding"], dtype=np.float64)
 
         return release
