@@ -100,15 +100,15 @@ def read_csv(
             raise InvalidDataError(f"{p} line {line} has {len(r)} fields, expected {len(header)}.")
         for j, c in enumerate(cols):
             if r[c].strip() == "" or r[c].strip().lower() in ("na", "nan", "null", "none"):
-                raise InvalidDataError(
-                    f"{p} line {line}, column {header[c]!r}: missing value ({r[c]!r}); DPVI needs complete "
+                raise InvalidDataError(  # a record's cell: never shown
+                    f"{p} line {line}, column {header[c]!r}: missing value; DPVI needs complete "
                     "records: remove the record or impute it first. Nothing was charged or released."
                 )
             try:
                 out[i, j] = float(r[c])
             except ValueError:
-                raise InvalidDataError(
-                    f"{p} line {line}, column {header[c]!r}: {r[c]!r} is not a number. Encode "
+                raise InvalidDataError(  # a record's cell: never shown
+                    f"{p} line {line}, column {header[c]!r}: not a number. Encode "
                     "categorical columns numerically first; nothing was charged or released."
                 ) from None
     return out[:, :-1], out[:, -1], names
