@@ -47,8 +47,6 @@ from .rff_torch import resolve_distance_device, rff_sums_torch
 
 __all__ = ["BinnedRFFMMD", "ExactMMD", "RFFMMD", "median_heuristic"]
 
-#: The test kernels moved to :mod:`dpinfer.distances.rff_kernels` (aliases for one release).
-
 
 def _check_n(n_records: Any) -> int:
     """N as an integer >= 1 (the public number of observed records)."""

@@ -74,8 +74,6 @@ MAX_GAUSSIAN_SIGMA2 = 2**100
 _LAPLACE_VECTOR_MIN_SIZE = 64
 _GAUSSIAN_VECTOR_MIN_SIZE = 160
 
-#: Public names that moved to :mod:`dpinfer.privacy.discrete_pmf` (aliases for one release).
-
 
 # ----------------------------------------------------------------------------------------------
 # Parameter validation and the choice of code path
@@ -111,7 +109,6 @@ def _as_fraction(value: Any, name: str, *, allow_zero: bool = False) -> Fraction
         bound = ">= 0" if allow_zero else "> 0"
         raise InvalidPrivacyParameterError(f"{name} must be {bound}, got {value!r}. {hint}")
     return frac
-
 
 
 # ---- the scalar path (CKS Algorithms 1-3 on Python integers) ------------------------------------

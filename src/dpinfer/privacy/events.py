@@ -32,8 +32,6 @@ from .validation import check_delta, check_epsilon, check_relation
 REPLACE_ONE = "replace-one"
 ADD_REMOVE = "add-remove"
 
-#: Conversions that moved to :mod:`dpinfer.privacy.event_conversion` (aliases for one release).
-
 
 @dataclass(frozen=True)
 class PrivacyEvent:

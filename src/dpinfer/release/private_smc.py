@@ -306,7 +306,7 @@ def private_smc_abc(
                     (z, logq, rho), first = first, None
                 else:
                     n = min(batch_size, max_draws - seen)
-                    if particles is None:
+                    if particles is None or weights is None:
                         z = prior.from_theta(prior.sample(n, rng))
                         logq = prior.log_density(z)
                     else:

@@ -40,7 +40,7 @@ import inspect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -391,7 +391,7 @@ def _build_composed(*, epsilon: float, delta: float) -> AuditSetup:
     broken = (_miscalibrated("quarter-sensitivity", _release_of(make(4.0)),
                              "both parts calibrated to a quarter of their sensitivity", 4 * epsilon),)
     return AuditSetup(_release_of(mech), [0.0, 0.0], [1.0, 2.0], _reported_epsilon(mech), 0.0, broken,
-                      Lattice(min(mech.parts[0].grid.gamma, 1.0)))
+                      Lattice(min(cast(Any, mech.parts[0]).grid.gamma, 1.0)))
 
 
 def _records_release(mech: Any) -> Callable[[Any, PrivacyRNG], np.ndarray]:
@@ -410,7 +410,7 @@ def _build_clamped_mean(*, epsilon: float, delta: float) -> AuditSetup:
     broken = (_miscalibrated("half-sensitivity", _records_release(loose),
                              "noise of sensitivity (hi - lo)/(2n), e.g. n counted twice", 2 * epsilon),)
     return AuditSetup(_records_release(mech), data, data_prime, _reported_epsilon(mech), 0.0, broken,
-                      Lattice(mech.inner.grid.gamma))
+                      Lattice(cast(Any, mech.inner).grid.gamma))
 
 
 def _build_clamped_sum_and_count(*, epsilon: float, delta: float) -> AuditSetup:

@@ -179,7 +179,7 @@ def run_loop(
     for t in iterator:
         if t in starts:  # a new phase of the schedule: q_k, σ_k (and C_k)
             ph = starts[t]
-            q, scale, z = ph.sampling_rate, 1.0 / ph.sampling_rate, noise_multiplier * ph.noise_scale
+            q, scale, z = ph.rate, 1.0 / ph.rate, noise_multiplier * ph.noise_scale
             dp.set_phase(
                 z,
                 count_noise=count_noise_std(q * spec.n, z) if counting else None,

@@ -394,7 +394,7 @@ BUILTIN_MODELS: dict[str, type[Model]] = {
 def make_model(name: str, dim: int, **kwargs: Any) -> Model:
     """A built-in model by name (``"logistic"``, ``"poisson"``, ``"gaussian-linear"``)."""
     try:
-        cls = BUILTIN_MODELS[name]
+        cls: Any = BUILTIN_MODELS[name]  # the built-in subclasses take the dimension first
     except KeyError:
         raise InvalidDataError(
             f"unknown model {name!r}; built-in models: {sorted(BUILTIN_MODELS)}."

@@ -171,13 +171,14 @@ class Adam:
         self._t = 0
 
     def step(self, params: Tensor, g: Tensor) -> Tensor:
-        if self._m is None:
-            self._m, self._v = torch.zeros_like(g), torch.zeros_like(g)
+        m, v = self._m, self._v
+        if m is None or v is None:
+            m, v = torch.zeros_like(g), torch.zeros_like(g)
         self._t += 1
-        self._m = self.b1 * self._m + (1 - self.b1) * g
-        self._v = self.b2 * self._v + (1 - self.b2) * g * g
-        mhat = self._m / (1 - self.b1**self._t)
-        vhat = self._v / (1 - self.b2**self._t)
+        self._m = m = self.b1 * m + (1 - self.b1) * g
+        self._v = v = self.b2 * v + (1 - self.b2) * g * g
+        mhat = m / (1 - self.b1**self._t)
+        vhat = v / (1 - self.b2**self._t)
         return params + self.lr * mhat / (torch.sqrt(vhat) + self.eps)
 
 
@@ -294,7 +295,11 @@ class DPOptimizer:
     @property
     def noise_std(self) -> float:
         """σ_Δ·C (σ·C without the count), the standard deviation of each noise coordinate."""
-        return 0.0 if self.noise_multiplier == 0 else self.gradient_multiplier * float(self.clip_norm)
+        if self.noise_multiplier == 0:
+            return 0.0
+        if self.clip_norm is None:  # noise is calibrated to the clip norm: never silently zero
+            raise InvalidPrivacyParameterError("a noisy step needs a clip norm (clip_norm is None).")
+        return self.gradient_multiplier * float(self.clip_norm)
 
     def private_count(self, per_example: Tensor) -> float:
         """The released unclipped fraction b̃ = (Σ(1[‖g_i‖ ≤ C] − ½) + N(0, σ_b²))/(qn) + ½."""

@@ -62,7 +62,7 @@ class PrivacyPlan:
     """
 
     noise_multiplier: float
-    event: PoissonSubsampledGaussianEvent | SampledWithReplacementGaussianEvent
+    event: PrivacyEvent  # one subsampled Gaussian event, or a schedule's composition
     epsilon: float
     delta: float
     accountant: Accountant
@@ -195,8 +195,9 @@ def epsilon_spent(plan: PrivacyPlan, steps: int, delta: float | None = None) -> 
     )
     if plan.phases is not None:
         partial = schedule_event(plan.phases, plan.noise_multiplier, ev.neighbouring, steps)
-    else:
-        partial = type(ev)(ev.sampling_rate, plan.noise_multiplier, steps, neighbouring=relation)
+    else:  # one subsampled Gaussian event (Poisson or with replacement)
+        single: Any = ev
+        partial = type(single)(single.sampling_rate, plan.noise_multiplier, steps, neighbouring=relation)
     return float(factor * plan.accountant.epsilon(partial, d_acc))
 
 
@@ -236,13 +237,13 @@ def _plan_fit(spec: FitSpec, privacy_plan: PrivacyPlan | None) -> PrivacyPlan | 
             delta_prime=p.delta_prime,
             phases=spec.phases,
         )
-    ev = privacy_plan.event
+    ev: Any = privacy_plan.event  # a single subsampled Gaussian event whenever phases is None
     if (
         p.epsilon is not None
         or p.noise_multiplier is not None
         or privacy_plan.phases != spec.phases
-        or (spec.phases is None and not math.isclose(ev.sampling_rate, spec.q))  # type: ignore[attr-defined]
-        or (spec.phases is None and ev.steps != spec.steps)  # type: ignore[attr-defined]
+        or (spec.phases is None and not math.isclose(ev.sampling_rate, spec.q))
+        or (spec.phases is None and ev.steps != spec.steps)
         or ev.neighbouring != p.neighbouring
         or privacy_plan.sampling != p.sampling
         or not math.isclose(privacy_plan.delta, float(p.delta))
@@ -333,7 +334,7 @@ def fit_report(
         sensitivity={
             "per_example_clip": sens,
             "l2_sensitivity_of_sum": (
-                "2 C_t" if spec.adaptive else clip * (2.0 if replace_one else 1.0)  # type: ignore[operator]
+                "2 C_t" if spec.adaptive else clip * (2.0 if replace_one else 1.0)
             ),
         },
         events=(plan.event,),

@@ -119,7 +119,8 @@ class DPVIResult(ResultFile):
     # -- predictions ---------------------------------------------------------------------------
     def _check_X(self, X: Any) -> np.ndarray:
         X = np.asarray(X, dtype=np.float64)
-        width = self.model.n_features if getattr(self.model, "constrained", False) else self.dim
+        constrained = getattr(self.model, "constrained", False)
+        width = getattr(self.model, "n_features", self.dim) if constrained else self.dim
         if X.ndim != 2 or X.shape[1] != width:
             raise InvalidDataError(f"X must have shape (n, {width}), got {X.shape}.")
         return X

@@ -48,6 +48,15 @@ class Phase:
     noise_scale: float = 1.0
     clip: float | None = None
 
+    @property
+    def rate(self) -> float:
+        """q_k of a resolved phase (:func:`resolve_schedule` fills in the fit's q)."""
+        if self.sampling_rate is None:
+            raise InvalidPrivacyParameterError(
+                "this phase's sampling_rate was not resolved (resolve_schedule)."
+            )
+        return float(self.sampling_rate)
+
     def to_dict(self) -> dict[str, Any]:
         return {"steps": self.steps, "sampling_rate": self.sampling_rate,
                 "noise_scale": self.noise_scale, "clip": self.clip}
@@ -130,7 +139,7 @@ def schedule_event(
         t = min(p.steps, left)
         events.append(
             PoissonSubsampledGaussianEvent(
-                p.sampling_rate, noise_multiplier * p.noise_scale, t, neighbouring=neighbouring
+                p.rate, noise_multiplier * p.noise_scale, t, neighbouring=neighbouring
             )
         )
         left -= t

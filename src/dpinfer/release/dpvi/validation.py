@@ -162,7 +162,7 @@ def validate_fit(
                 f"steps={steps} was given with a schedule of {total} steps in all; give the steps "
                 "in the phases only."
             )
-        steps, q = total, phases[0].sampling_rate
+        steps, q = total, phases[0].rate
     return FitSpec(
         X=X,
         y=y,
