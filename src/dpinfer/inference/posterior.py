@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..results.format import Record, ResultFile, draws_to_arviz, result_class
+from ..sizes import check_allocation
 from .weighted import add_weighted_groups
 
 
@@ -84,6 +85,7 @@ class InferenceResult(ResultFile):
 
     def sample(self, n: int, seed: Any = 0) -> np.ndarray:
         """``n`` draws of θ, shape ``(n, dim)``."""
+        check_allocation(f"sample({n})", n, len(self.param_names))
         return np.asarray(self.result.sample(int(n), seed), dtype=np.float64)
 
     def mean(self) -> np.ndarray:

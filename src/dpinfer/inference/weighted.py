@@ -13,6 +13,7 @@ import numpy as np
 
 from ..models.synthesis import SyntheticData, synthesize_from
 from ..results.format import ResultFile, draws_to_arviz
+from ..sizes import check_allocation
 
 
 def weighted_quantile(x: np.ndarray, w: np.ndarray, q: Any) -> np.ndarray:
@@ -90,6 +91,7 @@ class WeightedSample(ResultFile):
         """Equal-weight draws by multinomial resampling of the particles (keep ``n`` below the ESS)."""
         rng = np.random.default_rng(seed)
         w = self.weights
+        check_allocation(f"sample({n})", n, self.particles.shape[1])
         return self.particles[rng.choice(w.size, size=int(n), p=w)]
 
     def synthesize(self, n: int, model: Any, seed: Any = None) -> SyntheticData:

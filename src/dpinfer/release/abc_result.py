@@ -22,6 +22,7 @@ from ..models.shipped.registry import make_abcdp_model
 from ..models.synthesis import SyntheticData, synthesize_from
 from ..privacy.report import PrivacyReport
 from ..results.format import Record, ResultFile, draws_to_arviz
+from ..sizes import check_allocation
 
 
 def _paths(path: str | Path) -> tuple[Path, Path]:
@@ -106,6 +107,7 @@ class ABCResult(ResultFile):
         if self.n_accepted == 0:
             raise InvalidDataError("nothing was accepted: there is no posterior sample to draw from.")
         rng = np.random.default_rng(seed)
+        check_allocation(f"sample({n})", n, len(self.param_names))
         return self.accepted[rng.integers(0, self.n_accepted, size=int(n))]
 
     def synthesize(self, n: int, seed: Any = None, model: Any = None) -> SyntheticData:

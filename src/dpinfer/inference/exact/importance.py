@@ -52,6 +52,7 @@ from scipy.special import logsumexp
 from ...errors import InvalidDataError
 from ...execution import Backend, batch_seeds, get_backend
 from ...models.contract import confidential_summaries
+from ...sizes import check_allocation
 from ..weighted import ess as kish_ess
 from ..weighted import release_facts, weighted_cov
 from .importance_result import ImportanceResult as _Result
@@ -209,6 +210,9 @@ def mechanism_importance_sampling(
     n_theta = check_positive_int("n_theta", n_theta, 2)
     n_inner = check_positive_int("n_inner", n_inner)
     batch_size = check_positive_int("batch_size", batch_size)
+    dim = int(np.asarray(model.prior.sample(1, np.random.default_rng(0))).shape[-1])
+    check_allocation(f"importance sampling with n_theta={n_theta}", n_theta, dim + 3, copies=3)
+    check_allocation(f"importance sampling with n_inner={n_inner}", n_inner, obs.size + dim, copies=2)
     if not (inflation > 0 and df > 0 and 0 <= defensive < 1):
         raise InvalidDataError(
             f"need inflation > 0, df > 0 and 0 <= defensive < 1, got {inflation!r}, {df!r}, {defensive!r}."

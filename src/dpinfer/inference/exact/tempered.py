@@ -44,6 +44,7 @@ from scipy.special import logsumexp
 
 from ...errors import ImpossibleObservationError, InvalidDataError
 from ...execution import Backend, batch_seeds, get_backend
+from ...sizes import check_allocation
 from ..weighted import release_facts, weighted_cov
 from .importance import check_positive_int, estimate_log_likelihood
 from .tempered_result import TemperedSMCResult
@@ -142,6 +143,8 @@ def tempered_smc(
     batch_size = check_positive_int("batch_size", batch_size)
     if not (0 < target_ess < 1 and min_moves >= 0):
         raise InvalidDataError("need 0 < target_ess < 1 and min_moves >= 0.")
+    check_allocation(f"tempered SMC with n_particles={n}", n, model.prior.dim + 3, copies=4)
+    check_allocation(f"tempered SMC with n_inner={n_inner}", n_inner, obs.size + model.prior.dim, copies=2)
     root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     sim_root = np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + (9,))
     prior = model.prior

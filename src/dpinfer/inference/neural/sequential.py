@@ -25,6 +25,7 @@ import torch
 
 from ...errors import InvalidDataError
 from ...execution.device import resolve_device
+from ...sizes import check_allocation
 from .dequantize import dequantize, mechanism_lattice
 from .flows import ConditionalFlow, FlowConfig
 from .posterior import NeuralPosterior
@@ -131,6 +132,11 @@ class SequentialEstimator:
         self.simulations_per_round = check_int("simulations_per_round", simulations_per_round, 20)
         check_points(rqmc_points)
         self.rqmc_points = int(rqmc_points)
+        width = model.mechanism.out_dim + getattr(model.prior, "dim", 1)  # statistics and θ
+        check_allocation(  # a round's simulations, each privatised M times
+            f"simulations_per_round={self.simulations_per_round} x rqmc_points={self.rqmc_points}",
+            self.simulations_per_round, self.rqmc_points, width, copies=3,
+        )
         self.qmc = bool(qmc)
         self.training = TrainingConfig.from_any(training, self.fast_training)
         self.seed = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from ...errors import InvalidDataError
+from ...sizes import check_allocation
 from .flows import ConditionalFlow
 from .losses import nle_loss
 from .mcmc import MCMC_METHODS, run_mcmc
@@ -123,6 +124,7 @@ class SPLEPosterior(NeuralPosterior):
         release (:meth:`at`; chains then start from likelihood-weighted prior draws)."""
         if x is not None:
             return self.at(x).sample(n, seed)
+        check_allocation(f"sample({n})", n, len(self.param_names), copies=4)
         return self.run_mcmc(int(n), seed, self.draws).copy()
 
     def _arviz_draws(self, n_draws: int, seed: Any) -> np.ndarray:

@@ -35,6 +35,7 @@ import numpy as np
 import torch
 
 from ...errors import InvalidDataError
+from ...sizes import check_allocation
 from .flows import ConditionalFlow
 from .losses import apt_loss, npe_loss
 from .param_space import ParamSpace
@@ -81,6 +82,7 @@ class SPPEPosterior(NeuralPosterior):
             return self.at(x).sample(n, seed, max_tries)
         self._require_observed()
         n = int(n)
+        check_allocation(f"sample({n})", n, len(self.param_names), copies=4)
         out: list[np.ndarray] = []
         got = tried = 0
         with torch_threads(self.threads), self._fork_rng():

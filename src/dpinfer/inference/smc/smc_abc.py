@@ -32,6 +32,7 @@ import numpy as np
 from ...diagnostics.checks import emit
 from ...errors import DPInferError, ImpossibleObservationError, InvalidDataError
 from ...execution import Backend, batch_seeds, get_backend
+from ...sizes import check_allocation
 from ..weighted import ess as _ess
 from ..weighted import release_facts
 from .adaptive_schedule import stall_message, stalled_findings
@@ -75,6 +76,9 @@ def _check_inputs(model: Any, observed: Any, n_particles: int, batch_size: int) 
             f"prior/simulator/observed shape mismatch: the simulator returned {sim.shape} for 2 prior "
             f"draws of dimension {theta.shape[1]}, but {obs.size} observed statistics were given."
         )
+    width = theta.shape[1] + obs.size + 2  # a particle, its statistic, distance and weight
+    check_allocation(f"SMC-ABC with n_particles={n_particles}", n_particles, width, copies=3)
+    check_allocation(f"SMC-ABC with batch_size={batch_size}", batch_size, width, copies=3)
     return obs
 
 

@@ -24,6 +24,7 @@ from ...errors import InvalidDataError
 from ...privacy.mechanisms.base import LaplaceMechanism
 from ...privacy.validation import check_epsilon
 from ...randomness import as_generator
+from ...sizes import check_allocation
 from ..contract import PrivateDataModel
 from ..posteriors import GaussianPosterior, GridPosterior
 from ..priors import GaussianPrior
@@ -94,6 +95,7 @@ class GaussianMean(PrivateDataModel):
             if not (np.isfinite(v) and v > 0):
                 raise InvalidDataError(f"{label} must be positive and finite, got {v!r}.")
         self.n = int(n)
+        check_allocation(f"GaussianMean with n={self.n} records per data set", self.n, 64)  # a batch of 64
         self.clamp = (lo, hi)
         self.epsilon = check_epsilon(epsilon)
         self.prior_sd = float(prior_sd)

@@ -21,6 +21,7 @@ from ...errors import InvalidDataError
 from ...models.synthesis import SyntheticData, synthesize_from
 from ...privacy import PrivacyReport
 from ...results.format import Record, ResultFile, draws_to_arviz, write_record
+from ...sizes import check_allocation
 from .constraints import constrained_sample
 from .families import make_family
 from .models import BUILTIN_MODELS, Model, make_model
@@ -105,6 +106,7 @@ class DPVIResult(ResultFile):
         """``n`` draws from q(θ), shape (n, dim) (post-processing: no privacy cost)."""
         rng = np.random.default_rng(seed)
         L = self._family.scale_tril(self.params)
+        check_allocation(f"sample({n})", n, self.dim, copies=2)
         return self.mean() + rng.standard_normal((int(n), self.dim)) @ L.T
 
     def synthesize(self, n: int, X: Any, seed: Any = None) -> SyntheticData:
