@@ -174,19 +174,6 @@ def test_regression_standardization_centres_on_the_linear_prediction():
         assert float(flow.log_prob(xt, ct)) == pytest.approx(float(want), abs=1e-5)
 
 
-def test_posteriors_saved_before_regression_standardization_still_load(amortized_sppe):
-    fields, arrays = amortized_sppe._to_record()
-    state = {
-        k[5:]: torch.as_tensor(v) for k, v in arrays.items() if k.startswith("flow.") and k != "flow.x_coef"
-    }
-    meta = dict(fields)
-    config = {k: v for k, v in meta["flow"]["config"].items() if k != "regress"}
-    meta["flow"] = dict(meta["flow"], config=config)
-    old = type(amortized_sppe)._build(meta, state, {}, arrays["observed"], amortized_sppe.param_names,
-                                      None, amortized_sppe.prior, None)
-    assert old.flow.config.regress is False and float(old.flow.x_coef.abs().sum()) == 0.0
-
-
 def test_cli_training_preset_and_overrides():
     import argparse
 

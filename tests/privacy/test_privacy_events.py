@@ -116,20 +116,6 @@ def test_with_replacement_batches_are_their_own_event_and_only_the_advanced_acco
     assert ledger.history("adv-set")[0]["event"]["type"] == "SampledWithReplacementGaussianEvent"
 
 
-def test_conversions_moved_to_event_conversion_keep_a_deprecated_alias():
-    import warnings
-
-    import dpinfer.privacy.event_conversion as new
-    import dpinfer.privacy.events as old
-
-    for name in ("to_replace_one", "event_to_dict", "event_from_dict", "describe"):
-        with pytest.warns(DeprecationWarning, match=f"event_conversion.{name}"):
-            assert getattr(old, name) is getattr(new, name)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        from dpinfer.privacy import event_from_dict, event_to_dict, to_replace_one  # noqa: F401
-
-
 def test_subsampled_gaussian_events_share_checks_but_stay_distinct_types():
     from dpinfer.privacy import PoissonSubsampledGaussianEvent, SampledWithReplacementGaussianEvent
 
