@@ -58,9 +58,8 @@ def test_an_interrupted_simulation_leaves_the_previous_file_and_no_partial_one(t
 
     monkeypatch.setattr(SimulatedDraws, "batch", stop_at_the_third)
     args = ["simulate", "covid", "--draws", "600", "--batch-size", "100", "--seed", "9", "--out", str(out)]
-    if interrupt is KeyboardInterrupt:
-        with pytest.raises(KeyboardInterrupt):
-            main(args)
+    if interrupt is KeyboardInterrupt:  # Ctrl-C: exit 130 with one line, nothing written
+        assert main(args) == 130
     else:
         with pytest.raises(RuntimeError):
             main(args)
@@ -118,3 +117,20 @@ def test_no_record_value_appears_in_an_error(tmp_path, capsys, command):
     assert main(argv) == 1
     err = capsys.readouterr().err
     assert "line 3" in err and SECRET not in err and "not a number" in err
+
+
+def test_ctrl_c_is_one_line_and_exit_130_for_every_command(capsys, tmp_path):
+    """Ctrl-C in any command: exit status 130, one line saying what was kept, no traceback."""
+    import argparse
+
+    from dpinfer.cli.common import INTERRUPTED, run_command
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    args = argparse.Namespace(out=str(tmp_path / "fit.json"), runs="runs.db")
+    assert run_command(interrupted, args) == INTERRUPTED == 130
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert "interrupted (Ctrl-C)" in err and "fit.json was not written" in err and "--resume" in err
+    assert not (tmp_path / "fit.json").exists()

@@ -91,10 +91,23 @@ def unsupported_event_advice(exc: Exception, args: argparse.Namespace) -> str:
     )
 
 
+#: Exit status of a command stopped by Ctrl-C (128 + SIGINT, as shells report it).
+INTERRUPTED = 130
+
+
 def run_command(func: Callable[[argparse.Namespace], int | None], args: argparse.Namespace) -> int:
-    """Run a command; a refusal exits with status 2, a usage or data error with status 1."""
+    """Run a command; a refusal exits with status 2, a usage or data error with status 1, Ctrl-C
+    with status 130 and one line (never a traceback)."""
     try:
         return int(func(args) or 0)
+    except KeyboardInterrupt:
+        out = getattr(args, "out", None)
+        kept = (f" {out} was not written or replaced (outputs are written whole or not at all)." if out
+                else "")
+        resume = (" Rerun the same command with --resume RUN_ID to continue from the last checkpoint."
+                  if getattr(args, "runs", None) else "")
+        print(f"dpinfer: interrupted (Ctrl-C).{kept}{resume}", file=sys.stderr)
+        return INTERRUPTED
     except BrokenPipeError:  # `dpinfer ... | head` closed the pipe: stop quietly, as Unix tools do
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # the interpreter's final flush must not fail again

@@ -20,6 +20,7 @@ import argparse
 import json
 import sys
 import warnings
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -30,6 +31,7 @@ from .common import (
     add_output_options,
     add_release_options,
     add_run_options,
+    one_line,
     pick,
     release_from_args,
 )
@@ -178,10 +180,13 @@ def _smc_abc(args: argparse.Namespace) -> int:
             **pick(args, *_SMC_OPTIONS),
         )
     except SMCInterrupted as exc:
-        print(f"dpinfer: {exc}", file=sys.stderr)
-        if exc.partial is not None and args.out:
-            path = exc.partial.save(args.out)
-            print(f"partial result (complete=False) saved to {path}", file=sys.stderr)
+        kept = ""
+        if exc.partial is not None and args.out:  # beside --out, never in place of a complete result
+            out = Path(args.out)
+            path = exc.partial.save(out.with_name(f"{out.stem}.partial{out.suffix or '.npz'}"))
+            kept = f" The completed populations (complete=False) are in {path}; {args.out} was not written."
+        resume = " Rerun with --resume RUN_ID to continue." if getattr(args, "runs", None) else ""
+        print(f"dpinfer: {one_line(exc)}{kept}{resume}", file=sys.stderr)
         return 130
     summary = {
         **_summary(args, res, epsilon),
