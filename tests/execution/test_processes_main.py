@@ -81,3 +81,26 @@ def test_lost_workers_message_tells_start_up_from_memory():
 
     assert "start-up" in _lost_message(4, 2, 0) and "memory" not in _lost_message(4, 2, 0)
     assert "out of memory" in _lost_message(4, 2, 3)
+
+
+GUARDLESS = """
+import numpy as np
+from dpinfer.inference import smc_abc
+from dpinfer.models.shipped.gaussian_mean import GaussianMean
+
+print("SCRIPT BODY RAN")  # a plain script, no main guard: workers must not run this again
+res = smc_abc(GaussianMean(n=30), [0.4], n_particles=100, batch_size=50, schedule=[1.0, 0.5],
+              backend="processes", n_workers=2, seed=1)
+print("MEAN", float(res.mean()[0]))
+"""
+
+
+def test_a_plain_script_without_a_main_guard_runs_on_the_process_backend(tmp_path):
+    """The README's "Your own model" case saved as a .py file: spawned/forkserver workers used to
+    re-run the script (its output printed once per worker, then WorkerLostError)."""
+    script = tmp_path / "analysis.py"
+    script.write_text(GUARDLESS)
+    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=_env(), text=True,
+                          capture_output=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.count("SCRIPT BODY RAN") == 1 and proc.stdout.count("MEAN") == 1

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from .base import Backend, WorkerLostError
-from .shipping import call_shipped, ship
+from .shipping import call_shipped, cloudpickle_module, ship
 
 _STOPPING = False
 _IN_TASK = False
@@ -96,22 +96,29 @@ def _init_worker(threads: int) -> None:
 
 @contextmanager
 def _main_not_reimported() -> Iterator[None]:
-    """Hide a ``__main__.__file__`` that is not a file (``'<stdin>'``) while workers start.
+    """Hide ``__main__``'s file and spec while workers start, so that they never re-run it.
 
-    Spawned and forkserver workers re-run the parent's main file when it has one; a script read
-    from stdin names ``'<stdin>'``, which the workers cannot open (``FileNotFoundError``). The work
-    itself travels by value (cloudpickle), so the workers do not need ``__main__``.
+    Spawned and forkserver workers re-run the parent's main script (``__main__.__file__``) or
+    re-import its module (``__main__.__spec__``) when they start: a plain script without an
+    ``if __name__ == "__main__":`` guard would then run again in every worker (its output printed
+    once per worker, its own pool started recursively), and a script read from stdin names
+    ``'<stdin>'``, which the workers cannot open. The work itself travels by value (cloudpickle,
+    :mod:`dpinfer.execution.shipping`), so the workers need nothing from ``__main__``.
     """
     main = sys.modules.get("__main__")
     path = getattr(main, "__file__", None)
-    if main is None or path is None or os.path.isfile(path):
+    by_value = cloudpickle_module() is not None  # without it, __main__'s objects travel by name
+    if main is None or (not by_value and (path is None or os.path.isfile(path))):
         yield
         return
-    del main.__file__
+    saved = {k: main.__dict__[k] for k in ("__file__", "__spec__") if k in main.__dict__}
+    main.__dict__.pop("__file__", None)
+    if "__spec__" in saved:
+        main.__spec__ = None
     try:
         yield
     finally:
-        main.__file__ = path
+        main.__dict__.update(saved)
 
 
 class ProcessBackend(Backend):
