@@ -239,7 +239,9 @@ def test_library_distances_declare_sensitivity_and_bound_from_n_only():
     for dist, sens, bound in ((RFFMMD(0.7, 20), 2 / 9, 2.0), (ExactMMD(0.7), 2 / 9, 2.0),
                               (BinnedRFFMMD(0.7, 20), 2 / 9, 2.0),
                               (ClippedDistance(weighted_euclidean([1.0]), 3.0), 3 / 9, 3.0)):
-        assert dist.sensitivity(9) == pytest.approx(sens) and dist.bound(9) == bound
+        # the declared values cover the rounding of the computed distance: a hair above the exact ones
+        assert sens <= dist.sensitivity(9) == pytest.approx(sens, rel=1e-9)
+        assert bound <= dist.bound(9) == pytest.approx(bound, rel=1e-3)
         plan = release_sensitivity(dist, 9)
         assert plan.distance is dist and not plan.enforced and "Park et al. 2021" in plan.proof
         # the data never reach it: a prepared object (the old interface) is refused

@@ -236,6 +236,7 @@ def test_an_extreme_record_takes_the_same_feature_kernel(monkeypatch):
     calls: list[str] = []
     kernels = [n for n in vars(mmd) if "rff_sums" in n and "torch" not in n]  # the numba kernels
     assert len(kernels) == 4, kernels
+    kernels.append("rff_fixed_point_sums")  # the exact path of prepare (observed data, any dtype)
     for name in kernels:
         kernel = getattr(mmd, name)
         tag = name.lstrip("_")
@@ -251,7 +252,7 @@ def test_an_extreme_record_takes_the_same_feature_kernel(monkeypatch):
                 assert bound > 2.0**19  # the old code switched kernels here
             calls.clear()
             prepared = dist.prepare(data)
-            assert calls == ["rff_sums_fast" if dtype == "float64" else "rff_sums_fast32"], (dtype, extreme)
+            assert calls == ["rff_fixed_point_sums"], (dtype, extreme)
             assert np.all(np.isfinite(prepared.mu))
         for x in (4.5e5, 3e7, 1e300):
             norm = np.linalg.norm(dist.embed(np.array([[x]])))
@@ -269,9 +270,9 @@ def test_torch_features_reduce_every_argument_below_pi(monkeypatch):
     data[3, 0] = 1e6
     for dtype in ("float64", "float32"):
         seen.clear()
-        mu = RFFMMD(1.0, 100, seed=0, dtype=dtype, backend="torch").prepare(data).mu
+        mu = RFFMMD(1.0, 100, seed=0, dtype=dtype, backend="torch").embed(data)  # prepare: exact path
         assert seen and max(seen) < math.pi + 0.1
-        ref = RFFMMD(1.0, 100, seed=0, dtype=dtype).prepare(data).mu
+        ref = RFFMMD(1.0, 100, seed=0, dtype=dtype).embed(data)
         assert np.abs(mu - ref).max() < (1e-12 if dtype == "float64" else 1e-3)
 
 
