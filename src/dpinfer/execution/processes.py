@@ -111,7 +111,7 @@ def _main_not_reimported() -> Iterator[None]:
     if main is None or (not by_value and (path is None or os.path.isfile(path))):
         yield
         return
-    saved = {k: main.__dict__[k] for k in ("__file__", "__spec__") if k in main.__dict__}
+    saved: dict[str, Any] = {k: main.__dict__[k] for k in ("__file__", "__spec__") if k in main.__dict__}
     main.__dict__.pop("__file__", None)
     if "__spec__" in saved:
         main.__spec__ = None
