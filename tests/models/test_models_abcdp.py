@@ -57,7 +57,8 @@ def test_tb_sanfrancisco_data_and_summaries():
     s = sanfrancisco_summaries()[0]
     np.testing.assert_array_equal(Tuberculosis.sanfrancisco()[0], s)
     d = Tuberculosis(n_datasets=1).distance()
-    assert d.sensitivity(len(Tuberculosis.sanfrancisco())) == 200.0
+    sens = d.sensitivity(len(Tuberculosis.sanfrancisco()))  # C/n plus the rounding of the computed mean
+    assert 200.0 <= sens <= 200.0 * (1 + 1e-12)
     np.testing.assert_allclose(s[:6], [473, 326, 30, (30 - 10) / 3, 282, 20])
     assert s[6] == 24 and s[7] == np.unique(months).size
 
