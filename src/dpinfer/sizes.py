@@ -3,9 +3,8 @@
 A request for 10¹² particles or draws used to reach numpy and end in a raw ``MemoryError``
 (or in a loop that never returned). :func:`check_allocation` estimates the bytes an array of the
 requested shape needs and refuses, with the estimate and what to do, when it exceeds half of the
-machine's physical memory; :func:`check_count` refuses counts that are not integers in range.
-Both raise :class:`~dpinfer.errors.InvalidDataError` (nothing is charged or released: callers run
-them before any charge).
+machine's physical memory. It raises :class:`~dpinfer.errors.InvalidDataError` (nothing is charged
+or released: callers run it before any charge).
 """
 
 from __future__ import annotations
@@ -48,15 +47,4 @@ def check_allocation(what: str, *shape: Any, itemsize: int = 8, copies: float = 
         )
 
 
-def check_count(name: str, value: Any, minimum: int = 1, maximum: int | None = None) -> int:
-    """``value`` as an int in ``[minimum, maximum]`` (bools and non-integers refused)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
-        raise InvalidDataError(f"{name} must be an integer, got {value!r}.")
-    v = int(value)
-    if v < minimum or (maximum is not None and v > maximum):
-        upper = "" if maximum is None else f" and at most {maximum}"
-        raise InvalidDataError(f"{name} must be at least {minimum}{upper}, got {v}.")
-    return v
-
-
-__all__ = ["MEMORY_FRACTION", "check_allocation", "check_count", "physical_memory"]
+__all__ = ["MEMORY_FRACTION", "check_allocation", "physical_memory"]

@@ -163,7 +163,7 @@ class ABCResult(ResultFile):
     def write_release_json(self, path: str | Path) -> Path:
         """Write the readable :meth:`release_dict` to ``path`` (``.json`` appended without a
         suffix), beside the result file; returns its path."""
-        p = _paths(path)[1] if Path(path).suffix != ".json" else Path(path)
+        p = _paths(path)[1]
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(json.dumps(self.release_dict(), indent=2, default=float))
         return p

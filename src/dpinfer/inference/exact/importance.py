@@ -210,7 +210,7 @@ def mechanism_importance_sampling(
     n_theta = check_positive_int("n_theta", n_theta, 2)
     n_inner = check_positive_int("n_inner", n_inner)
     batch_size = check_positive_int("batch_size", batch_size)
-    dim = int(np.asarray(model.prior.sample(1, np.random.default_rng(0))).shape[-1])
+    dim = int(model.prior.dim)
     check_allocation(f"importance sampling with n_theta={n_theta}", n_theta, dim + 3, copies=3)
     check_allocation(f"importance sampling with n_inner={n_inner}", n_inner, obs.size + dim, copies=2)
     if not (inflation > 0 and df > 0 and 0 <= defensive < 1):
