@@ -62,12 +62,12 @@ def choose_method(
     has_density = bool(getattr(getattr(model, "mechanism", None), "has_density", False))
     cost = {m: k * per_sim for m, k in EXPECTED_SIMULATIONS.items()}
     if options:
-        fits = [m for m in ("exact", "smc-abc", "sppe") if not unknown_options(m, options)
-                and (m != "exact" or has_density)]
+        order = tuple(EXPECTED_SIMULATIONS)  # exact, smc-abc, sppe: the default's preference
+        fits = [m for m in order if not unknown_options(m, options) and (m != "exact" or has_density)]
         if not fits:
             check_options("smc-abc", options)  # raises, naming the methods that accept them
-        if len(fits) < 3:
-            best = min(fits, key=lambda m: (cost[m] > budget_seconds, ("exact", "smc-abc", "sppe").index(m)))
+        if len(fits) < len(order):
+            best = min(fits, key=lambda m: (cost[m] > budget_seconds, order.index(m)))
             return best, (
                 f"the options {', '.join(sorted(options))} are accepted by {', '.join(fits)} only; "
                 f"{best} (~{cost[best]:.0f} s expected at {per_sim:.2g} s per simulation, budget "
