@@ -11,6 +11,12 @@
 3. else → ``"sppe"`` (:class:`~dpinfer.inference.neural.SPPE`, rounds until the posterior stops
    moving, within 5000 simulations): the fewest simulations, for expensive simulators.
 
+A :class:`~dpinfer.inference.exact.density_only.DensityOnlyModel` (a release known only by its
+noise density) cannot simulate its release, so SMC-ABC, SPPE and SPLE do not apply to it: ``"auto"``
+picks ``"exact"`` (tempered SMC), or ``"importance"`` when only importance sampling accepts the
+options passed, whatever the budget (the reason says when it is over), and asking for one of the
+simulating methods by name is refused in one line.
+
 The cost of one confidential simulation is measured on a small batch of prior draws (seed
 ``spawn_key (99,)``, public randomness). The expected simulations of each method are rough
 planning numbers (below); ``budget_seconds`` is the time the user is willing to wait.
@@ -35,6 +41,8 @@ from ..errors import InvalidDataError
 from .posterior import InferenceResult
 
 METHODS = ("auto", "exact", "importance", "smc-abc", "sppe", "sple")
+#: the methods that need only the mechanism's density (the others simulate the release)
+DENSITY_METHODS = ("exact", "importance")
 #: rough simulations per run, for planning only: tempered SMC (1000 particles × 50 inner ×
 #: ~20 likelihood estimates), SMC-ABC (2000 particles, ~8 populations at falling acceptance),
 #: SPPE (rounds="auto" within its default budget of 5000 simulations; it often stops earlier)
@@ -74,6 +82,44 @@ def simulation_seconds(model: Any, n: int = 200, seed: Any = None) -> float:
     return (time.perf_counter() - start) / n
 
 
+def density_only(model: Any) -> bool:
+    """Whether ``model``'s release is known only by its noise density (it cannot be simulated)."""
+    from .exact.density_only import DensityOnlyModel
+
+    return isinstance(model, DensityOnlyModel)
+
+
+def refuse_simulating_method(model: Any, method: str) -> None:
+    """One-line refusal of SMC-ABC, SPPE or SPLE for a density-only model."""
+    if method not in DENSITY_METHODS and method != "auto" and density_only(model):
+        raise InvalidDataError(
+            f"method {method!r} needs to simulate the release, but {model.name!r} is a DensityOnlyModel "
+            f"(its release is known only by its noise density, {model.mechanism.name}); use method="
+            "'exact' (tempered SMC), 'importance' (importance sampling) or 'auto'."
+        )
+
+
+def _choose_density_only(
+    model: Any, per_sim: float, budget_seconds: float, options: dict[str, Any] | None
+) -> tuple[str, str]:
+    """``"auto"`` for a density-only model: tempered SMC, or importance sampling when only it takes
+    the options; never a method that simulates the release."""
+    opts = dict(options or {})
+    fits = [m for m in DENSITY_METHODS if not unknown_options(m, opts)]
+    if not fits:
+        check_options("exact", opts, "the release is known only by its density")  # raises
+    best = fits[0]
+    cost = expected_seconds(best, per_sim, opts)
+    over = "" if cost <= budget_seconds else f", over the budget {budget_seconds:g} s; nothing else applies"
+    why = "" if best == "exact" else f"; the options {', '.join(sorted(opts))} are taken by importance only"
+    name = "exact tempered SMC" if best == "exact" else "importance sampling"
+    return best, (
+        f"the release is known only by its noise density ({model.mechanism.name}), so SMC-ABC, SPPE and "
+        f"SPLE (which simulate it) do not apply{why}: {name} with the density (~{cost:.0f} s expected at "
+        f"{per_sim:.2g} s per simulation{over})"
+    )
+
+
 def choose_method(
     model: Any, per_sim: float, budget_seconds: float, options: dict[str, Any] | None = None
 ) -> tuple[str, str]:
@@ -82,7 +128,10 @@ def choose_method(
     Only methods that accept every option the caller passed are candidates, so the same call
     never fails on one machine and succeeds on another because the measured simulation cost
     (which depends on load) moved the choice to a method that does not take the options.
+    A density-only model gets a method that needs only the density (module docstring).
     """
+    if density_only(model):
+        return _choose_density_only(model, per_sim, budget_seconds, options)
     has_density = bool(getattr(getattr(model, "mechanism", None), "has_density", False))
     cost = {m: expected_seconds(m, per_sim, options) for m in EXPECTED_SIMULATIONS}
     if options:
@@ -234,6 +283,8 @@ def diagnose(
     if own is not None:  # SMC-ABC checked (and warned) itself, the range on its population 0
         found += [checks.Finding(getattr(errors, f["category"]), f["message"]) for f in own]
         return found
+    if density_only(model):  # its release cannot be simulated: no prior-predictive range check
+        return found
     sims = model.simulate(model.prior.sample(n_predictive, rng), rng)
     found += checks.check_observed_in_range(observed, sims)
     return found
@@ -287,6 +338,7 @@ def infer(
     """
     if method not in METHODS:
         raise InvalidDataError(f"unknown method {method!r}: use one of {', '.join(METHODS)}.")
+    refuse_simulating_method(model, method)
     obs = model.check_observed(observed)
     root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     per_sim = simulation_seconds(model, seed=root)
@@ -349,6 +401,7 @@ def calibration_check(
     if method == "auto":
         per_sim = simulation_seconds(fit_model, seed=root)
         chosen, _ = choose_method(fit_model, per_sim, budget_seconds, options)
+    refuse_simulating_method(fit_model, chosen)
     check_options(chosen, options)
 
     def fit(obs: np.ndarray, fit_seed: np.random.SeedSequence) -> Any:
@@ -362,7 +415,7 @@ def calibration_check(
 
 
 __all__ = [
-    "calibration_check", "check_options", "choose_method", "diagnose", "expected_seconds", "infer",
-    "method_options",
+    "calibration_check", "check_options", "choose_method", "density_only", "diagnose", "expected_seconds",
+    "infer", "method_options",
     "simulation_seconds",
 ]
