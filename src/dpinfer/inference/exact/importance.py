@@ -51,6 +51,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -208,16 +209,28 @@ def estimate_log_likelihood(
     root: np.random.SeedSequence,
     stage: int,
     backend: Backend,
+    on_batch: Callable[[int, int], None] | None = None,
 ) -> np.ndarray:
-    """``log L̂`` for every θ (``-inf`` outside the prior support, where nothing is simulated)."""
+    """``log L̂`` for every θ (``-inf`` outside the prior support, where nothing is simulated).
+
+    ``on_batch(done, total)`` (simulations) is called after each group of batches; with it the
+    batches go to the backend ``max(1, n_workers)`` at a time (the same seeds, the same result).
+    """
     out = np.full(theta.shape[0], -np.inf)
     inside = np.nonzero(model.prior.in_support(theta))[0]
     per_batch = max(1, batch_size // n_inner)
     chunks = [inside[i : i + per_batch] for i in range(0, inside.size, per_batch)]
     seeds = batch_seeds(root, (1, stage), len(chunks))
     tasks = [_LikelihoodTask(model, obs, theta[c], n_inner, sd) for c, sd in zip(chunks, seeds, strict=True)]
-    for c, ll in zip(chunks, backend.map(_log_likelihood_batch, tasks), strict=True):
-        out[c] = ll
+    group = len(tasks) if on_batch is None else max(1, int(backend.n_workers or 1))
+    done, total = 0, int(inside.size) * n_inner
+    for g in range(0, len(tasks), max(group, 1)):
+        part = slice(g, g + group)
+        for c, ll in zip(chunks[part], backend.map(_log_likelihood_batch, tasks[part]), strict=True):
+            out[c] = ll
+            done += c.size * n_inner
+        if on_batch is not None:
+            on_batch(done, total)
     return out
 
 
@@ -243,6 +256,7 @@ def mechanism_importance_sampling(
     n_workers: int | None = None,
     seed: int | np.random.SeedSequence | None = None,
     batch_size: int = 10_000,
+    callback: Callable[[str, int, int], None] | None = None,
 ) -> _Result:
     """The exact private-data posterior ``p(θ | s_dp)`` by importance sampling (equations (1)-(3)).
 
@@ -270,6 +284,11 @@ def mechanism_importance_sampling(
         Fixes θ-draws and simulations (with ``batch_size``).
     batch_size
         Confidential simulations per parallel batch.
+    callback
+        ``callback(stage, done, total)`` after each group of simulation batches (a batch is
+        ``batch_size`` simulations, a group one batch per worker): ``stage`` is ``"pilot 0"``,
+        ``"pilot 1"``, ... or ``"main"``, ``done`` of ``total`` its simulations so far. For progress
+        reports; it does not change the result.
 
     Returns
     -------
@@ -315,7 +334,14 @@ def mechanism_importance_sampling(
     n_sims = 0
     t0 = time.perf_counter()
 
-    def stage(prop: DefensiveProposal | None, n: int, inner: int, draw_key: tuple[int, ...], sim_stage: int):
+    def stage(
+        prop: DefensiveProposal | None,
+        n: int,
+        inner: int,
+        draw_key: tuple[int, ...],
+        sim_stage: int,
+        label: str,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Draw ``n`` θ from ``prop`` (the prior if None), estimate (1), weight by (2)."""
         nonlocal n_sims
         rng = np.random.default_rng(batch_seeds(root, draw_key, 1)[0])
@@ -325,7 +351,8 @@ def mechanism_importance_sampling(
         else:
             theta = prop.sample(n, prior, rng)
             log_q = prop.log_prob(theta, prior)
-        ll = estimate_log_likelihood(model, obs, theta, inner, batch_size, root, sim_stage, be)
+        report = None if callback is None else (lambda done, total: callback(label, done, total))
+        ll = estimate_log_likelihood(model, obs, theta, inner, batch_size, root, sim_stage, be, report)
         n_sims += int(prior.in_support(theta).sum()) * inner
         log_prior = np.asarray(prior.log_prob(theta), dtype=np.float64)
         with np.errstate(invalid="ignore"):
@@ -344,7 +371,7 @@ def mechanism_importance_sampling(
             # pilot k = 0 draws from the prior; k = 1..adapt from the mixture (3) refitted to k - 1
             ref_var = np.ones(dim)
             for k in range(adapt + 1):
-                theta_k, _, lw_k = stage(prop, pilot_theta, pilot_inner, (0, k), 2 + k)
+                theta_k, _, lw_k = stage(prop, pilot_theta, pilot_inner, (0, k), 2 + k, f"pilot {k}")
                 if k == 0:  # the prior's per-coordinate variance, from the prior pilot draws
                     ref_var = np.var(theta_k, axis=0)
                 w_k = np.exp(lw_k - lw_k.max())
@@ -367,7 +394,7 @@ def mechanism_importance_sampling(
                         WeightDegeneracyWarning,
                         stacklevel=2,
                     )
-        theta, ll, log_w = stage(prop, n_theta, n_inner, (1,), 1)
+        theta, ll, log_w = stage(prop, n_theta, n_inner, (1,), 1, "main")
     finally:
         if own_backend:
             be.close()
