@@ -276,6 +276,16 @@ def test_lean_flow_log_prob_is_zukos(kind, features, context):
     g2 = torch.autograd.grad(flow.flow(c).log_prob(z).sum(), list(flow.parameters()))
     for a, b in zip(g1, g2, strict=True):
         torch.testing.assert_close(a, b, rtol=1e-7, atol=1e-9)
+    # without gradients the masked weights are kept, until an optimiser step changes a weight
+    with torch.inference_mode():
+        before = flow.flow_log_prob(z, c)
+    opt = torch.optim.SGD(flow.parameters(), lr=0.1)
+    (-flow.flow_log_prob(z, c).mean()).backward()
+    opt.step()
+    with torch.no_grad():
+        after, theirs = flow.flow_log_prob(z, c), flow.flow(c).log_prob(z)
+    torch.testing.assert_close(after, theirs, rtol=1e-9, atol=1e-9)
+    assert not torch.allclose(before, after)
     if kind == "nsf":  # the comparison can fail: another spline bound gives another density
         other = build_flow({"kind": kind, "transforms": 3, "bins": 6, "tail_bound": 3.0}, features, context)
         other = other.double()

@@ -195,10 +195,10 @@ def _rqs_forward(
     wh = _soft_clamp(phi[..., : 2 * K], 2.0 / ls).unflatten(-1, (2, K)).exp()
     wh = F.pad(wh / wh.sum(-1, keepdim=True), (1, 0)).cumsum(-1)  # (..., 2, K+1), from 0 to 1
     d = F.pad(_soft_clamp(phi[..., 2 * K :], 1.0 / ls), (1, 1)).exp()  # (..., K+1), 1 at both ends
-    knots = torch.cat((bound * (2 * wh - 1), d.unsqueeze(-2)), dim=-2)  # x-knots, y-knots, slopes
-    k = (knots[..., 0, :] < x.unsqueeze(-1)).sum(-1) - 1  # zuko's searchsorted
-    inside = (k >= 0) & (k < K)
-    k = k % K
+    knots = torch.cat((wh * (2.0 * bound) - bound, d.unsqueeze(-2)), dim=-2)  # x, y knots; slopes
+    k_raw = (knots[..., 0, :] < x.unsqueeze(-1)).sum(-1) - 1  # zuko's searchsorted
+    k = k_raw.clamp(0, K - 1)
+    inside = k == k_raw  # x in the spline's domain (elsewhere: identity, k is a stand-in)
     shape = k.shape
     idx = torch.stack((k, k + 1), dim=-1).unsqueeze(-2).expand(*shape, 3, 2)
     g = knots.expand(*shape, 3, K + 1).gather(-1, idx)
@@ -206,11 +206,14 @@ def _rqs_forward(
     dx, dy = x1 - x0, y1 - y0
     s = dy / dx
     z = torch.where(inside, (x - x0) / dx, 0.0)
-    zz = z * (1 - z)
-    den = s + (d0 + d1 - 2 * s) * zz
-    y = y0 + dy * (s * z * z + d0 * zz) / den
-    jac = s * s * (2 * s * zz + d0 * (1 - z).square() + d1 * z * z) / den.square()
-    return torch.where(inside, y, x), torch.where(inside, jac.log(), 0.0)
+    omz = 1 - z
+    z2, zz = z * z, z * omz
+    s2 = 2 * s
+    den = torch.addcmul(s, d0 + d1 - s2, zz)
+    y = torch.addcdiv(y0, dy * torch.addcmul(s * z2, d0, zz), den)
+    inner = torch.addcmul(torch.addcmul(d0 * omz.square(), d1, z2), s2, zz)
+    log_jac = ((s / den).square() * inner).log()  # s^2 (2 s zz + d0 (1-z)^2 + d1 z^2) / den^2
+    return torch.where(inside, y, x), torch.where(inside, log_jac, 0.0)
 
 
 def _affine_forward(x: torch.Tensor, phi: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -253,30 +256,50 @@ class ConditionalFlow(nn.Module):
         self.register_buffer("c_mean", torch.zeros(self.context, dtype=torch.float32))
         self.register_buffer("c_std", torch.ones(self.context, dtype=torch.float32))
         self.register_buffer("x_coef", torch.zeros(self.features, self.context, dtype=torch.float32))
-        self._float_masks: dict[Any, list[torch.Tensor]] = {}
+        self._float_masks: dict[Any, list[torch.Tensor | None]] = {}
+        self._frozen_weights: dict[Any, tuple[Any, list[torch.Tensor]]] = {}
 
     # -- the flow's log density -----------------------------------------------------------------
-    def _masks(self, like: torch.Tensor) -> list[torch.Tensor]:
-        """The MADE masks as float tensors on ``like``'s device and dtype (built once; the masks
-        are fixed buffers, so ``mask * weight`` then costs no conversion per call)."""
+    def _linears(self) -> list[nn.Linear]:
+        """The flow's linear layers in the order :meth:`_mlp` meets them (pre-order)."""
+        if not hasattr(self, "_linear_layers"):
+            self._linear_layers = [m for m in self.flow.modules() if isinstance(m, nn.Linear)]
+        return self._linear_layers
+
+    def _weights(self, like: torch.Tensor) -> list[torch.Tensor]:
+        """Each linear layer's weight, MADE-masked (``weight * mask``), for inputs like ``like``.
+
+        The masks are fixed buffers: their float copies are made once per device and dtype. With
+        gradients disabled (MCMC, sampling, validation) the masked weights themselves are kept
+        until an optimiser step or a state load changes a weight (its version counter).
+        """
+        layers = self._linears()
         key = (like.device, like.dtype)
         if key not in self._float_masks:
-            self._float_masks[key] = [
-                m.mask.to(device=like.device, dtype=like.dtype)
-                for m in self.flow.modules()
-                if isinstance(m, MaskedLinear)
-            ]
-        return self._float_masks[key]
+            with torch.inference_mode(False):  # usable by autograd later
+                self._float_masks[key] = [
+                    m.mask.to(device=like.device, dtype=like.dtype)
+                    if isinstance(m, MaskedLinear) else None
+                    for m in layers
+                ]
+        masks = self._float_masks[key]
+        if torch.is_grad_enabled():
+            return [m.weight if f is None else m.weight * f for m, f in zip(layers, masks, strict=True)]
+        stamp = tuple((m.weight._version, m.weight.data_ptr()) for m in layers)
+        hit = self._frozen_weights.get(key)
+        if hit is None or hit[0] != stamp:
+            hit = (stamp, [m.weight if f is None else m.weight * f
+                           for m, f in zip(layers, masks, strict=True)])
+            self._frozen_weights[key] = hit
+        return hit[1]
 
     @staticmethod
-    def _mlp(seq: Any, h: torch.Tensor, masks: Iterator[torch.Tensor]) -> torch.Tensor:
+    def _mlp(seq: Any, h: torch.Tensor, weights: Iterator[torch.Tensor]) -> torch.Tensor:
         for layer in seq:
-            if isinstance(layer, MaskedLinear):
-                h = F.linear(h, layer.weight * next(masks), layer.bias)
-            elif isinstance(layer, nn.Linear):
-                h = F.linear(h, layer.weight, layer.bias)
+            if isinstance(layer, nn.Linear):
+                h = F.linear(h, next(weights), layer.bias)
             elif isinstance(layer, Residual):
-                h = h + ConditionalFlow._mlp(layer, h, masks)
+                h = h + ConditionalFlow._mlp(layer, h, weights)
             else:
                 h = layer(h)
         return h
@@ -307,7 +330,7 @@ class ConditionalFlow(nn.Module):
         if not self._lean():
             return self.flow(cz).log_prob(z)
         spline = self.config.kind == "nsf"
-        masks = iter(self._masks(z))
+        weights = iter(self._weights(z))
         acc: torch.Tensor | None = None
         for t in self.flow.transform.transforms:
             if isinstance(t, MaskedAutoregressiveTransform):
@@ -315,7 +338,7 @@ class ConditionalFlow(nn.Module):
                 inp = torch.cat((z.expand(*shape, -1), cz.expand(*shape, -1)), dim=-1)
             else:
                 inp = cz
-            phi = self._mlp(t.hyper, inp, masks).unflatten(-1, (-1, t.total))
+            phi = self._mlp(t.hyper, inp, weights).unflatten(-1, (-1, t.total))
             if spline:
                 z, ladj = _rqs_forward(z, phi, self.config.bins, float(self.config.tail_bound))
             else:

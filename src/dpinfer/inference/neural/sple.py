@@ -76,7 +76,7 @@ class SPLEPosterior(NeuralPosterior):
     def log_likelihood(self, theta: Any) -> np.ndarray:
         """``log q_φ(s_obs | θ)``."""
         th = self._check_theta(theta)
-        with torch.no_grad():
+        with torch.inference_mode():
             x = self._tensor(self.observed).expand(th.shape[0], -1)
             return self.flow.log_prob(x, self._tensor(th)).double().cpu().numpy()
 
@@ -123,7 +123,7 @@ class SPLEPosterior(NeuralPosterior):
         if candidates is not None and len(candidates) > 2:
             scale = np.asarray(candidates).std(axis=0)
         scale = np.where(scale > 0, scale, 0.1)
-        with torch.no_grad(), torch_threads(self.threads):
+        with torch.inference_mode(), torch_threads(self.threads):
             res = run_mcmc(
                 self.log_prob,
                 init,

@@ -70,7 +70,7 @@ class SPPEPosterior(NeuralPosterior):
         return self._tensor(self.observed)
 
     def _raw_sample(self, n: int) -> np.ndarray:
-        with torch.no_grad():
+        with torch.inference_mode():
             z = self.flow.sample(n, self._context()).double().cpu().numpy()
         with np.errstate(over="ignore"):
             return self.space.to_theta(z)
@@ -123,7 +123,7 @@ class SPPEPosterior(NeuralPosterior):
         th = self._check_theta(theta)
         inside = self.prior.in_support(th)
         z = self.space.to_z(np.where(inside[:, None], th, self.space.stand_in(th)))
-        with torch.no_grad():
+        with torch.inference_mode():
             lq = (
                 self.flow.log_prob(self._tensor(z), self._context().expand(th.shape[0], -1))
                 .double()
@@ -246,13 +246,13 @@ class SPPE(SequentialEstimator):
 
         def log_q(z: np.ndarray) -> np.ndarray:
             out = [np.zeros(0)]
-            with torch.no_grad():
+            with torch.inference_mode():
                 for i in range(0, len(z), 50_000):
                     zz = posterior._tensor(z[i : i + 50_000])[:, None, :]
                     out.append(flow.log_prob_grid(zz, context).double().cpu().numpy()[:, 0])
             return np.concatenate(out)
 
-        with torch_threads(self.threads), posterior._fork_rng(), torch.no_grad():
+        with torch_threads(self.threads), posterior._fork_rng(), torch.inference_mode():
             torch.manual_seed(seed_int(seed))
             q_draws = flow.sample(n_region, posterior._context()).double().cpu().numpy()
         z, info = sample_truncated_prior(
@@ -275,7 +275,7 @@ class SPPE(SequentialEstimator):
 
     def _end_of_round(self, posterior: Any, round_index: int, last: bool) -> dict[str, Any]:
         posterior._log_mass = None
-        with torch.no_grad():
+        with torch.inference_mode():
             mass = float(np.exp(posterior.log_mass_in_support(4000)))
         posterior._log_mass = None  # re-estimated lazily with more draws
         extra = {"support_mass": mass}

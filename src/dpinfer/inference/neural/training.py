@@ -254,7 +254,7 @@ def _validation_loss(
     gen = torch.Generator(device=theta.device).manual_seed(seed)
     total = torch.zeros((), device=theta.device)
     n = theta.shape[0]
-    with torch.no_grad():
+    with torch.inference_mode():
         for start in range(0, n, chunk):
             sl = slice(start, start + chunk)
             total = total + loss_fn(theta[sl], x[sl], logp[sl], gen) * theta[sl].shape[0]
