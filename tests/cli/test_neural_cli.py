@@ -95,11 +95,11 @@ def test_demo_section_quick(tmp_path):
     ledger = Ledger(tmp_path / "ledger.db", create=True)
     ctx = DemoContext(tmp_path, ledger, 2026, True, DemoReport(tmp_path))
     section_sppe(ctx)
-    assert ledger.spent("sir-demo") <= 10.0
-    assert all(h["status"] == "released" for h in ledger.history("sir-demo"))
+    assert ledger.spent("mean-demo") <= 0.5
+    assert all(h["status"] == "released" for h in ledger.history("mean-demo"))
     quantities = [r.quantity for r in ctx.report.rows]
-    assert "R0 median (95% CI)" in quantities
-    assert (tmp_path / "sppe_sir_eps10.png").exists()
+    assert "theta mean (95% CI)" in quantities
+    assert (tmp_path / "sppe_mean_eps05.png").exists()
     assert np.isfinite(float(ctx.report.rows[-1].value))
 
 

@@ -27,6 +27,7 @@ def section_smc_abc(ctx: DemoContext) -> None:
     """SMC-ABC vs DA-MCMC vs naive vs confidential 95% intervals, linear regression, ε = 1."""
     from ..datasets.private_data import load_linreg_confidential
     from ..inference.exact.baselines import da_mcmc_linreg
+    from ..inference.smc.options import RunOptions
     from ..inference.smc.schedule import QuantileSchedule
     from ..inference.smc.smc_abc import smc_abc
     from ..models import LinearRegression
@@ -44,6 +45,11 @@ def section_smc_abc(ctx: DemoContext) -> None:
     quick = bool(ctx.quick)
     seed = int(ctx.seed)
     t0 = time.perf_counter()
+
+    def on_population(diag: Any) -> None:  # a line per population: the section talks every few seconds
+        print(f"  SMC-ABC [{time.perf_counter() - t0:5.0f} s] population {diag.t}: tolerance "
+              f"{diag.tolerance:.4g}, {diag.n_simulations_total} simulations", flush=True)  # fmt: skip
+
     smc = smc_abc(
         model,
         s_dp,
@@ -53,6 +59,7 @@ def section_smc_abc(ctx: DemoContext) -> None:
         seed=seed,
         batch_size=2000,
         max_simulations=60_000 if quick else 500_000,
+        run=RunOptions(callback=on_population),
     )
     t_smc = time.perf_counter() - t0
     t0 = time.perf_counter()
