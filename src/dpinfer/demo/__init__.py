@@ -9,7 +9,7 @@ module of this package that adds rows, text and figures to ``ctx.report``:
 * :mod:`~dpinfer.demo.smc_abc`: SMC-ABC vs DA-MCMC, linear regression from private statistics;
 * :mod:`~dpinfer.demo.own_model`: a model written from functions, released by the data owner and
   inferred with ``dpinfer.infer``, against its exact posterior;
-* :mod:`~dpinfer.demo.neural`: SPPE on a privatised SIR epidemic.
+* :mod:`~dpinfer.demo.neural`: SPPE on a privately released clamped mean, against its exact posterior.
 
 Sections are listed in :data:`SECTIONS` as ``"module:function"`` strings with the package they
 drive and run in order; a section whose package is not part of this build is skipped (an error
