@@ -64,6 +64,7 @@ def section_smc_abc(ctx: DemoContext) -> None:
         run=RunOptions(callback=on_population),
     )
     t_smc = time.perf_counter() - t0
+    print(f"  DA-MCMC reference ({'1000' if quick else '4000'} draws) ...", flush=True)
     t0 = time.perf_counter()
     da = da_mcmc_linreg(
         model, s_dp, n_samples=1000 if quick else 4000, burn_in=500 if quick else 2000, thin=5, seed=seed
@@ -106,6 +107,7 @@ def section_smc_abc(ctx: DemoContext) -> None:
     if not quick:  # SMC-ABC against the likelihood-based reference (DA-MCMC targets p(theta | s_dp))
         from ..diagnostics import c2st
 
+        print(f"  DA-MCMC done ({t_da:.1f} s); C2ST of SMC-ABC against it ...", flush=True)
         score = c2st(smc.sample(1000, seed=seed), da.sample(1000, seed=seed))
         meets = score <= C2ST_TARGET
         verdict = f"C2ST {score:.3f} {'meets' if meets else 'does NOT meet'} the target <= {C2ST_TARGET}"
