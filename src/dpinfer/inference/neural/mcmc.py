@@ -119,12 +119,17 @@ def slice_sample(
             budget_l, budget_r = j, max_steps_out - 1 - j
             act_l, act_r = budget_l > 0, budget_r > 0
             while np.any(act_l) or np.any(act_r):  # step out both ends in one batched call
-                probe = np.concatenate([x, x])
-                probe[:C, k] = left
-                probe[C:, k] = right
+                # only the chains still stepping out are evaluated (a call costs a fixed overhead
+                # plus a little per row, and the last steps concern few chains)
+                il, ir = np.flatnonzero(act_l), np.flatnonzero(act_r)
+                probe = np.concatenate([x[il], x[ir]])
+                probe[: il.size, k] = left[il]
+                probe[il.size :, k] = right[ir]
                 lp_probe = np.asarray(log_prob(probe), dtype=np.float64)
-                grow_l = act_l & (lp_probe[:C] > y)
-                grow_r = act_r & (lp_probe[C:] > y)
+                grow_l = np.zeros(C, dtype=bool)
+                grow_r = np.zeros(C, dtype=bool)
+                grow_l[il] = lp_probe[: il.size] > y[il]
+                grow_r[ir] = lp_probe[il.size :] > y[ir]
                 left = np.where(grow_l, left - w[k], left)
                 right = np.where(grow_r, right + w[k], right)
                 budget_l = budget_l - 1
@@ -133,10 +138,12 @@ def slice_sample(
                 act_r = grow_r & (budget_r > 0)
             done = np.zeros(C, dtype=bool)
             for _ in range(max_shrink):
-                cand = left + rng.random(C) * (right - left)
-                probe = x.copy()
-                probe[:, k] = np.where(done, x[:, k], cand)
-                lp_c = np.asarray(log_prob(probe), dtype=np.float64)
+                cand = left + rng.random(C) * (right - left)  # C uniforms: the same stream
+                ia = np.flatnonzero(~done)  # evaluate the chains still shrinking only
+                probe = x[ia]
+                probe[:, k] = cand[ia]
+                lp_c = np.full(C, -np.inf)
+                lp_c[ia] = np.asarray(log_prob(probe), dtype=np.float64)
                 acc = ~done & (lp_c > y)
                 x[acc, k] = cand[acc]
                 lp[acc] = lp_c[acc]
