@@ -66,6 +66,14 @@ class SPPEPosterior(NeuralPosterior):
             self._space = ParamSpace(self.prior, self.settings.get("space", "theta"))
         return self._space
 
+    def _support_is_everything(self) -> bool:
+        """Whether the prior's support is all of R^d (every finite flow draw is inside it)."""
+        support = getattr(self.prior, "support", None)
+        if support is None:
+            return False
+        lo, hi = (np.asarray(b, dtype=np.float64) for b in support)
+        return bool(np.all(np.isneginf(lo)) and np.all(np.isposinf(hi)))
+
     def _context(self) -> torch.Tensor:
         return self._tensor(self.observed)
 
@@ -87,8 +95,10 @@ class SPPEPosterior(NeuralPosterior):
         got = tried = 0
         with torch_threads(self.threads), self._fork_rng():
             torch.manual_seed(seed_int(seed))
+            everything = self._support_is_everything()
             for _ in range(max_tries):
-                batch = max(2 * (n - got), 256)
+                # draws to ask for: all accepted when the support is R^d (bar non-finite ones)
+                batch = max(n - got, 16) if everything else max(2 * (n - got), 256)
                 th = self._raw_sample(batch)
                 ok = np.isfinite(th).all(axis=1) & self.prior.in_support(th)
                 tried += batch
@@ -106,7 +116,10 @@ class SPPEPosterior(NeuralPosterior):
         return np.concatenate(out)[:n]
 
     def log_mass_in_support(self, n: int = 20000, seed: Any = 12345) -> float:
-        """``log P_q(θ ∈ support)`` estimated from ``n`` flow draws (cached)."""
+        """``log P_q(θ ∈ support)`` estimated from ``n`` flow draws (cached; 0 without drawing
+        when the support is all of R^d)."""
+        if self._log_mass is None and self._support_is_everything():
+            self._log_mass = 0.0  # the flow's mass inside R^d
         if self._log_mass is None:
             with torch_threads(self.threads), self._fork_rng():
                 torch.manual_seed(seed_int(seed))
