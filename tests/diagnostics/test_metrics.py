@@ -73,3 +73,40 @@ def test_median_predictive_distance_prefers_the_truth():
     far = median_predictive_distance(model, np.full((400, 1), -1.0), obs, seed=1)
     assert near < far
     assert near < 0.3  # noise sd of s_dp at the truth is about 0.2
+
+
+def _is_particles(n, d, scale, seed):
+    """Exact weighted particles of N(0, I): a N(0, scale² I) proposal with importance weights."""
+    prop = np.random.default_rng(seed).normal(size=(n, d)) * scale
+    logw = norm.logpdf(prop).sum(1) - norm.logpdf(prop, scale=scale).sum(1)
+    return prop, np.exp(logw - logw.max())
+
+
+@pytest.mark.slow  # three C2STs on 1600 points: 14 s
+def test_weighted_c2st_scores_exact_particles_at_chance_where_resampling_does_not():
+    """Weighted particles of ESS ~150 out of 800: the weighted C2ST is at chance; resampling them
+    with replacement (repeated points) reads ~0.65 although the particles are exact; ignoring the
+    weights (the known-broken variant) is caught."""
+    x, w = _is_particles(800, 2, 2.5, 1)
+    ess = w.sum() ** 2 / (w**2).sum()
+    assert 100 < ess < 250
+    y = _normal(800, 2, 0.0, 2)
+    weighted = c2st(x, y, seed=3, x_weights=w)
+    # held-out sd ≈ sqrt(.25 (1/1600 + 1/(2·ESS))) ≈ 0.03 for the weighted class: 0.08 is ~2.5 sd
+    assert abs(weighted - 0.5) < 0.08
+    resampled = x[np.random.default_rng(4).choice(800, 800, p=w / w.sum())]
+    assert c2st(resampled, y, seed=3) > weighted + 0.05
+    assert c2st(x, y, seed=3) > 0.7  # the weights ignored: a 2.5x too wide sample
+    with pytest.raises(InvalidDataError, match="x_weights"):
+        c2st(x, y, x_weights=w[:10])
+    with pytest.raises(InvalidDataError, match="x_weights"):
+        c2st(x, y, x_weights=-w)
+
+
+def test_weighted_c2st_fast_check():
+    """The fast half: exact weighted particles at chance, the weights ignored caught."""
+    x, w = _is_particles(300, 1, 2.5, 5)
+    y = _normal(300, 1, 0.0, 6)
+    # held-out sd ≈ sqrt(.25 (1/600 + 1/(2·ESS))) ≈ 0.035 at ESS ~ 130: 0.12 is > 3 sd
+    assert abs(c2st(x, y, seed=3, x_weights=w) - 0.5) < 0.12
+    assert c2st(x, y, seed=3) > 0.65
