@@ -108,6 +108,7 @@ import numpy as np
 import torch
 
 from ...errors import InvalidDataError, InvalidPrivacyParameterError
+from ...execution.threads import torch_threads
 from ...privacy.context import ReleaseContext
 from .design import prepare_design
 from .diagnostics import Trajectory, diagnose, warn_diagnostics
@@ -330,10 +331,11 @@ class DPVI:
                 record=record,
             )
 
-        if release is None:  # a non-private fit releases nothing and is never charged
-            params, trace, clipping = loop()
-        else:  # the whole fit's event, charged (or warned unaccounted) once; each step draws inside
-            params, trace, clipping = release.release(plan.event, loop, what="DPVI fit")  # type: ignore[union-attr]
+        with torch_threads(spec.threads):
+            if release is None:  # a non-private fit releases nothing and is never charged
+                params, trace, clipping = loop()
+            else:  # the whole fit's event, charged (or warned unaccounted) once; each step draws inside
+                params, trace, clipping = release.release(plan.event, loop, what="DPVI fit")  # type: ignore[union-attr]
         warn_clipped(clipping)
         # 5. the result, with its noise spread and convergence check (post-processing)
         result = self._result(spec, plan, release, state, params, trace, clipping)

@@ -17,6 +17,7 @@ import numpy as np
 
 from ...errors import InvalidDataError, InvalidPrivacyParameterError
 from ...execution.device import resolve_device
+from ...execution.threads import check_threads
 from ...privacy import Ledger
 from ...privacy.validation import check_positive
 from .gradients import PER_EXAMPLE_MODES
@@ -48,6 +49,8 @@ class FitSpec:
         Whether the fit releases noisy gradients.
     device
         The resolved ``torch.device`` of the computation (``TrainingOptions.device``).
+    threads
+        torch's intra-op threads during the loop (``TrainingOptions.threads``; ``None``: unchanged).
     """
 
     X: np.ndarray
@@ -67,6 +70,7 @@ class FitSpec:
     clip_count: bool = False
     phases: tuple[Phase, ...] | None = None
     device: Any = "cpu"
+    threads: int | None = 1
 
     @property
     def sampling(self) -> str:
@@ -186,6 +190,7 @@ def validate_fit(
         clip_count=count,
         phases=phases,
         device=resolve_device(training.device),
+        threads=check_threads(training.threads),
     )
 
 
