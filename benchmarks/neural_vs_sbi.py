@@ -14,7 +14,8 @@ the row "SPPE M=4" uses 4 copies; "SPPE all copies" trains on all M copies in ev
 patience 5, the fast preset before ``copies_per_step=1``, patience 10; "SPPE APT", sequential
 protocol only, uses the paper's atomic APT instead of the default truncated proposals);
 sbi gets the mechanism inside the simulator (one noise draw per simulation) and its defaults
-(NPE: NSF, atomic loss in later rounds; NLE: NSF likelihood + slice-sampling MCMC). Wall time:
+(sbi 0.27: NPE and NLE default to a MAF density estimator, 5 transforms of 50 hidden units; NPE uses
+the atomic loss in later rounds; NLE samples by slice-sampling MCMC). Wall time:
 everything from the first simulation to 4000 posterior draws (so MCMC counts for SPLE and NLE).
 Accuracy of those 4000 draws: posterior sd / exact sd and |mean - exact mean| / exact sd.
 torch uses one thread; all methods run one after another in one process. CPU time (process time)
@@ -31,7 +32,13 @@ together, exact by quadrature of each factor), ``SPPE(model, simulations=B)`` an
 sbi's ``NPE`` / ``NLE`` with their defaults on the same ``B`` prior simulations (one round, sbi's
 documented use). Accuracy: C2ST (:func:`dpinfer.diagnostics.metrics.c2st`) of 2000 posterior
 draws against 2000 exact draws. Its results go under ``"user_problems"`` in the same JSON (the
-other keys are kept).
+other keys are kept; ``--seed S`` other than 0 writes ``"user_problems_seedS"``).
+
+``--step-timing``: the cost of one default-flow (NSF, 5 transforms) training step and of one
+MCMC-sized evaluation, with zuko's own ``flow(c).log_prob`` against
+:meth:`~dpinfer.inference.neural.flows.ConditionalFlow.flow_log_prob` (the same density, fewer
+tensor operations) and sbi's default MAF; median of repeated timings (CPU time, one thread), so
+less sensitive to other load than a whole fit. Results under ``"step_timing"``.
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ import argparse
 import contextlib
 import io
 import json
+import os
 import platform
 import time
 import warnings
@@ -294,6 +302,81 @@ def user_problems(budget: int = 3000, seed: int = 0, draws: int = 2000) -> dict[
     return out
 
 
+def _median_ms(fn: Any, n: int, repeats: int) -> float:
+    """Median over ``repeats`` of the mean CPU milliseconds of ``n`` calls of ``fn``."""
+    for _ in range(3):
+        fn()
+    times = []
+    for _ in range(repeats):
+        c0 = time.process_time()
+        for _ in range(n):
+            fn()
+        times.append((time.process_time() - c0) / n * 1e3)
+    return float(np.median(times))
+
+
+def _time_flow(dims: tuple[int, int], repeats: int, steps: int) -> dict[str, float]:
+    from dpinfer.inference.neural.flows import ConditionalFlow, FlowConfig
+    from dpinfer.inference.neural.training import TrainingConfig, _adam
+
+    torch.manual_seed(0)
+    flow = ConditionalFlow(FlowConfig(), *dims)
+    th, x = torch.randn(200, dims[0]), torch.randn(200, dims[1])
+    params = list(flow.parameters())
+    opt = _adam(params, TrainingConfig())
+    evaluators = {"zuko": lambda a, c: flow.flow(c).log_prob(a), "dpinfer": flow.flow_log_prob}
+    row: dict[str, float] = {}
+    for label, lp in evaluators.items():
+
+        def step(lp: Any = lp) -> None:
+            opt.zero_grad(set_to_none=True)
+            (-lp(th, x).mean()).backward()
+            torch.nn.utils.clip_grad_norm_(params, 5.0, foreach=True)
+            opt.step()
+
+        def evaluate(lp: Any = lp) -> None:
+            with torch.inference_mode():
+                lp(th[:100], x[:100])
+
+        row[f"{label} step ms"] = _median_ms(step, steps, repeats)
+        row[f"{label} eval ms"] = _median_ms(evaluate, steps, repeats)
+    try:
+        from sbi.neural_nets import posterior_nn
+    except ImportError:  # pragma: no cover - sbi is optional
+        return row
+    net = posterior_nn("maf")(th, x)
+    sbi_params = list(net.parameters())
+    sbi_opt = torch.optim.Adam(sbi_params, lr=5e-4)
+
+    def sbi_step() -> None:
+        sbi_opt.zero_grad(set_to_none=True)
+        net.loss(th, x).mean().backward()
+        torch.nn.utils.clip_grad_norm_(sbi_params, 5.0)
+        sbi_opt.step()
+
+    def sbi_evaluate() -> None:
+        with torch.inference_mode():
+            net.log_prob(th[None, :100], x[:100])
+
+    row["sbi maf step ms"] = _median_ms(sbi_step, steps, repeats)
+    row["sbi maf eval ms"] = _median_ms(sbi_evaluate, steps, repeats)
+    return row
+
+
+def step_timing(repeats: int = 7, steps: int = 40) -> dict[str, Any]:
+    """Median CPU milliseconds of one training step (forward, backward, clipping, Adam) on a
+    minibatch of 200 and of one no-grad evaluation of 100 points, for the default NSF evaluated by
+    zuko and by ``flow_log_prob``, on (features, context) = (1, 1) and (2, 2), and for sbi's
+    default MAF (``posterior_nn("maf")``, the same minibatch)."""
+    torch.set_num_threads(1)
+    out: dict[str, Any] = {"batch": 200, "eval_points": 100, "repeats": repeats, "steps": steps}
+    for dims in ((1, 1), (2, 2)):
+        row = _time_flow(dims, repeats, steps)
+        out[f"features={dims[0]}, context={dims[1]}"] = row
+        print(f"  step timing {dims}: " + ", ".join(f"{k} {v:.2f}" for k, v in row.items()), flush=True)
+    return out
+
+
 def _dpinfer_default(klass: Any, model: Any, obs: list[float], budget: int, seed: int, draws: int) -> dict:
     """``klass(model, simulations=budget, seed=seed)``: every other option at its default."""
     t0, c0 = time.perf_counter(), time.process_time()
@@ -328,16 +411,34 @@ def main(argv: list[str] | None = None) -> None:
         "tests/user_problems.py against sbi's defaults, C2ST to the exact posterior",
     )
     p.add_argument("--budget", type=int, default=3000, help="simulations (--user-problems)")
+    p.add_argument(
+        "--step-timing", action="store_true",
+        help="time one training step / one evaluation of the default flow (zuko vs dpinfer's "
+        "evaluation, and sbi's default MAF); writes the 'step_timing' key",
+    )
     args = p.parse_args(argv)
+    if args.step_timing:
+        st = step_timing()
+        st.update(machine=platform.platform(), torch=torch.__version__, torch_threads=1,
+                  load_average=list(os.getloadavg()))  # fmt: skip
+        path = Path(args.out)
+        old = json.loads(path.read_text()) if path.exists() else {}
+        old["step_timing"] = st
+        path.write_text(json.dumps(old, indent=2))
+        print(f"wrote {path}")
+        return
     if args.user_problems:
+        load_before = os.getloadavg()
         up = user_problems(args.budget, args.seed)
         import sbi
 
         up.update(machine=platform.platform(), torch=torch.__version__, sbi=sbi.__version__,
-                  torch_threads=1, device="cpu")  # fmt: skip
+                  torch_threads=1, device="cpu", cpu_count=os.cpu_count(),
+                  load_average_before_after=[list(load_before), list(os.getloadavg())])  # fmt: skip
         path = Path(args.out)
         old = json.loads(path.read_text()) if path.exists() else {}
-        old["user_problems"] = up
+        # seed 0 is the benchmark; other seeds go beside it, so one file shows the seed spread
+        old["user_problems" if args.seed == 0 else f"user_problems_seed{args.seed}"] = up
         path.write_text(json.dumps(old, indent=2))
         print(f"wrote {path}")
         return
