@@ -78,9 +78,11 @@ def unsupported_event_advice(exc: Exception, args: argparse.Namespace) -> str:
     dataset = getattr(args, "dataset", None)
     if not ledger:
         return one_line(exc)
-    acc = "rdp" if "only a Rényi-DP analysis" in str(exc) else "pld"  # the Gaussian sparse vector
+    # the Gaussian sparse vector and the private GLM's multivariate discrete Gaussian: RDP only
+    acc = "rdp" if "accountant='rdp'" in str(exc) or "only a Rényi-DP analysis" in str(exc) else "pld"
+    head = one_line(exc).split(" Data set ")[0]  # the ledger's own advice is restated for the CLI below
     return (
-        f"{one_line(exc)} Nothing was charged or released. The budget of {dataset or 'this data set'!r} "
+        f"{head} Nothing was charged or released. The budget of {dataset or 'this data set'!r} "
         f"in {redact(ledger)} cannot be changed: register these data under a NEW data-set name with an "
         "accountant "
         "that accounts every release, e.g. `dpinfer budget init --ledger LEDGER --dataset NEW_NAME "

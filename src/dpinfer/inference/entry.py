@@ -279,6 +279,9 @@ def diagnose(
         found += checks.check_rhat(rhat, names)
     root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     rng = np.random.default_rng(np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + (98,)))
+    stuck = settings.get("degenerate") if isinstance(settings, dict) else None
+    if stuck:  # tempered exact SMC: a population collapsed by sticky pseudo-marginal moves
+        found.append(checks.Finding(errors.WeightDegeneracyWarning, stuck))
     own = settings.get("findings") if isinstance(settings, dict) else None
     if own is not None:  # SMC-ABC checked (and warned) itself, the range on its population 0
         found += [checks.Finding(getattr(errors, f["category"]), f["message"]) for f in own]
@@ -357,6 +360,8 @@ def infer(
         # SMC-ABC issues its own findings; diagnose() collects them and they are issued once below
         warnings.simplefilter("ignore", errors.ABCConvergenceWarning)
         warnings.simplefilter("ignore", errors.ObservedOutsideSimulationsWarning)
+        warnings.filterwarnings("ignore", "tempered exact SMC: the final population is stuck",
+                                errors.WeightDegeneracyWarning)  # a finding of diagnose(), issued below
         result = _run(chosen, model, obs, root, backend, _with_progress(chosen, options, progress))
     wall = time.perf_counter() - start
     found = diagnose(result, model, obs, root)

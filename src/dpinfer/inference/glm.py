@@ -593,6 +593,10 @@ def _importance(model: _Model, mode: np.ndarray, cov: np.ndarray, opts: GLMSampl
     return X[idx][None], info
 
 
+#: Below this effective sample size the importance-sampled posterior warns (a few distinct draws).
+MIN_IS_ESS = 100
+
+
 # ---- the result ---------------------------------------------------------------------------------
 class GLMPosterior(ResultFile):
     """The noise-aware posterior of a private GLM: draws of the coefficients (HMC chains, or one
@@ -645,6 +649,19 @@ class GLMPosterior(ResultFile):
         method = f"noise-aware GLM ({self.diagnostics.get('method')})"
         return draws_to_arviz(draws, self.param_names, self.privacy, method=method,
                               family=self.release.family)
+
+    def synthesize(self, n: int, X: Any, seed: Any = None, target: str | None = None) -> Any:
+        """``n`` synthetic records (covariates, response) from the posterior predictive
+        (:func:`dpinfer.models.synthesis.glm_synthesize`; logistic and probit): θ from this
+        posterior, covariates from ``X``, a DP covariate model
+        (:func:`dpinfer.release.synthesis.release_covariate_model`, its own release) or
+        :class:`~dpinfer.models.synthesis.PublicCovariates` (copied, stated NOT protected), and the
+        response from the model, named ``target`` (default: the name of ``y`` given to
+        ``private_glm``). Post-processing: no further privacy cost; ``.to_csv(path)`` writes them
+        with their privacy statement."""
+        from ..models.synthesis import glm_synthesize
+
+        return glm_synthesize(self, n, X, seed=seed, target=target)
 
     def original_scale_draws(self) -> np.ndarray:
         """Draws of the coefficients in the features' own units (intercept first, if any).
@@ -773,6 +790,14 @@ def glm_posterior(
             warnings.warn(
                 f"private GLM: the importance weights' Pareto k-hat is {info['pareto_khat']:.2f} > 0.7: the "
                 "Laplace proposal misses the posterior's shape; use sampler=GLMSamplerOptions(method='hmc').",
+                WeightDegeneracyWarning, stacklevel=2,
+            )
+        elif warn and not info["ess"] >= MIN_IS_ESS:
+            warnings.warn(
+                f"private GLM: the importance weights' effective sample size is {info['ess']:.0f} of "
+                f"{opts.proposals} proposals (< {MIN_IS_ESS}): the draws repeat a few points, so the "
+                "means, sds and intervals are unreliable; use sampler=GLMSamplerOptions(method='hmc') "
+                "(or more proposals).",
                 WeightDegeneracyWarning, stacklevel=2,
             )
     else:

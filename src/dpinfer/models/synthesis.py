@@ -384,12 +384,23 @@ class SyntheticData:
         def rows(f: Any) -> None:
             w = csv.writer(f)
             w.writerow(self.columns)
-            w.writerows(self.records.tolist())
+            w.writerows(_csv_rows(self.records))
 
         report = {"file": path.name, "columns": list(self.columns), "n": self.n, "source": self.source,
                   "privacy": self.privacy_report()}
         _write_atomic(sidecar_path(path), lambda f: json.dump(report, f, indent=2, default=float))
         return _write_atomic(path, rows)
+
+
+def _csv_rows(records: np.ndarray) -> list[list[Any]]:
+    """Rows for a CSV: a column whose values are all whole numbers (counts, 0/1 outcomes, ages
+    drawn from an integer covariate model) is written as integers (``60``, not ``60.0``)."""
+    cols: list[Any] = []
+    for j in range(records.shape[1]):
+        c = records[:, j]
+        whole = bool(np.all(np.isfinite(c)) and np.all(c == np.round(c)) and np.all(np.abs(c) < 2**53))
+        cols.append(c.astype(np.int64).tolist() if whole else c.tolist())
+    return [list(r) for r in zip(*cols, strict=True)] if cols else [[] for _ in range(records.shape[0])]
 
 
 def sidecar_path(path: str | Path) -> Path:
@@ -464,7 +475,9 @@ def synthesize_from(
             "the model to simulate from is not known for this result: pass model=... (the model the "
             "posterior was computed for)."
         )
-    simulate, columns = record_simulator(model, covariates)
+    config = getattr(posterior, "config", None)
+    design = config.get("design") if isinstance(config, dict) else None
+    simulate, columns = record_simulator(model, covariates, design=design)
     theta_seed, sim_seed = np.random.SeedSequence(seed).spawn(2)
     thetas = posterior.sample(n, np.random.default_rng(theta_seed))
     source = {"result": type(posterior).__name__, "model": type(model).__name__}
@@ -475,8 +488,13 @@ def synthesize_from(
     return out
 
 
-def record_simulator(model: Any, covariates: Any = None) -> tuple[RecordSimulator, tuple[str, ...]]:
+def record_simulator(
+    model: Any, covariates: Any = None, design: dict[str, Any] | None = None
+) -> tuple[RecordSimulator, tuple[str, ...]]:
     """``(simulate(thetas, rng) -> records, column names)`` for a supported model.
+
+    ``design``: a DPVI fit's design (``result.config["design"]``: ``intercept=True`` and
+    public ``bounds=``), applied to the covariates before θ (:func:`apply_design`).
 
     Raises
     ------
@@ -490,7 +508,7 @@ def record_simulator(model: Any, covariates: Any = None) -> tuple[RecordSimulato
     from .shipped.mixture_uniform import MixtureOfUniforms
 
     if type(model).__name__ == "LogisticRegression":  # dpinfer.release.dpvi's model (a layer above)
-        return logistic_simulator(covariates)
+        return logistic_simulator(covariates, design=design)
     if covariates is not None:
         raise InvalidDataError(
             f"model {type(model).__name__} simulates whole records from θ: covariates are taken only by "
@@ -539,20 +557,82 @@ def as_covariate_source(covariates: Any) -> CovariateSource:
     )
 
 
-def logistic_simulator(covariates: Any) -> tuple[RecordSimulator, tuple[str, ...]]:
-    """Records (x, y): x from ``covariates`` (:func:`as_covariate_source`), y ~ Bernoulli(σ(xᵀθ))."""
+def apply_design(design: dict[str, Any] | None, x: np.ndarray) -> np.ndarray:
+    """Raw covariates -> the columns θ multiplies: each scaled to [-1, 1] by its public
+    ``bounds`` (``2 (x - lo)/(hi - lo) - 1``) and a first column of ones for an ``intercept``."""
+    if not design:
+        return x
+    if design.get("offset"):
+        raise InvalidDataError(
+            "this fit has an offset (exposure): synthetic records would need the offset's law too, "
+            "which the release does not carry; synthesize from a fit without offset."
+        )
+    if design.get("bounds") is not None:
+        b = np.asarray(design["bounds"], dtype=np.float64)
+        x = 2.0 * (x - b[:, 0]) / (b[:, 1] - b[:, 0]) - 1.0
+    if design.get("intercept"):
+        x = np.column_stack([np.ones(x.shape[0]), x])
+    return x
+
+
+def logistic_simulator(
+    covariates: Any, design: dict[str, Any] | None = None, link: str = "logit", target: str = "y"
+) -> tuple[RecordSimulator, tuple[str, ...]]:
+    """Records (x, y): x from ``covariates`` (:func:`as_covariate_source`), in their own units, and
+    y ~ Bernoulli(F(x̃ᵀθ)) with x̃ the design's columns (:func:`apply_design`: bounds scaling,
+    intercept) and F the logistic (``link="logit"``) or normal (``"probit"``) cdf."""
     source = as_covariate_source(covariates)
     d = source.n_columns
+    width = d + int(bool(design and design.get("intercept")))
 
     def simulate(th: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        if th.shape[1] != d:
-            raise InvalidDataError(f"covariates have {d} columns, the posterior {th.shape[1]}.")
+        if th.shape[1] != width:
+            raise InvalidDataError(
+                f"the covariate source has {d} columns{' (+ intercept)' if width > d else ''}, the "
+                f"posterior {th.shape[1]} coefficients: release the covariate model on the same feature "
+                "columns as the fit, in the same order."
+            )
         x = source.sample(th.shape[0], rng)
-        p = 1.0 / (1.0 + np.exp(-np.einsum("ij,ij->i", x, th)))
+        eta = np.einsum("ij,ij->i", apply_design(design, x), th)
+        if link == "probit":
+            from scipy.special import ndtr
+
+            p = ndtr(eta)
+        else:
+            p = 1.0 / (1.0 + np.exp(-eta))
         return np.column_stack([x, (rng.uniform(size=th.shape[0]) < p).astype(np.float64)])
 
     columns: Sequence[str] = getattr(source, "columns", None) or tuple(f"x{j}" for j in range(d))
-    return simulate, (*columns, "y")
+    return simulate, (*columns, target)
+
+
+def glm_synthesize(posterior: Any, n: Any, covariates: Any, seed: Any = None,
+                   target: str | None = None) -> SyntheticData:
+    """``n`` posterior-predictive records of a private GLM (:class:`dpinfer.inference.glm.GLMPosterior`,
+    logistic or probit): θ from the posterior, covariates from ``covariates`` (a DP covariate model
+    or :class:`PublicCovariates`, as for DPVI), y from the model. Post-processing of the GLM
+    release (plus the covariate model's own release): no further cost. ``target`` names the
+    response column (default: the name of ``y`` given to ``private_glm``, else ``"y"``)."""
+    n = check_n(n)
+    rel = posterior.release
+    if rel.family not in ("logistic", "probit"):
+        raise InvalidDataError(
+            f"synthetic records from a {rel.family} GLM are not available here (only logistic and "
+            "probit: their records need no offset law or noise scale)."
+        )
+    if rel.has_offset:
+        apply_design({"offset": True}, np.zeros((0, 0)))
+    design = {"bounds": np.asarray(rel.feature_bounds).tolist(), "intercept": rel.intercept}
+    name = target or (posterior.settings or {}).get("target") or "y"
+    simulate, columns = logistic_simulator(covariates, design=design, link="logit" if rel.family ==
+                                           "logistic" else "probit", target=str(name))
+    theta_seed, sim_seed = np.random.SeedSequence(seed).spawn(2)
+    thetas = posterior.sample(n, np.random.default_rng(theta_seed))
+    source = {"result": type(posterior).__name__, "model": f"GLM ({rel.family})"}
+    out = synthesize(thetas, simulate, columns, sim_seed, posterior.privacy, source)
+    out.covariates = as_covariate_source(covariates).describe()
+    out.covariate_columns = columns[:-1]
+    return out
 
 
 __all__ = [
@@ -562,7 +642,9 @@ __all__ = [
     "MarginalHistogramModel",
     "PublicCovariates",
     "SyntheticData",
+    "apply_design",
     "as_covariate_source",
+    "glm_synthesize",
     "logistic_simulator",
     "record_simulator",
     "sidecar_path",

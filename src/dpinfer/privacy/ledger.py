@@ -80,6 +80,7 @@ from ..errors import (
     NeighbouringRelationError,
     PrivacyWarning,
     UnknownDatasetError,
+    UnsupportedEventError,
 )
 from .accountants import get_accountant
 from .event_conversion import describe, event_from_dict, event_to_dict
@@ -423,7 +424,17 @@ class Ledger:
                     "dpinfer.privacy.to_replace_one(event))."
                 )
             accountant = get_accountant(budget.accountant)
-            accountant.check_supported(event)
+            try:
+                accountant.check_supported(event)
+            except UnsupportedEventError as exc:
+                fits = [a for a in ("pld", "rdp") if get_accountant(a).supports(event)]
+                raise UnsupportedEventError(
+                    f"{exc} Data set {dataset!r} is budgeted with accountant {budget.accountant!r}, "
+                    "and a budget's accountant cannot be changed: register these data under a new "
+                    "data-set name (or in a new ledger) with "
+                    + (f"accountant={fits[0]!r}" if fits else "an accountant that handles this release")
+                    + ". Nothing was charged or released."
+                ) from None
             history = self._events(tx, dataset)
             spent = accountant.epsilon(compose(*history, event), budget.delta)
             if not math.isfinite(spent) or spent > budget.epsilon * (1 + _TOLERANCE):

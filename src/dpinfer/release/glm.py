@@ -311,4 +311,8 @@ def private_glm(
         offset_bounds=offset_bounds, intercept=intercept, feature_names=feature_names, context=context,
         ledger=ledger, dataset=dataset, privacy_rng=privacy_rng,
     )
-    return glm_posterior(rel, prior=prior, sampler=sampler, seed=seed, warn=warn)
+    post = glm_posterior(rel, prior=prior, sampler=sampler, seed=seed, warn=warn)
+    name = getattr(y, "name", None)  # a pandas Series: its name heads the synthetic records' response
+    if isinstance(name, str) and name:
+        post.settings["target"] = name
+    return post

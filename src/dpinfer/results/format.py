@@ -273,8 +273,9 @@ def draws_to_arviz(
     if d.ndim == 2:
         d = d[None]
     posterior = {n: d[:, :, i] for i, n in enumerate(names)}
-    idata = az.from_dict(posterior=posterior)
-    idata.posterior.attrs.update(arviz_attrs(privacy, **attrs))
+    dataset = az.dict_to_dataset(posterior)[list(posterior)]  # the parameters' order, not sorted names
+    dataset.attrs.update(arviz_attrs(privacy, **attrs))
+    idata = az.InferenceData(posterior=dataset)
     return idata
 
 

@@ -59,7 +59,8 @@ class TemperedSMCResult(WeightedSample):
             f"{self.n_simulations} simulations, log evidence {self.log_evidence:.3f}, "
             f"last MH acceptance {self.stages[-1]['acceptance_rate']:.2f}"
         )
-        return "\n".join([head, *self.summary_lines()])
+        stuck = self.settings.get("degenerate")
+        return "\n".join([head, *self.summary_lines(), *([f"  warning: {stuck}"] if stuck else [])])
 
     def _to_record(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         fields = {

@@ -83,8 +83,10 @@ def shrinking_findings(pops: list[Any], names: tuple[str, ...]) -> list[Finding]
         f"SMC-ABC's posterior was still shrinking when the run stopped: from population {prev.t} to "
         f"{last.t} (tolerance {prev.tolerance:.4g} -> {last.tolerance:.4g}) the weighted sd changed by "
         f"{'; '.join(parts)} (a converged run stays above {limit:.3f}); the result is wider than the "
-        "exact posterior. Run more populations: schedule='adaptive' (the default), a smaller final "
-        "tolerance, or a larger max_simulations.",
+        "exact posterior. Run more populations: with schedule='adaptive' (the default), "
+        "schedule=AdaptiveSchedule(patience=6) (dpinfer.inference.smc.adaptive_schedule) waits 6 "
+        "populations, not 3, before it calls the run converged; with a fixed schedule, a smaller final "
+        "tolerance; and a larger max_simulations.",
     )]
 
 
