@@ -52,13 +52,17 @@ def error(message: object) -> None:
     print(f"dpinfer: error: {one_line(message)}", file=sys.stderr)
 
 
-class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """``--help`` shows every option's default; descriptions and epilogs keep their line breaks."""
+class DefaultsFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """``--help`` shows every optional option's default once (not when its help states it)."""
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
-        if action.required:
+        if action.required or "(default:" in (action.help or ""):  # the help already says it
             return action.help
         return super()._get_help_string(action)
+
+
+class HelpFormatter(DefaultsFormatter):
+    """``--help`` shows every option's default; descriptions and epilogs keep their line breaks."""
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
         return "".join(indent + line for line in text.splitlines(keepends=True))

@@ -29,7 +29,14 @@ import numpy as np
 
 from ..errors import InvalidDataError
 from ..models.shipped.registry import build_model
-from .common import Refusal, add_ledger_options, open_release_ledger, release_notices, write_text_atomic
+from .common import (
+    DefaultsFormatter,
+    Refusal,
+    add_ledger_options,
+    open_release_ledger,
+    release_notices,
+    write_text_atomic,
+)
 
 #: model -> (the columns its statistic reads, in order, and how they become the statistic's inputs)
 RELEASABLE = {
@@ -203,7 +210,7 @@ def register(subparsers: Any) -> None:
             "it through the model's mechanism (charged to the ledger first) and write the release "
             f"file the analyst's commands read. Models and default columns: {choices}."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsFormatter,
     )
     p.add_argument(
         "--model", required=True,
