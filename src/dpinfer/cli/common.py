@@ -53,10 +53,11 @@ def error(message: object) -> None:
 
 
 class DefaultsFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """``--help`` shows every optional option's default once (not when its help states it)."""
+    """``--help`` shows every optional option's default, but no ``(default: None)`` after a help
+    that already says what an unset option means."""
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
-        if action.required or "(default:" in (action.help or ""):  # the help already says it
+        if action.required or (action.default is None and "(default:" in (action.help or "")):
             return action.help
         return super()._get_help_string(action)
 
