@@ -112,6 +112,7 @@ def _run(args: argparse.Namespace) -> int:
     except InvalidDataError as exc:  # refused before anything was charged
         raise Refusal(str(exc)) from None
     mark_unaccounted(fit, ledger)
+    fit.settings["target"] = args.target  # names the response of `dpinfer synthesize`'s records
     path = fit.save(args.out)
     print(fit.summary())
     if ledger is not None and dataset is not None:

@@ -114,8 +114,15 @@ def _covariate_source(args: argparse.Namespace, result: Any, ledger: Any, datase
     """The covariates of a DPVI fit's synthetic records (module docstring)."""
     from ..models.synthesis import MarginalHistogramModel, PublicCovariates
 
-    d = int(getattr(result.model, "n_features", result.dim))
-    names = result.param_names if result.config.get("feature_names") else None
+    names: tuple[str, ...] | None
+    if type(result).__name__ == "GLMPosterior":  # a private GLM: its release names the features
+        d, names = int(result.release.n_features), tuple(result.release.feature_names)
+    else:
+        d = int(getattr(result.model, "n_features", result.dim))
+        names = result.param_names if result.config.get("feature_names") else None
+        if (result.config.get("design") or {}).get("intercept"):  # θ has one more coordinate
+            d = int(result.config["design"]["n_columns"])
+            names = tuple(n for n in names if n != "intercept") if names else None
     if args.covariate_model:
         model = MarginalHistogramModel.load(args.covariate_model)
         if model.n_columns != d:
@@ -181,15 +188,18 @@ def _run(args: argparse.Namespace) -> int:
     ledger, dataset = _refusals(args)
     result = _load(args.release)
     kind = type(result).__name__
-    if kind != "DPVIResult" and any(getattr(args, o) for o in COVARIATE_OPTIONS):
+    conditional = kind in ("DPVIResult", "GLMPosterior")  # regressions: y given covariates
+    if not conditional and any(getattr(args, o) for o in COVARIATE_OPTIONS):
         raise Refusal(f"{args.release} holds a {kind}, whose model simulates whole records: covariate "
-                      "options are only for DPVI regressions. Nothing was charged or written.")
+                      "options are only for DPVI and private-GLM regressions. Nothing was charged or "
+                      "written.")
     if kind in ("ABCResult", "ABCDPResult"):
         out = result.synthesize(args.n, seed=args.seed, model=None)
-    elif kind == "DPVIResult":
+    elif conditional:
         if not any(getattr(args, o) for o in COVARIATE_OPTIONS):
             raise Refusal(
-                "a DPVI posterior models y given x: pass --covariate-model FILE (a released DP covariate "
+                f"a {'DPVI' if kind == 'DPVIResult' else 'private GLM'} posterior models y given x: pass "
+                "--covariate-model FILE (a released DP covariate "
                 "model), --covariates FILE with --covariate-epsilon and --covariate-bounds (releases one, "
                 "charged), or --public-covariates FILE (covariates public in their own right; copied and "
                 "stated NOT protected)."
@@ -198,7 +208,7 @@ def _run(args: argparse.Namespace) -> int:
 
         check_n(args.n)  # before a covariate model is released and charged
         out = result.synthesize(args.n, _covariate_source(args, result, ledger, dataset), seed=args.seed)
-        target = result.config.get("target_name")
+        target = getattr(result, "config", {}).get("target_name")
         if target and out.columns[-1] == "y" and target not in out.columns[:-1]:
             from dataclasses import replace
 
@@ -227,7 +237,7 @@ def register(subparsers: Any) -> None:
     p = add_command(subparsers, "synthesize",
                     help="synthetic records from a released posterior (post-processing: no privacy cost)")
     p.add_argument("--release", required=True,
-                   help="saved posterior (ABCDP release.json, DPVI fit, .npz, .pt)")
+                   help="saved posterior (ABCDP release.json, DPVI fit, `dpinfer glm` fit, .npz, .pt)")
     p.add_argument("--n", type=count, required=True, help="number of synthetic records")
     p.add_argument("--out", required=True,
                    help="output CSV file (PATH.privacy.json beside it states what is and is not protected)")
@@ -236,16 +246,18 @@ def register(subparsers: Any) -> None:
     p.add_argument("--model-args", help="JSON keyword arguments of --model")
     p.add_argument(
         "--covariate-model",
-        help="DPVI: a released DP covariate model (JSON, e.g. OUT.covariates.json of an earlier run)",
+        help="DPVI / GLM: a released DP covariate model (JSON, e.g. OUT.covariates.json of an earlier run)",
     )
     p.add_argument(
         "--covariates",
-        help="DPVI, data owner: the CONFIDENTIAL covariates CSV (header row): a DP model of them is released "
+        help="DPVI / GLM, data owner: the CONFIDENTIAL covariates CSV (header row): a DP model of them is "
+        "released "
         "(needs --covariate-epsilon, --covariate-bounds and a ledger decision); its rows are never copied",
     )
     p.add_argument(
         "--public-covariates",
-        help="DPVI: a CSV of covariates that are public in their own right; rows are copied and the output "
+        help="DPVI / GLM: a CSV of covariates that are public in their own right; rows are copied and the "
+        "output "
         "states they are NOT protected",
     )
     p.add_argument(
