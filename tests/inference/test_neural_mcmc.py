@@ -45,3 +45,20 @@ def test_slice_sampler_moments_catch_a_wrong_target():
     res = run_mcmc(wrong, init, 4000, warmup=50, seed=1, scale=np.ones(2))
     se = np.sqrt(np.diag(COV) / res.ess)
     assert not np.all(np.abs(res.draws.mean(0) - MEAN) < 4 * se)
+
+
+def test_slice_sampler_on_a_truncated_target():
+    """A half-normal in the first coordinate (density 0 below 0) times a normal in the second:
+    exact mean sqrt(2/pi) and sd sqrt(1 - 2/pi) of the half-normal; every draw inside."""
+    def lp(th: np.ndarray) -> np.ndarray:
+        out = -0.5 * (th**2).sum(axis=1)
+        return np.where(th[:, 0] >= 0, out, -np.inf)
+
+    init = np.abs(np.random.default_rng(3).normal(size=(100, 2)))
+    res = run_mcmc(lp, init, 4000, warmup=50, seed=4, scale=np.ones(2))
+    d = res.draws
+    assert np.all(d[:, 0] >= 0)
+    mean, sd = np.sqrt(2 / np.pi), np.sqrt(1 - 2 / np.pi)
+    assert abs(d[:, 0].mean() - mean) < 4 * sd / np.sqrt(res.ess[0])
+    assert abs(d[:, 0].std() / sd - 1) < 4 / np.sqrt(2 * res.ess[0]) + 0.01
+    assert abs(d[:, 1].mean()) < 4 / np.sqrt(res.ess[1])

@@ -31,6 +31,7 @@ the time per step, and on the two user problems of ``benchmarks/neural_vs_sbi.py
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
@@ -257,7 +258,7 @@ class ConditionalFlow(nn.Module):
         self.register_buffer("c_std", torch.ones(self.context, dtype=torch.float32))
         self.register_buffer("x_coef", torch.zeros(self.features, self.context, dtype=torch.float32))
         self._float_masks: dict[Any, list[torch.Tensor | None]] = {}
-        self._frozen_weights: dict[Any, tuple[Any, list[torch.Tensor]]] = {}
+        self._frozen_weights: dict[Any, list[torch.Tensor]] | None = None
 
     # -- the flow's log density -----------------------------------------------------------------
     def _linears(self) -> list[nn.Linear]:
@@ -269,9 +270,9 @@ class ConditionalFlow(nn.Module):
     def _weights(self, like: torch.Tensor) -> list[torch.Tensor]:
         """Each linear layer's weight, MADE-masked (``weight * mask``), for inputs like ``like``.
 
-        The masks are fixed buffers: their float copies are made once per device and dtype. With
-        gradients disabled (MCMC, sampling, validation) the masked weights themselves are kept
-        until an optimiser step or a state load changes a weight (its version counter).
+        The masks are fixed buffers: their float copies are made once per device and dtype.
+        Inside :meth:`frozen` (weights known not to change, e.g. an MCMC run) and without
+        gradients, the masked weights are computed once and reused.
         """
         layers = self._linears()
         key = (like.device, like.dtype)
@@ -283,15 +284,24 @@ class ConditionalFlow(nn.Module):
                     for m in layers
                 ]
         masks = self._float_masks[key]
-        if torch.is_grad_enabled():
-            return [m.weight if f is None else m.weight * f for m, f in zip(layers, masks, strict=True)]
-        stamp = tuple((m.weight._version, m.weight.data_ptr()) for m in layers)
-        hit = self._frozen_weights.get(key)
-        if hit is None or hit[0] != stamp:
-            hit = (stamp, [m.weight if f is None else m.weight * f
-                           for m, f in zip(layers, masks, strict=True)])
-            self._frozen_weights[key] = hit
-        return hit[1]
+        frozen = self._frozen_weights
+        if frozen is not None and not torch.is_grad_enabled() and key in frozen:
+            return frozen[key]
+        weights = [m.weight if f is None else m.weight * f for m, f in zip(layers, masks, strict=True)]
+        if frozen is not None and not torch.is_grad_enabled():
+            frozen[key] = weights
+        return weights
+
+    @contextlib.contextmanager
+    def frozen(self) -> Iterator[None]:
+        """Within this block the weights do not change: no-grad evaluations reuse the masked
+        weights. (Not keyed on tensor versions: a fused optimiser step does not bump them.)"""
+        outer = self._frozen_weights
+        self._frozen_weights = {} if outer is None else outer
+        try:
+            yield
+        finally:
+            self._frozen_weights = outer
 
     @staticmethod
     def _mlp(seq: Any, h: torch.Tensor, weights: Iterator[torch.Tensor]) -> torch.Tensor:

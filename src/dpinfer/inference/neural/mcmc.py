@@ -4,8 +4,9 @@ Used by SPLE to sample ``p(θ | s_obs) ∝ q_φ(s_obs | θ)·p(θ)``. All chains
 flow's log density is evaluated on a batch of ``C`` parameter vectors per call.
 
 * :func:`slice_sample`: univariate slice sampling with stepping out and shrinkage (Neal 2003,
-  Fig. 3 and 5), one coordinate after another; the initial bracket width of each coordinate is
-  tuned during warm-up to twice the spread of the chains.
+  Fig. 3 and 5), one coordinate after another, the chains advancing independently within a step
+  (one batched call serves every chain's next point); the initial bracket width of each
+  coordinate is tuned during warm-up to twice the spread of the chains.
 * :func:`adaptive_metropolis`: random-walk Metropolis with the covariance ``2.38²/d·Σ̂ + 1e-8 I``
   (Haario, Saksman & Tamminen 2001) adapted from all chains during warm-up and frozen afterwards,
   so the kept draws come from a fixed reversible kernel.
@@ -98,6 +99,13 @@ def slice_sample(
 ) -> np.ndarray:
     """Coordinate-wise slice sampling of ``C`` chains; returns states ``(n_steps, C, d)``.
 
+    Each chain updates its coordinates one after another with Neal's (2003) stepping out and
+    shrinkage. The chains advance independently within a step: every call of ``log_prob``
+    evaluates, for each chain still working on this step, its next point (a stepping-out end,
+    both ends at once, or a shrinkage candidate), so a step costs as many calls as its busiest
+    chain needs, not the sum over coordinates and phases of the busiest chain in each. All chains
+    finish step ``t`` before step ``t + 1`` (the warm-up tuning uses whole steps).
+
     The first ``warmup`` steps tune the bracket widths (and are included in the output: the
     caller discards them).
     """
@@ -109,52 +117,72 @@ def slice_sample(
         raise InvalidDataError("every MCMC chain must start where the target density is positive.")
     w = np.ones(d) if widths is None else np.array(widths, dtype=np.float64)
     out = np.empty((n_steps, C, d))
+    m = int(max_steps_out)
+    # per-chain state of the current coordinate update
+    kc = np.zeros(C, dtype=int)  # the coordinate being updated (d: the step is done)
+    y, x0 = np.empty(C), np.empty(C)  # slice level, coordinate value before the update
+    left, right = np.empty(C), np.empty(C)
+    budget_l, budget_r = np.zeros(C, dtype=int), np.zeros(C, dtype=int)
+    act_l, act_r = np.zeros(C, dtype=bool), np.zeros(C, dtype=bool)
+    shrinking, shrinks = np.zeros(C, dtype=bool), np.zeros(C, dtype=int)
+
+    def begin(idx: np.ndarray) -> None:
+        """Start the update of coordinate ``kc`` of chains ``idx``: level, bracket, budgets."""
+        k = kc[idx]
+        y[idx] = lp[idx] - rng.exponential(size=idx.size)
+        x0[idx] = x[idx, k]
+        left[idx] = x0[idx] - w[k] * rng.random(idx.size)
+        right[idx] = left[idx] + w[k]
+        j = np.floor(m * rng.random(idx.size)).astype(int)
+        budget_l[idx], budget_r[idx] = j, m - 1 - j
+        act_l[idx], act_r[idx] = j > 0, m - 1 - j > 0
+        shrinking[idx] = ~(act_l[idx] | act_r[idx])
+        shrinks[idx] = 0
+
     for t in range(n_steps):
-        for k in range(d):
-            y = lp - rng.exponential(size=C)
-            x0 = x[:, k].copy()
-            left = x0 - w[k] * rng.random(C)
-            right = left + w[k]
-            j = np.floor(max_steps_out * rng.random(C)).astype(int)
-            budget_l, budget_r = j, max_steps_out - 1 - j
-            act_l, act_r = budget_l > 0, budget_r > 0
-            while np.any(act_l) or np.any(act_r):  # step out both ends in one batched call
-                # only the chains still stepping out are evaluated (a call costs a fixed overhead
-                # plus a little per row, and the last steps concern few chains)
-                il, ir = np.flatnonzero(act_l), np.flatnonzero(act_r)
-                probe = np.concatenate([x[il], x[ir]])
-                probe[: il.size, k] = left[il]
-                probe[il.size :, k] = right[ir]
-                lp_probe = np.asarray(log_prob(probe), dtype=np.float64)
-                grow_l = np.zeros(C, dtype=bool)
-                grow_r = np.zeros(C, dtype=bool)
-                grow_l[il] = lp_probe[: il.size] > y[il]
-                grow_r[ir] = lp_probe[il.size :] > y[ir]
-                left = np.where(grow_l, left - w[k], left)
-                right = np.where(grow_r, right + w[k], right)
-                budget_l = budget_l - 1
-                budget_r = budget_r - 1
-                act_l = grow_l & (budget_l > 0)
-                act_r = grow_r & (budget_r > 0)
-            done = np.zeros(C, dtype=bool)
-            for _ in range(max_shrink):
-                cand = left + rng.random(C) * (right - left)  # C uniforms: the same stream
-                ia = np.flatnonzero(~done)  # evaluate the chains still shrinking only
-                probe = x[ia]
-                probe[:, k] = cand[ia]
-                lp_c = np.full(C, -np.inf)
-                lp_c[ia] = np.asarray(log_prob(probe), dtype=np.float64)
-                acc = ~done & (lp_c > y)
-                x[acc, k] = cand[acc]
-                lp[acc] = lp_c[acc]
-                done |= acc
-                if done.all():
-                    break
-                rej = ~done
-                lower = rej & (cand < x0)
-                left = np.where(lower, cand, left)
-                right = np.where(rej & ~lower, cand, right)
+        kc[:] = 0
+        begin(np.arange(C))
+        while True:
+            live = kc < d
+            if not live.any():
+                break
+            stepping = live & ~shrinking
+            il = np.flatnonzero(stepping & act_l)
+            ir = np.flatnonzero(stepping & act_r)
+            isr = np.flatnonzero(live & shrinking)
+            cand = left[isr] + rng.random(isr.size) * (right[isr] - left[isr])
+            idx = np.concatenate([il, ir, isr])
+            probe = x[idx]
+            probe[np.arange(idx.size), kc[idx]] = np.concatenate([left[il], right[ir], cand])
+            lp_probe = np.asarray(log_prob(probe), dtype=np.float64)
+            n_l, n_r = il.size, il.size + ir.size
+            # stepping out: widen an end while it is inside the slice and its budget lasts
+            grow_l = lp_probe[:n_l] > y[il]
+            grow_r = lp_probe[n_l:n_r] > y[ir]
+            left[il] = np.where(grow_l, left[il] - w[kc[il]], left[il])
+            right[ir] = np.where(grow_r, right[ir] + w[kc[ir]], right[ir])
+            budget_l[il] -= 1
+            budget_r[ir] -= 1
+            act_l[il] = grow_l & (budget_l[il] > 0)
+            act_r[ir] = grow_r & (budget_r[ir] > 0)
+            shrinking |= stepping & ~act_l & ~act_r
+            # shrinkage: accept a candidate inside the slice, else shrink the bracket towards x0
+            lp_c = lp_probe[n_r:]
+            acc = lp_c > y[isr]
+            ia = isr[acc]
+            x[ia, kc[ia]] = cand[acc]
+            lp[ia] = lp_c[acc]
+            rej, c_rej = isr[~acc], cand[~acc]
+            lower = c_rej < x0[rej]
+            left[rej[lower]] = c_rej[lower]
+            right[rej[~lower]] = c_rej[~lower]
+            shrinks[rej] += 1
             # chains that exhausted the shrinkage budget stay where they were (still a valid move)
+            finished = np.concatenate([ia, rej[shrinks[rej] >= max_shrink]])
+            kc[finished] += 1
+            nxt = finished[kc[finished] < d]
+            if nxt.size:
+                begin(nxt)
         out[t] = x
         if t < warmup and C > 1 and (t + 1) % 10 == 0:
             spread = out[max(0, t - 49) : t + 1].reshape(-1, d).std(axis=0)

@@ -123,7 +123,7 @@ class SPLEPosterior(NeuralPosterior):
         if candidates is not None and len(candidates) > 2:
             scale = np.asarray(candidates).std(axis=0)
         scale = np.where(scale > 0, scale, 0.1)
-        with torch.inference_mode(), torch_threads(self.threads):
+        with torch.inference_mode(), torch_threads(self.threads), self.flow.frozen():
             res = run_mcmc(
                 self.log_prob,
                 init,
