@@ -302,17 +302,20 @@ def user_problems(budget: int = 3000, seed: int = 0, draws: int = 2000) -> dict[
     return out
 
 
-def _median_ms(fn: Any, n: int, repeats: int) -> float:
-    """Median over ``repeats`` of the mean CPU milliseconds of ``n`` calls of ``fn``."""
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(repeats):
-        c0 = time.process_time()
-        for _ in range(n):
+def _median_ms(fns: dict[str, Any], n: int, repeats: int) -> dict[str, float]:
+    """Median over ``repeats`` of the mean CPU milliseconds of ``n`` calls of each function; the
+    functions take turns within each repeat, so a change of machine load hits them alike."""
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    for fn in fns.values():
+        for _ in range(3):
             fn()
-        times.append((time.process_time() - c0) / n * 1e3)
-    return float(np.median(times))
+    for _ in range(repeats):
+        for k, fn in fns.items():
+            c0 = time.process_time()
+            for _ in range(n):
+                fn()
+            times[k].append((time.process_time() - c0) / n * 1e3)
+    return {k: float(np.median(v)) for k, v in times.items()}
 
 
 def _time_flow(dims: tuple[int, int], repeats: int, steps: int) -> dict[str, float]:
@@ -325,7 +328,7 @@ def _time_flow(dims: tuple[int, int], repeats: int, steps: int) -> dict[str, flo
     params = list(flow.parameters())
     opt = _adam(params, TrainingConfig())
     evaluators = {"zuko": lambda a, c: flow.flow(c).log_prob(a), "dpinfer": flow.flow_log_prob}
-    row: dict[str, float] = {}
+    fns: dict[str, Any] = {}
     for label, lp in evaluators.items():
 
         def step(lp: Any = lp) -> None:
@@ -338,12 +341,12 @@ def _time_flow(dims: tuple[int, int], repeats: int, steps: int) -> dict[str, flo
             with torch.inference_mode():
                 lp(th[:100], x[:100])
 
-        row[f"{label} step ms"] = _median_ms(step, steps, repeats)
-        row[f"{label} eval ms"] = _median_ms(evaluate, steps, repeats)
+        fns[f"{label} step ms"] = step
+        fns[f"{label} eval ms"] = evaluate
     try:
         from sbi.neural_nets import posterior_nn
     except ImportError:  # pragma: no cover - sbi is optional
-        return row
+        return _median_ms(fns, steps, repeats)
     net = posterior_nn("maf")(th, x)
     sbi_params = list(net.parameters())
     sbi_opt = torch.optim.Adam(sbi_params, lr=5e-4)
@@ -358,12 +361,12 @@ def _time_flow(dims: tuple[int, int], repeats: int, steps: int) -> dict[str, flo
         with torch.inference_mode():
             net.log_prob(th[None, :100], x[:100])
 
-    row["sbi maf step ms"] = _median_ms(sbi_step, steps, repeats)
-    row["sbi maf eval ms"] = _median_ms(sbi_evaluate, steps, repeats)
-    return row
+    fns["sbi maf step ms"] = sbi_step
+    fns["sbi maf eval ms"] = sbi_evaluate
+    return _median_ms(fns, steps, repeats)
 
 
-def step_timing(repeats: int = 7, steps: int = 40) -> dict[str, Any]:
+def step_timing(repeats: int = 9, steps: int = 30) -> dict[str, Any]:
     """Median CPU milliseconds of one training step (forward, backward, clipping, Adam) on a
     minibatch of 200 and of one no-grad evaluation of 100 points, for the default NSF evaluated by
     zuko and by ``flow_log_prob``, on (features, context) = (1, 1) and (2, 2), and for sbi's
