@@ -118,8 +118,21 @@ def describe(event: PrivacyEvent) -> str:
     if isinstance(event, ComposedEvent):
         return "Composed[" + ", ".join(describe(e) for e in event.events) + "]"
     fields = ", ".join(
-        f"{f.name}={getattr(event, f.name)!r}"
+        f"{f.name}={_short(getattr(event, f.name))}"
         for f in dataclasses.fields(event)
         if f.name not in ("neighbouring", "description")
     )
     return f"{type(event).__name__}({fields}; {event.neighbouring})"
+
+
+def _short(value: Any) -> str:
+    """A parameter for reading: floats to 6 significant digits (``sigma=26265.4``, not
+    ``26265.400491901884``); the exact values stay in :func:`event_to_dict`."""
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, (tuple, list)) and value and all(isinstance(v, float) for v in value):
+        inner = ", ".join(f"{v:.6g}" for v in value)
+        return f"({inner},)" if isinstance(value, tuple) and len(value) == 1 else (
+            f"({inner})" if isinstance(value, tuple) else f"[{inner}]"
+        )
+    return repr(value)

@@ -208,6 +208,8 @@ class DPVI:
         private: bool = True,
         seed: int | np.random.SeedSequence | None = None,
         context: ReleaseContext | None = None,
+        ledger: Any = None,
+        dataset: str | None = None,
         privacy_plan: PrivacyPlan | None = None,
         intercept: bool = False,
         bounds: Any = None,
@@ -257,6 +259,10 @@ class DPVI:
             OS-CSPRNG :class:`~dpinfer.privacy.PrivacyRNG`; tests pass
             ``ReleaseContext(privacy_rng=PrivacyRNG.insecure_deterministic(...))``). Its label
             defaults to ``"dpvi"``.
+        ledger, dataset
+            The flat form of ``context=ReleaseContext(ledger=..., dataset=...)``, as the other
+            releases take it (``private_glm``, the mechanisms' ``release``); not together with
+            ``context``.
         privacy_plan
             A :class:`~dpinfer.release.dpvi.planning.PrivacyPlan` from
             :func:`~dpinfer.release.dpvi.planning.plan_privacy`
@@ -287,6 +293,9 @@ class DPVI:
         t_opts = check_group("training", training, TrainingOptions)
         if context is not None and not isinstance(context, ReleaseContext):
             raise TypeError(f"context must be a ReleaseContext, got {type(context).__name__}.")
+        if ledger is not None or dataset is not None:
+            # the flat keywords (refused together with context=, before anything else)
+            context = ReleaseContext.of(context, ledger=ledger, dataset=dataset)
         ledger, dataset = (context.ledger, context.dataset) if context is not None else (None, None)
         # 1. validate everything (nothing planned, charged or released yet)
         X, names, design = prepare_design(
