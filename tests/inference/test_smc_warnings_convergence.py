@@ -117,3 +117,46 @@ def test_five_dimensional_release_too_wide_and_says_so():
     with pytest.warns(ABCConvergenceWarning, match="stopped on its budget"):
         res = smc_abc(model, obs, seed=1, backend="serial", n_particles=1000)
     assert np.mean(res.sd() / sd) > 1.05  # the warning is right: too wide on average
+
+
+def _feed(sched, rates, sds, ess=1000.0):
+    """Drive an AdaptiveSchedule through populations with the given acceptance rates and sds;
+    the population index at which it stops (None: it did not)."""
+    from dpinfer.inference.smc.adaptive_schedule import AdaptiveSchedule  # noqa: F401
+
+    tol = sched.initial()
+    d = np.linspace(0.0, 1.0, 101)
+    w = np.full(101, 1 / 101)
+    for t, (a, sd) in enumerate(zip(rates, sds, strict=True)):
+        sched.observe(t, sd, ess)
+        nxt = sched.next(t, tol, d * (0.9**t), w, a)
+        if nxt is None:
+            return t
+        tol = nxt
+    return None
+
+
+def test_the_adaptive_schedule_does_not_stop_while_the_spread_still_shrinks():
+    """Acceptance rates that halve every population (the rule's "converged" signature) while the
+    sd still falls by 20% per population: the default keeps going; once the sd settles (ratio
+    0.99, within 4 se at ESS 1000) it stops. The rule without the spread check (the behaviour
+    before, the known-broken variant) stops while the sd still falls."""
+    from dpinfer.inference.smc.adaptive_schedule import AdaptiveSchedule
+
+    rates = [0.5**t for t in range(8)]
+    shrinking = [[1.0 * 0.8**t] for t in range(len(rates))]
+    settled = [[1.0 * 0.8 ** min(t, 4) * 0.99 ** max(t - 4, 0)] for t in range(len(rates))]
+    assert _feed(AdaptiveSchedule(spread_check=False, min_acceptance_rate=0.0), rates, shrinking) == 4
+    assert _feed(AdaptiveSchedule(min_acceptance_rate=0.0), rates, shrinking) is None
+    assert _feed(AdaptiveSchedule(min_acceptance_rate=0.0), rates, settled) == 5
+    # a resumed run rebuilds the same state from its populations
+    s = AdaptiveSchedule(min_acceptance_rate=0.0)
+    _feed(s, rates[:6], shrinking[:6])
+    r = AdaptiveSchedule(min_acceptance_rate=0.0)
+    r.initial()
+    from types import SimpleNamespace
+
+    r.replay([SimpleNamespace(acceptance_rate=a, sd=sd, ess=1000.0)
+              for a, sd in zip(rates[:6], shrinking[:6], strict=True)])  # fmt: skip
+    assert r.rates == s.rates
+    assert all(np.array_equal(x[0], y[0]) for x, y in zip(r.spreads, s.spreads, strict=True))

@@ -15,7 +15,14 @@ alpha·a_t``. The run therefore stops after population ``t`` when
 
 * ``patience`` consecutive ratios ``a_s/a_{s-1}`` (``s >= 2``: population 0 is the prior) were at
   most ``ratio_slack·alpha`` — the posterior has converged (in every dimension, since the argument
-  does not involve ``dim``);
+  does not involve ``dim``) — *and* the last population's weighted sd is not still shrinking
+  (every parameter's sd ratio to the population before is above
+  :func:`~dpinfer.inference.smc.convergence.shrink_threshold`, the check SMC-ABC runs after the
+  fit). The acceptance rates alone can look converged while the spread still falls: on a 12-week
+  chain-binomial SIR release (``examples/personas/epidemiologist.py``) they did after 8
+  populations while R0's sd still fell by 16% and γ's by 22% per population, and the run
+  returned a posterior its own check then called too wide; with ``spread_check=False`` the rule
+  is the acceptance rates' alone (the behaviour before);
 * or ``a_t < min_acceptance_rate`` — the next population would cost more than
   ``n_particles/min_acceptance_rate`` simulations;
 * or ``(ε_t - ε_{t+1})/ε_t < min_relative_decrease`` — the tolerance has stalled (discrete
@@ -36,6 +43,7 @@ import numpy as np
 from ...diagnostics.checks import check_observed_in_range
 from ...errors import InvalidDataError
 from ..weighted import weighted_quantile
+from .convergence import shrink_threshold
 
 
 @dataclass
@@ -52,7 +60,9 @@ class AdaptiveSchedule:
     min_acceptance_rate: float = 0.01
     min_relative_decrease: float = 0.01
     max_populations: int = 30
+    spread_check: bool = True
     rates: list[float] = field(default_factory=list, repr=False, compare=False)
+    spreads: list[Any] = field(default_factory=list, repr=False, compare=False)
     stop_reason: str = field(default="", repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -67,13 +77,41 @@ class AdaptiveSchedule:
 
     def initial(self) -> float:
         self.rates = []
+        self.spreads = []
         self.stop_reason = ""
         return math.inf
+
+    def observe(self, t: int, sd: Any, ess: float) -> None:
+        """Record population ``t``'s weighted sds and ESS (SMC-ABC calls this before :meth:`next`)."""
+        self.spreads = self.spreads[:t] + [None] * max(0, t - len(self.spreads)) + [
+            (None if sd is None else np.asarray(sd, dtype=float), float(ess))
+        ]
+
+    def replay(self, pops: list[Any]) -> None:
+        """Rebuild the acceptance rates and spreads from a resumed run's completed populations, so
+        that a resumed run stops where the uninterrupted one would."""
+        self.rates = [float(p.acceptance_rate) for p in pops]
+        self.spreads = [(None if p.sd is None else np.asarray(p.sd, dtype=float), float(p.ess)) for p in pops]
+
+    def _still_shrinking(self) -> bool:
+        """The last population's sd below the shrink threshold for some parameter (unknown: no)."""
+        last_two = self.spreads[-2:]
+        if not self.spread_check or len(last_two) < 2 or None in (last_two[0], last_two[1]):
+            return False
+        (sd, ess), (sd_prev, ess_prev) = self.spreads[-1], self.spreads[-2]
+        if sd is None or sd_prev is None or len(self.rates) < 3:  # population 1 follows the prior
+            return False
+        ratio = sd / np.maximum(sd_prev, 1e-300)
+        return bool(np.any(ratio < shrink_threshold(ess, ess_prev)))
 
     def _converged(self) -> bool:
         ratios = [b / a for a, b in zip(self.rates[1:], self.rates[2:], strict=False) if a > 0]
         tail = ratios[-self.patience :]
-        return len(tail) == self.patience and all(r <= self.ratio_slack * self.alpha for r in tail)
+        return (
+            len(tail) == self.patience
+            and all(r <= self.ratio_slack * self.alpha for r in tail)
+            and not self._still_shrinking()
+        )
 
     def next(
         self, t: int, tolerance: float, distances: np.ndarray, weights: np.ndarray, acceptance_rate: float
@@ -83,6 +121,7 @@ class AdaptiveSchedule:
             self.stop_reason = (
                 f"converged: the acceptance rate fell by about alpha={self.alpha} in each of the last "
                 f"{self.patience} populations"
+                + (" and the spread stopped shrinking" if self.spread_check else "")
             )
             return None
         if t > 0 and acceptance_rate < self.min_acceptance_rate:

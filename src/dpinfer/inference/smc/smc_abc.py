@@ -344,6 +344,8 @@ def smc_abc(
     t = 0
     if restored is not None:
         particles, weights, dists, pops, hist, total_sims, tol, t = restored
+        if hasattr(sched, "replay"):  # the adaptive schedule's state: rates and spreads so far
+            sched.replay(pops[:t])
     try:
         while True:
             start = time.perf_counter()
@@ -395,6 +397,8 @@ def smc_abc(
                     snapshot.save(checkpoint)
             if callback is not None:
                 callback(diag)
+            if hasattr(sched, "observe"):  # the adaptive schedule's spread check
+                sched.observe(t, diag.sd, diag.ess)
             nxt = sched.next(t, tol, dists, weights, diag.acceptance_rate)
             if nxt is None:
                 settings["schedule_stop"] = str(getattr(sched, "stop_reason", "") or "schedule finished")
