@@ -15,10 +15,9 @@ settings; its ``"paper"`` preset is the paper's (batch 100, lr 5e-4, patience 20
 
 from __future__ import annotations
 
-import contextlib
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -27,6 +26,7 @@ import torch
 
 from ...errors import InvalidDataError
 from ...execution import batch_seeds, get_backend
+from ...execution.threads import torch_threads
 from ...models.contract import confidential_summaries
 from .rqmc import point_sets
 
@@ -169,18 +169,6 @@ class RoundInfo:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-@contextlib.contextmanager
-def torch_threads(n: int | None) -> Iterator[None]:
-    """Temporarily set torch's intra-op threads (``None``: leave unchanged)."""
-    if n is None:
-        yield
-        return
-    old = torch.get_num_threads()
-    torch.set_num_threads(int(n))
-    try:
-        yield
-    finally:
-        torch.set_num_threads(old)
 
 
 # ----------------------------------------------------------------------------------------------
