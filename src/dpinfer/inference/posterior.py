@@ -18,6 +18,7 @@ which offers the same operations for all of them:
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,29 @@ from ..results.format import Record, ResultFile, draws_to_arviz, result_class
 from ..sizes import check_allocation
 from .weighted import weighted_to_arviz
 
+
+def decimals_for(sd: float) -> int:
+    """Decimals that show ``sd`` to three significant digits (0 to 6): a count with sd 10 prints
+    as ``412.6``, a rate with sd 0.004 as ``0.12345``."""
+    if not (np.isfinite(sd) and sd > 0):
+        return 4
+    return int(min(6, max(0, 2 - math.floor(math.log10(sd)))))
+
+
+def summary_rows(names: tuple[str, ...], mean: Any, sd: Any, ci: Any) -> list[str]:
+    """One aligned line per parameter: mean, sd and 95% interval, each to the precision its sd
+    warrants (:func:`decimals_for`); the columns line up whatever the magnitudes."""
+    cells = []
+    for i, name in enumerate(names):
+        k = decimals_for(float(sd[i]))
+        values = (mean[i], sd[i], ci[i, 0], ci[i, 1])
+        cells.append((str(name), *(f"{v:.{k}f}" for v in values)))
+    widths = [max(len(c[j]) for c in cells) for j in range(5)] if cells else [0] * 5
+    return [
+        f"  {c[0]:>{widths[0]}s}: mean {c[1]:>{widths[1]}s}  sd {c[2]:>{widths[2]}s}  "
+        f"95% CI ({c[3]:>{widths[3]}s}, {c[4]:>{widths[4]}s})"
+        for c in cells
+    ]
 
 class InferenceResult(ResultFile):
     """A posterior from :func:`dpinfer.infer` (module docstring)."""
@@ -107,10 +131,7 @@ class InferenceResult(ResultFile):
     def summary(self) -> str:
         mean, sd, ci = self.mean(), self.sd(), self.interval()
         lines = [f"{self.method}: {self.reason}"]
-        lines += [
-            f"  {name:>12s}: mean {mean[i]: .4f}  sd {sd[i]:.4f}  95% CI ({ci[i, 0]: .4f}, {ci[i, 1]: .4f})"
-            for i, name in enumerate(self.param_names)
-        ]
+        lines += summary_rows(tuple(self.param_names), mean, sd, ci)
         lines += [f"  warning: {f['message']}" for f in self.findings]
         return "\n".join(lines)
 
