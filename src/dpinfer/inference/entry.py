@@ -5,7 +5,12 @@
 
 1. the mechanism has a density (``model.mechanism.has_density``) and the exact sampler fits the
    time budget → ``"exact"``: :func:`~dpinfer.inference.tempered_smc`, the mechanism density as ABC
-   kernel (no tolerance: the exact posterior, Wilkinson 2013);
+   kernel (no tolerance: the exact posterior, Wilkinson 2013). Its likelihood is an estimate from
+   ``n_inner`` simulations per particle; when the simulator's spread dwarfs the noise those
+   estimates are almost always 0 and the population sticks to a few lucky particles (a 12-week
+   chain-binomial SIR with Laplace(1) counts: 1-15 distinct θ of 1000). The sampler detects this
+   (``settings["degenerate"]``), and ``"auto"`` then runs SMC-ABC instead, saying so in the
+   reason; an explicit ``method="exact"`` is returned as it is, with the warning;
 2. else SMC-ABC (:func:`~dpinfer.inference.smc_abc`, scale-free adaptive schedule) when its expected
    simulations fit the time budget → ``"smc-abc"``;
 3. else → ``"sppe"`` (:class:`~dpinfer.inference.neural.SPPE`, rounds until the posterior stops
@@ -29,6 +34,7 @@ simulations); each finding is issued as a warning of its category and stored in 
 from __future__ import annotations
 
 import inspect
+import re
 import time
 import warnings
 from typing import Any
@@ -87,6 +93,28 @@ def density_only(model: Any) -> bool:
     from .exact.density_only import DensityOnlyModel
 
     return isinstance(model, DensityOnlyModel)
+
+
+def _stuck(result: Any) -> str | None:
+    """The stuck-population message of a tempered exact SMC result (``settings["degenerate"]``),
+    shortened to its first clause, or None."""
+    settings = getattr(result, "settings", None)
+    msg = settings.get("degenerate") if isinstance(settings, dict) else None
+    if not msg:
+        return None
+    m = re.search(r"\d+ distinct θ of \d+ particles", str(msg))
+    return m.group(0) if m else "collapsed onto a few particles"
+
+
+def _abc_can_run(model: Any, options: dict[str, Any]) -> bool:
+    """SMC-ABC accepts this model (it can be simulated) and these options."""
+    if density_only(model):
+        return False
+    try:
+        check_options("smc-abc", options)
+    except InvalidDataError:
+        return False
+    return True
 
 
 def refuse_simulating_method(model: Any, method: str) -> None:
@@ -363,6 +391,16 @@ def infer(
         warnings.filterwarnings("ignore", "tempered exact SMC: the final population is stuck",
                                 errors.WeightDegeneracyWarning)  # a finding of diagnose(), issued below
         result = _run(chosen, model, obs, root, backend, _with_progress(chosen, options, progress))
+        if method == "auto" and chosen == "exact" and _stuck(result) and _abc_can_run(model, options):
+            # "auto" chose the exact sampler and it failed in a way it can see (its final population
+            # collapsed onto a few particles: pseudo-marginal moves that never leave a lucky
+            # likelihood estimate); SMC-ABC needs no likelihood estimate, so "auto" runs it instead
+            # and says so in the reason (the stuck exact run is not returned)
+            n_distinct = _stuck(result)
+            reason = (f"{reason}; it ran, but its final population was stuck ({n_distinct}), so SMC-ABC "
+                      "ran instead (it needs no likelihood estimate)")  # fmt: skip
+            chosen = "smc-abc"
+            result = _run(chosen, model, obs, root, backend, _with_progress(chosen, options, progress))
     wall = time.perf_counter() - start
     found = diagnose(result, model, obs, root)
     if warn:
