@@ -453,13 +453,20 @@ def plot_pair(
     handles += [Line2D([], [], color=c, marker="x", ls="--", lw=1, label=lab) for _, c, lab in marks]
     masses = " and ".join(f"{m:.0%}" for m in sorted(levels))
     caption = (f"contours: the {masses} highest-density regions (inner to outer) of each posterior; "
-               "diagonal: marginal densities (Gaussian KDE)")
+               "diagonal: marginal densities (Gaussian KDE)" if d > 1
+               else "curves: marginal densities (Gaussian KDE)")
+    import textwrap
+
+    # wrapped to the figure's width (a long line would widen the saved, tightly cropped image)
+    caption = textwrap.fill(caption + (f"\n{note}" if note else ""), width=max(40, int(size * 16)),
+                            replace_whitespace=False)
     if d == 1:
         axes[0, 0].legend(handles=handles, fontsize=7, loc="best")
     else:  # in the empty upper-right panel
         axes[0, d - 1].legend(handles=handles, loc="upper right", fontsize=8, frameon=False)
-    fig.tight_layout(rect=(0, 0.05 if d > 1 else 0.08, 1, 0.95 if title else 1))
-    fig.text(0.01, 0.005, caption + (f"\n{note}" if note else ""), fontsize=7, va="bottom")
+    bottom = 0.02 + (caption.count("\n") + 1) * 0.12 / size  # a 7-pt line is about 0.12 in
+    fig.tight_layout(rect=(0, bottom, 1, 0.95 if title else 1))
+    fig.text(0.01, 0.005, caption, fontsize=7, va="bottom")
     if title:
         fig.suptitle(title, fontsize=10)
     return _save(fig, path)

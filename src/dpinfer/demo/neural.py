@@ -148,8 +148,9 @@ def section_sppe(ctx: DemoContext) -> None:
         plot_pair(draws, model.param_names, path, "SPPE draws", truth=[TRUTH])
         caption = f"SPPE posterior draws, clamped mean at epsilon = {EPSILON} (line: truth)"
     else:
-        plot_pair(draws, model.param_names, path, f"SPPE vs exact, clamped mean at epsilon = {EPSILON}",
-                  reference=ref, truth=[TRUTH], reference_label="exact (lattice quadrature)")  # fmt: skip
+        plot_pair({"SPPE": draws}, model.param_names, path,
+                  f"SPPE vs exact, clamped mean at epsilon = {EPSILON}", reference=ref, truth=[TRUTH],
+                  reference_label="exact (lattice quadrature)")  # fmt: skip
         caption = f"SPPE posterior and the exact posterior it is scored against, epsilon = {EPSILON}"
     ctx.report.add_figure(caption, path)
     print(post.summary())
