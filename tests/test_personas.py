@@ -180,7 +180,7 @@ def test_data_owner_persona_runs_keeps_the_names_and_refuses_a_second_fit(tmp_pa
 
 
 @pytest.mark.slow
-def test_epidemiologist_persona_runs_and_auto_warns_that_exact_smc_is_stuck(tmp_path):
+def test_epidemiologist_persona_runs_and_auto_falls_back_when_exact_smc_is_stuck(tmp_path):
     res = _run("epidemiologist.py", tmp_path)
     assert res.returncode == 0, res.stderr
     assert "R0 95% credible interval" in res.stdout and (tmp_path / "r0_posterior.png").is_file()
@@ -196,7 +196,13 @@ def test_epidemiologist_persona_runs_and_auto_warns_that_exact_smc_is_stuck(tmp_
                          np.full((1, 12), 0.5))[0]  # u = 1/2: no noise, a public test value
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        post = dpinfer.infer(model, released, seed=0)
+        post = dpinfer.infer(model, released, seed=0, method="exact")
+    # asked for by name, the stuck exact sampler is returned with its warning ...
     assert post.method == "exact"
     assert any(issubclass(w.category, WeightDegeneracyWarning) and "stuck" in str(w.message) for w in caught)
     assert any("stuck" in f["message"] for f in post.findings) and "stuck" in post.summary()
+    # ... and "auto", which chose it, runs SMC-ABC instead and says why
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        auto = dpinfer.infer(model, released, seed=0)
+    assert auto.method == "smc-abc" and "stuck" in auto.reason and "SMC-ABC ran instead" in auto.reason
