@@ -391,12 +391,12 @@ def infer(
         warnings.filterwarnings("ignore", "tempered exact SMC: the final population is stuck",
                                 errors.WeightDegeneracyWarning)  # a finding of diagnose(), issued below
         result = _run(chosen, model, obs, root, backend, _with_progress(chosen, options, progress))
-        if method == "auto" and chosen == "exact" and _stuck(result) and _abc_can_run(model, options):
+        n_distinct = _stuck(result) if method == "auto" and chosen == "exact" else None
+        if n_distinct and _abc_can_run(model, options):
             # "auto" chose the exact sampler and it failed in a way it can see (its final population
             # collapsed onto a few particles: pseudo-marginal moves that never leave a lucky
             # likelihood estimate); SMC-ABC needs no likelihood estimate, so "auto" runs it instead
             # and says so in the reason (the stuck exact run is not returned)
-            n_distinct = _stuck(result)
             reason = (f"{reason}; it ran, but its final population was stuck ({n_distinct}), so SMC-ABC "
                       "ran instead (it needs no likelihood estimate)")  # fmt: skip
             chosen = "smc-abc"

@@ -52,6 +52,7 @@ def summary_rows(names: tuple[str, ...], mean: Any, sd: Any, ci: Any) -> list[st
         for c in cells
     ]
 
+
 class InferenceResult(ResultFile):
     """A posterior from :func:`dpinfer.infer` (module docstring)."""
 

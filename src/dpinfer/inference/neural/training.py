@@ -26,7 +26,7 @@ import torch
 
 from ...errors import InvalidDataError
 from ...execution import batch_seeds, get_backend
-from ...execution.threads import torch_threads
+from ...execution.threads import check_threads, torch_threads
 from ...models.contract import confidential_summaries
 from .rqmc import point_sets
 
@@ -91,9 +91,7 @@ class TrainingConfig:
             v = getattr(self, name)
             if int(v) != v or v < 1:
                 raise InvalidDataError(f"{name} must be a positive integer, got {v!r}.")
-        t = self.threads
-        if t is not None and (isinstance(t, bool) or int(t) != t or t < 1):
-            raise InvalidDataError(f"threads must be a positive integer or None, got {t!r}.")
+        check_threads(self.threads)
         k = self.copies_per_step
         if k is not None and (isinstance(k, bool) or int(k) != k or k < 1):
             raise InvalidDataError(

@@ -43,7 +43,7 @@ import numpy as np
 from ...diagnostics.checks import check_observed_in_range
 from ...errors import InvalidDataError
 from ..weighted import weighted_quantile
-from .convergence import shrink_threshold
+from .convergence import still_shrinking
 
 
 @dataclass
@@ -94,15 +94,14 @@ class AdaptiveSchedule:
         self.spreads = [(None if p.sd is None else np.asarray(p.sd, dtype=float), float(p.ess)) for p in pops]
 
     def _still_shrinking(self) -> bool:
-        """The last population's sd below the shrink threshold for some parameter (unknown: no)."""
-        last_two = self.spreads[-2:]
-        if not self.spread_check or len(last_two) < 2 or None in (last_two[0], last_two[1]):
+        """Some parameter's sd still shrinking between the last two populations (the check of
+        :func:`~dpinfer.inference.smc.convergence.still_shrinking`; unknown sds: no)."""
+        if not self.spread_check or len(self.spreads) < 2 or len(self.rates) < 3:  # 1 follows the prior
             return False
-        (sd, ess), (sd_prev, ess_prev) = self.spreads[-1], self.spreads[-2]
-        if sd is None or sd_prev is None or len(self.rates) < 3:  # population 1 follows the prior
+        prev, last = self.spreads[-2], self.spreads[-1]
+        if prev is None or last is None or prev[0] is None or last[0] is None:
             return False
-        ratio = sd / np.maximum(sd_prev, 1e-300)
-        return bool(np.any(ratio < shrink_threshold(ess, ess_prev)))
+        return bool(still_shrinking(last[0], last[1], prev[0], prev[1])[2])
 
     def _converged(self) -> bool:
         ratios = [b / a for a, b in zip(self.rates[1:], self.rates[2:], strict=False) if a > 0]

@@ -61,15 +61,23 @@ def width_factor(ratio: float, q: float) -> float | None:
     return math.sqrt(1.0 + x)
 
 
+def still_shrinking(
+    sd: Any, ess: float, sd_previous: Any, ess_previous: float
+) -> tuple[np.ndarray, float, list[int]]:
+    """The sd ratios of two consecutive populations, the threshold they must stay above
+    (:func:`shrink_threshold`) and the parameters below it (module docstring)."""
+    ratio = np.asarray(sd, float) / np.maximum(np.asarray(sd_previous, float), 1e-300)
+    limit = shrink_threshold(ess, ess_previous)
+    return ratio, limit, [j for j in range(ratio.size) if ratio[j] < limit]
+
+
 def shrinking_findings(pops: list[Any], names: tuple[str, ...]) -> list[Finding]:
     """The "still shrinking" finding from the last two populations' diagnostics (``sd``, ``ess``,
     ``tolerance``), or none."""
     if len(pops) < 2 or pops[-1].sd is None or pops[-2].sd is None:
         return []
     last, prev = pops[-1], pops[-2]
-    ratio = np.asarray(last.sd, float) / np.maximum(np.asarray(prev.sd, float), 1e-300)
-    limit = shrink_threshold(last.ess, prev.ess)
-    bad = [j for j in range(ratio.size) if ratio[j] < limit]
+    ratio, limit, bad = still_shrinking(last.sd, last.ess, prev.sd, prev.ess)
     if not bad:
         return []
     q = last.tolerance / prev.tolerance if math.isfinite(prev.tolerance) and prev.tolerance > 0 else math.nan
