@@ -188,3 +188,13 @@ def test_flow_defaults_and_paper_preset():
     assert FlowConfig.from_any("nsf").transforms == 5 and FlowConfig.from_any("maf").transforms == 5
     paper = FlowConfig.from_any("paper")
     assert (paper.kind, paper.transforms, paper.hidden, paper.bins) == ("nsf", 8, 50, 10)
+
+
+
+def test_unknown_flow_option_is_a_clear_error():
+    from dpinfer.inference.neural import FlowConfig
+
+    with pytest.raises(InvalidDataError, match="unknown flow option"):
+        FlowConfig.from_any({"layers": 3})
+    with pytest.raises(InvalidDataError, match="unknown flow option"):
+        SPPE(GaussianMean(n=50, epsilon=1.0), flow={"transform": 3})

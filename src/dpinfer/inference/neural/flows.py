@@ -126,6 +126,11 @@ class FlowConfig:
                 return cls(kind="nsf", transforms=8)
             return cls(kind=flow.lower())
         if isinstance(flow, dict):
+            unknown = set(flow) - set(cls.__dataclass_fields__)
+            if unknown:
+                raise InvalidDataError(
+                    f"unknown flow option(s) {sorted(unknown)}; use {sorted(cls.__dataclass_fields__)}."
+                )
             return cls(**flow)
         raise InvalidDataError(
             f"flow must be 'nsf', 'maf', 'paper', a dict or a FlowConfig, got {type(flow).__name__}."
