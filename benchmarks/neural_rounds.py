@@ -8,14 +8,21 @@ together), each method runs twice with one seed: with its defaults (``rounds="au
 of 2000 posterior draws against 2000 exact draws, and the mean error and sd ratio per parameter.
 Wall time: from the first simulation to the 2000 draws. One torch thread.
 
-Usage: ``python benchmarks/neural_rounds.py [--methods sppe,sple] [--seed 0]``; writes
-``results/neural_rounds.json``.
+``--problems sir`` adds a harder problem: the synthetic SIR release of
+``examples/private_data/sir_reference.py`` (K = 10^4, ε = 10), its reference 1000 draws of the
+mechanism-density importance sampler (10 000 θ × 100, seed 11; exact up to Monte Carlo error),
+C2ST of 1000 against 1000 draws.
+
+Usage: ``python benchmarks/neural_rounds.py [--methods sppe,sple] [--problems user,sir] [--seed 0]``;
+updates ``results/neural_rounds.json``: a row replaces the row of the same problem, method and
+setting and records the machine it ran on.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import time
 import warnings
@@ -50,6 +57,23 @@ def run(klass: Any, model: Any, obs: list[float], ref: np.ndarray, seed: int, **
     }
 
 
+def _sir_problem(draws: int) -> tuple[str, Any, Any, np.ndarray]:
+    """(name, model, observed, reference draws) of the SIR release (module docstring)."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples" / "private_data"))
+    from sir_reference import synthetic_release
+
+    from dpinfer.inference import mechanism_importance_sampling
+
+    model, obs = synthetic_release(10_000)
+    ref = mechanism_importance_sampling(
+        model, obs, n_theta=10_000, n_inner=100, pilot_theta=4000, pilot_inner=20,
+        inflation=1.5, df=5.0, seed=11,
+    ).sample(min(draws, 1000), seed=5)  # fmt: skip
+    return "sir-K10000-eps10", model, obs, ref
+
+
 def main(argv: list[str] | None = None) -> None:
     from neural_vs_sbi import _user_problems
 
@@ -57,19 +81,26 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--methods", default="sppe", help="comma-separated: sppe, sple")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--draws", type=int, default=2000)
+    p.add_argument("--problems", default="user", help="comma-separated: user (the two), sir")
     p.add_argument("--out", default=str(Path(__file__).parent / "results" / "neural_rounds.json"))
     args = p.parse_args(argv)
     torch.set_num_threads(1)
     warnings.filterwarnings("ignore")
     table: list[dict[str, Any]] = []
-    for name, model, obs, exact in _user_problems():
-        ref = exact(args.draws, args.seed + 100)
+    kinds = args.problems.split(",")
+    problems = []
+    if "user" in kinds:
+        problems = [(n, m, o, e(args.draws, args.seed + 100)) for n, m, o, e in _user_problems()]
+    if "sir" in kinds:
+        problems.append(_sir_problem(args.draws))
+    for name, model, obs, ref in problems:
         SPPE(model, rounds=1, simulations_per_round=40, training={"max_epochs": 1}, seed=0).fit(obs)
         for method in args.methods.split(","):
             klass = {"sppe": SPPE, "sple": SPLE}[method]
             for label, kw in SETTINGS.items():
                 r = run(klass, model, obs, ref, args.seed, **kw)
-                r.update(problem=name, method=method, setting=label)
+                r.update(problem=name, method=method, setting=label, machine=platform.platform(),
+                         load_average=list(os.getloadavg()))  # fmt: skip
                 table.append(r)
                 print(
                     f"{name:20s} {method} {label:18s} rounds {r['rounds']:2d} ({r['stopped']}) "
@@ -78,17 +109,15 @@ def main(argv: list[str] | None = None) -> None:
                     f"sd ratio {np.round(r['sd_ratio'], 3)}",
                     flush=True,
                 )
-    out = {
-        "table": table,
-        "seed": args.seed,
-        "draws": args.draws,
-        "machine": platform.platform(),
-        "torch": torch.__version__,
-        "torch_threads": 1,
-        "device": "cpu",
-    }
     path = Path(args.out)
     path.parent.mkdir(parents=True, exist_ok=True)
+    out = json.loads(path.read_text()) if path.exists() else {}
+    key = {(r["problem"], r["method"], r["setting"]) for r in table}
+    kept = [r for r in out.get("table", []) if (r["problem"], r["method"], r["setting"]) not in key]
+    for r in kept:  # rows from an earlier run keep the machine it recorded
+        r.setdefault("machine", out.get("machine"))
+    out.update(table=kept + table, seed=args.seed, draws=args.draws, torch=torch.__version__,
+               torch_threads=1, device="cpu")  # fmt: skip
     path.write_text(json.dumps(out, indent=2))
     print(f"wrote {path}")
 
