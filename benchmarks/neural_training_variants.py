@@ -15,9 +15,9 @@ Problems: the two of ``tests/user_problems.py`` (``SPPE(model, simulations=3000,
 C2ST of 1000 draws against 1000 draws of the importance-sampling reference of
 ``neural_flow_depth.py --sir``). CPU time (process time) of each fit and its draws.
 
-Usage: ``python benchmarks/neural_training_variants.py VARIANT {user,sir}`` prints one line per
-fit; ``results/neural_training_variants.json`` holds the lines of one run of every variant on
-the 2-core dev machine (two variants ran at a time, one per core).
+Usage: ``python benchmarks/neural_training_variants.py VARIANT {user,sir} [SIR_SEEDS]`` (default
+``0,1``) prints one line per fit; ``results/neural_training_variants.json`` holds the lines of
+one run of every variant on the 2-core dev machine (two runs at a time, one per core).
 """
 
 from __future__ import annotations
@@ -71,6 +71,9 @@ def _fit(variant: str, model: Any, obs: Any, seed: int, ref: np.ndarray, budget:
         "c2st": float(c2st(d, ref, seed=seed)),
         "mean_error_in_sd": ((d.mean(0) - ref.mean(0)) / ref.std(0)).round(2).tolist(),
         "sd_ratio": (d.std(0) / ref.std(0)).round(2).tolist(),
+        "stopped": post.settings.get("stopped"),
+        "last_shift_sd": post.rounds[-1].extra.get("shift_sd"),
+        "warnings": [w["category"] for w in post.settings.get("diagnostics", [])],
     }
 
 
@@ -101,10 +104,11 @@ def main() -> None:
             inflation=1.5, df=5.0, seed=11,
         ).sample(1000, seed=5)  # fmt: skip
         np.save(cache, ref)
-    for seed in (0, 1):
+    for seed in [int(v) for v in (sys.argv[3] if len(sys.argv) > 3 else "0,1").split(",")]:
         r = _fit(variant, model, obs, seed, ref, None)
         print(variant, "SIR", seed, f"{r['cpu']:.2f}", r["epochs"], f"{r['c2st']:.3f}",
-              r["mean_error_in_sd"], r["sd_ratio"], flush=True)  # fmt: skip
+              r["mean_error_in_sd"], r["sd_ratio"], r["stopped"], r["last_shift_sd"], r["warnings"],
+              flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":
