@@ -69,9 +69,40 @@ def test_auto_stops_when_a_round_no_longer_moves_the_posterior():
     kw = {"simulations": 150, "simulations_per_round": 50, "training": {"patience": 1, "max_epochs": 3}}
     post, _ = _fit(SPPE, [0.3], stop_tolerance=10.0, **kw)  # any move is small: stop after two rounds
     assert post.settings["stopped"] == "converged" and len(post.rounds) == 2
-    post, _ = _fit(SPPE, [0.3], stop_tolerance=1e-9, **kw)  # nothing is small: spend the budget
+    post, caught = _fit(SPPE, [0.3], stop_tolerance=1e-9, **kw)  # nothing is small: spend the budget
     assert post.settings["stopped"] == "budget" and len(post.rounds) == 3
     assert post.n_simulations == 150
+    assert _messages(caught, ConvergenceWarning, "spent its budget of 150 simulations") or _messages(
+        caught, ConvergenceWarning, "the last round (round 3) moved"
+    )
+
+
+def _budget_findings(stopped, shift, change=0.0):
+    """SPPE's findings for a run whose last round moved the posterior by ``shift`` sd."""
+    from types import SimpleNamespace
+
+    from dpinfer.inference.neural.training import RoundInfo, SimulationPool
+
+    est = SPPE(_model(), simulations=3000, stop_tolerance=0.1)
+    rounds = [RoundInfo(0, 1000, 1000, 5, 0, 0, 0, 0, {}),
+              RoundInfo(1, 1000, 2000, 5, 0, 0, 0, 0, {"shift_sd": shift, "sd_change": change})]  # fmt: skip
+    post = SimpleNamespace(rounds=rounds, settings={"stopped": stopped}, param_names=["mu"])
+    return [str(f.message) for f in est.diagnostics(post, np.array([0.3]), SimulationPool())]
+
+
+def test_budget_spent_before_the_rounds_settled_warns():
+    """rounds='auto' stopped by the budget with the last round still above stop_tolerance warns
+    even below move_warning; a converged run, a fixed number of rounds and a large move (the
+    stronger 'moved' warning) do not give it."""
+    found = _budget_findings("budget", 0.15)
+    assert len(found) == 1 and "spent its budget of 3000 simulations" in found[0]
+    assert "0.15 posterior sd" in found[0] and "raise simulations=" in found[0]
+    assert _budget_findings("budget", 0.05, change=0.12)  # the sd still changing counts too
+    assert not _budget_findings("converged", 0.05)
+    assert not _budget_findings("budget", 0.05)  # within the tolerance (the rule would have stopped)
+    assert not _budget_findings("rounds", 0.15)  # an integer number of rounds: no stop rule
+    moved = _budget_findings("budget", 0.4)
+    assert len(moved) == 1 and "moved the posterior mean by 0.40" in moved[0]
 
 
 def test_auto_rule_reads_the_round_summaries():

@@ -489,7 +489,9 @@ class SequentialEstimator:
 
         * training stopped at the epoch cap while the validation loss was still falling;
         * the last round moved the posterior by more than :attr:`move_warning` posterior sds
-          (or changed its sd by more than the factor ``exp(move_warning)``);
+          (or changed its sd by more than the factor ``exp(move_warning)``), or, under
+          ``rounds="auto"``, the budget ran out before a round moved it by at most
+          ``stop_tolerance`` (the stop rule never fired);
         * posterior mass piled on a bound of the prior's support;
         * the observed release outside the range of the simulated releases;
         * and each estimator's own (SPLE: R-hat and ESS of its MCMC, :meth:`_own_diagnostics`).
@@ -523,6 +525,16 @@ class SequentialEstimator:
                     f"{self.move_warning} sd / a factor {math.exp(self.move_warning):.2f}): the rounds "
                     "have not settled and more simulations may change the answer; raise the budget "
                     "(simulations=...) with rounds='auto', or the rounds.",
+                ))
+            elif posterior.settings.get("stopped") == "budget" and max(shift, change) > self.stop_tolerance:
+                found.append(checks.Finding(
+                    ConvergenceWarning,
+                    f"rounds='auto' spent its budget of {self.budget} simulations before a round "
+                    f"left the posterior in place: the last round (round {last.round + 1}) moved its "
+                    f"mean by {shift:.2f} posterior sd and its sd by a factor {math.exp(change):.2f}, "
+                    f"more than stop_tolerance={self.stop_tolerance:g} allows, so more simulations "
+                    "may still change the answer by about that much; raise simulations=... to let "
+                    "the rounds settle.",
                 ))
         draws = self._last_draws
         if draws is not None and draws.shape[0] >= 2:
