@@ -1,7 +1,7 @@
 """SPPE's minibatch size at the user's budget (issue 27, item 3): an experiment, not a default.
 
 A training step of the default flow is dominated by per-operation overhead at 200 simulations
-(2-D NSF, one thread: 10.5 ms per step at 200, 13.8 ms at 400, 19.4 ms at 800), so larger
+(2-D NSF, one thread: 10.9 ms per step at 200, 15.6 ms at 400, 22.3 ms at 800; ``steps``), so larger
 minibatches cost less per epoch. Whether that buys wall time at the same accuracy is measured
 here, one fit at a time, against exact references:
 
@@ -16,8 +16,9 @@ C2ST of 1000 draws against 1000 draws of the importance-sampling reference of
 ``neural_flow_depth.py --sir``). CPU time (process time) of each fit and its draws.
 
 Usage: ``python benchmarks/neural_training_variants.py VARIANT {user,sir} [SIR_SEEDS]`` (default
-``0,1``) prints one line per fit; ``results/neural_training_variants.json`` holds the lines of
-one run of every variant on the 2-core dev machine (two runs at a time, one per core).
+``0,1``) prints one line per fit (``... steps``: the step times by batch size);
+``results/neural_training_variants.json`` holds the lines of one run of every variant on the
+2-core dev machine (two runs at a time, one per core) and the step times (key ``step_ms``).
 """
 
 from __future__ import annotations
@@ -77,8 +78,41 @@ def _fit(variant: str, model: Any, obs: Any, seed: int, ref: np.ndarray, budget:
     }
 
 
+def step_ms_by_batch(repeats: int = 40) -> dict[str, float]:
+    """``steps``: ms per training step (log density, backward, fused Adam) of the default 2-D NSF
+    given 2-D context, by minibatch size, one thread (median of 5 blocks of ``repeats`` steps)."""
+    from dpinfer.inference.neural.flows import ConditionalFlow, FlowConfig
+
+    torch.manual_seed(0)
+    flow = ConditionalFlow(FlowConfig(), 2, 2)
+    opt = torch.optim.Adam(flow.parameters(), lr=1e-3, fused=True)
+    out: dict[str, float] = {}
+    for batch in (100, 200, 400, 800):
+        theta, x = torch.randn(batch, 2), torch.randn(batch, 2)
+
+        def step(theta: torch.Tensor = theta, x: torch.Tensor = x) -> None:
+            opt.zero_grad()
+            (-flow.log_prob(theta, x).mean()).backward()
+            opt.step()
+
+        for _ in range(5):
+            step()
+        blocks = []
+        for _ in range(5):
+            t0 = time.perf_counter()
+            for _ in range(repeats):
+                step()
+            blocks.append((time.perf_counter() - t0) / repeats * 1e3)
+        out[str(batch)] = float(np.median(blocks))
+    return out
+
+
 def main() -> None:
-    variant, which = sys.argv[1], sys.argv[2]
+    variant, which = sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else ""
+    if variant == "steps":
+        torch.set_num_threads(1)
+        print({k: round(v, 2) for k, v in step_ms_by_batch().items()})
+        return
     torch.set_num_threads(1)
     warnings.filterwarnings("ignore")
     if variant == "scaled":
