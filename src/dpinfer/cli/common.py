@@ -102,11 +102,36 @@ def unsupported_event_advice(exc: Exception, args: argparse.Namespace) -> str:
 INTERRUPTED = 130
 
 
+def format_warning(
+    message: Warning | str, category: type[Warning], filename: str, lineno: int, line: str | None = None
+) -> str:
+    """A warning as the command line shows it: ``dpinfer: warning: Category: message`` on one line
+    (not Python's ``file:line: Category: message`` and the source line, which name dpinfer's own
+    code rather than anything the user can act on)."""
+    return f"dpinfer: warning: {category.__name__}: {one_line(message)}\n"
+
+
+@contextmanager
+def cli_warnings() -> Iterator[None]:
+    """Within this block warnings are shown by :func:`format_warning` (restored afterwards).
+
+    Only the format changes: which warnings are shown, and ``warnings.catch_warnings(record=True)``
+    around a command (the tests), are untouched."""
+    original = warnings.formatwarning
+    warnings.formatwarning = format_warning
+    try:
+        yield
+    finally:
+        warnings.formatwarning = original
+
+
 def run_command(func: Callable[[argparse.Namespace], int | None], args: argparse.Namespace) -> int:
     """Run a command; a refusal exits with status 2, a usage or data error with status 1, Ctrl-C
-    with status 130 and one line (never a traceback)."""
+    with status 130 and one line (never a traceback); warnings are one line each
+    (:func:`format_warning`)."""
     try:
-        return int(func(args) or 0)
+        with cli_warnings():
+            return int(func(args) or 0)
     except KeyboardInterrupt:
         out = getattr(args, "out", None)
         kept = (f" {out} was not written or replaced (outputs are written whole or not at all)." if out

@@ -1,0 +1,49 @@
+"""The command line shows each warning as one ``dpinfer: warning: Category: message`` line, never
+Python's ``path/to/dpinfer/module.py:LINE: Category: message`` and the offending source line."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import warnings
+
+from dpinfer.cli.common import run_command
+from dpinfer.errors import ConvergenceWarning
+
+
+def _warn_twice(args: argparse.Namespace) -> int:
+    warnings.warn("first line\n  second line", ConvergenceWarning, stacklevel=2)
+    warnings.warn("a plain one", RuntimeWarning, stacklevel=2)
+    return 0
+
+
+def test_run_command_shows_warnings_on_one_line(capsys):
+    with warnings.catch_warnings():  # shown as Python shows them to a user (pytest records them)
+        warnings.simplefilter("always")
+        warnings.showwarning = lambda m, c, f, n, file=None, line=None: sys.stderr.write(
+            warnings.formatwarning(m, c, f, n, line)
+        )
+        assert run_command(_warn_twice, argparse.Namespace()) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        "dpinfer: warning: ConvergenceWarning: first line second line",
+        "dpinfer: warning: RuntimeWarning: a plain one",
+    ]
+    # restored afterwards: library warnings outside a command keep Python's format
+    assert warnings.formatwarning("m", UserWarning, "f.py", 3).startswith("f.py:3: UserWarning: m")
+
+
+def test_sppe_command_warning_is_one_line(tmp_path):
+    """A real command whose fit warns (rounds='auto' with a budget too small for its tolerance)."""
+    obs = tmp_path / "obs.json"
+    obs.write_text("[0.6]")
+    cmd = [sys.executable, "-m", "dpinfer", "sppe", "--model", "gaussian-mean", "--observed", str(obs),
+           "--epsilon", "0.5", "--budget", "120", "--simulations", "60", "--stop-tolerance", "1e-6",
+           "--transforms", "1", "--hidden", "8", "--rqmc-points", "2", "--max-epochs", "3",
+           "--no-progress", "--draws", "50"]  # fmt: skip
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    lines = [x for x in out.stderr.splitlines() if "Warning" in x]
+    assert any(x.startswith("dpinfer: warning: ConvergenceWarning: ") for x in lines), out.stderr
+    assert not any(".py:" in x for x in lines) and "return self._run" not in out.stderr
