@@ -47,3 +47,16 @@ def test_sppe_command_warning_is_one_line(tmp_path):
     lines = [x for x in out.stderr.splitlines() if "Warning" in x]
     assert any(x.startswith("dpinfer: warning: ConvergenceWarning: ") for x in lines), out.stderr
     assert not any(".py:" in x for x in lines) and "return self._run" not in out.stderr
+    # in the command's flags: the API's simulations= is the budget, --simulations is per round
+    budget = [x for x in lines if "spent its budget" in x]
+    assert budget and "raise --budget" in budget[0] and "--rounds auto" in budget[0]
+    assert "simulations=" not in budget[0] and "--stop-tolerance 1e-06" in budget[0]
+
+
+def test_neural_errors_name_the_flags(capsys):
+    from dpinfer.cli import main
+
+    rc = main(["sppe", "--model", "sir", "--observed", "builtin", "--epsilon", "10",
+               "--budget", "500", "--simulations", "600"])  # fmt: skip
+    err = capsys.readouterr().err.strip()
+    assert rc == 1 and err == "dpinfer: error: --simulations 600 exceeds the simulation budget --budget 500."

@@ -102,23 +102,46 @@ def unsupported_event_advice(exc: Exception, args: argparse.Namespace) -> str:
 INTERRUPTED = 130
 
 
+#: ``(library phrase, command-line phrase)`` pairs a command declares (``set_defaults(cli_hints=...)``)
+Hints = tuple[tuple[str, str], ...]
+
+
+def rephrase(message: object, hints: Hints = ()) -> str:
+    """``message`` on one line, with the library's option names a command declared replaced by its
+    flags (in order: list a longer name before a name it contains)."""
+    text = one_line(message)
+    for api, flag in hints:
+        text = text.replace(api, flag)
+    return text
+
+
 def format_warning(
-    message: Warning | str, category: type[Warning], filename: str, lineno: int, line: str | None = None
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    line: str | None = None,
+    hints: Hints = (),
 ) -> str:
     """A warning as the command line shows it: ``dpinfer: warning: Category: message`` on one line
     (not Python's ``file:line: Category: message`` and the source line, which name dpinfer's own
-    code rather than anything the user can act on)."""
-    return f"dpinfer: warning: {category.__name__}: {one_line(message)}\n"
+    code rather than anything the user can act on), in the command's flags (:func:`rephrase`)."""
+    return f"dpinfer: warning: {category.__name__}: {rephrase(message, hints)}\n"
 
 
 @contextmanager
-def cli_warnings() -> Iterator[None]:
+def cli_warnings(hints: Hints = ()) -> Iterator[None]:
     """Within this block warnings are shown by :func:`format_warning` (restored afterwards).
 
     Only the format changes: which warnings are shown, and ``warnings.catch_warnings(record=True)``
     around a command (the tests), are untouched."""
     original = warnings.formatwarning
-    warnings.formatwarning = format_warning
+
+    def fmt(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+            line: str | None = None) -> str:  # fmt: skip
+        return format_warning(message, category, filename, lineno, line, hints)
+
+    warnings.formatwarning = fmt
     try:
         yield
     finally:
@@ -128,9 +151,11 @@ def cli_warnings() -> Iterator[None]:
 def run_command(func: Callable[[argparse.Namespace], int | None], args: argparse.Namespace) -> int:
     """Run a command; a refusal exits with status 2, a usage or data error with status 1, Ctrl-C
     with status 130 and one line (never a traceback); warnings are one line each
-    (:func:`format_warning`)."""
+    (:func:`format_warning`). Errors and warnings name the command's flags where the command
+    declared them (``args.cli_hints``, :func:`rephrase`)."""
+    hints: Hints = tuple(getattr(args, "cli_hints", ()) or ())
     try:
-        with cli_warnings():
+        with cli_warnings(hints):
             return int(func(args) or 0)
     except KeyboardInterrupt:
         out = getattr(args, "out", None)
@@ -148,10 +173,10 @@ def run_command(func: Callable[[argparse.Namespace], int | None], args: argparse
         error(unsupported_event_advice(exc, args))
         return 2
     except (Refusal, LedgerNotFoundError, LedgerFileError, DataBindingError) as exc:
-        error(exc)
+        error(rephrase(exc, hints))
         return 2
     except (DPInferError, ValueError, FileNotFoundError) as exc:
-        error(exc)
+        error(rephrase(exc, hints))
         return 1
 
 

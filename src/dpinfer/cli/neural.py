@@ -230,6 +230,19 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     add_output_options(p, progress="no progress bar (shown on a terminal: round, simulations, elapsed, ETA)")
 
 
+#: the estimators' option names in their errors and warnings, as this command's flags (the API's
+#: ``simulations`` is the budget, the command's ``--simulations`` the simulations per round)
+HINTS = (
+    ("simulations_per_round=", "--simulations "),
+    ("simulations=", "--budget "),
+    ("training={'max_epochs': ...}", "--max-epochs N"),
+    ("max_epochs=", "--max-epochs "),
+    ("rounds='auto'", "--rounds auto"),
+    ("stop_tolerance=", "--stop-tolerance "),
+    ("rqmc_points=", "--rqmc-points "),
+)
+
+
 def register(subparsers: Any) -> None:
     """Add ``sppe`` and ``sple`` to the ``dpinfer`` command line."""
     p = add_command(
@@ -246,13 +259,13 @@ def register(subparsers: Any) -> None:
         "plain NPE loss, no leakage over many rounds) or apt (the paper's atomic loss on posterior "
         "proposals)",
     )
-    p.set_defaults(func=_run, command="sppe")
+    p.set_defaults(func=_run, command="sppe", cli_hints=HINTS)
     q = add_command(subparsers, "sple", help="SPLE neural likelihood + MCMC from privatised statistics")
     _add_common(q)
     q.add_argument("--mcmc", default="slice", choices=("slice", "adaptive-metropolis"), help="MCMC sampler")
     q.add_argument("--chains", type=int, default=100, help="MCMC chains")
     q.add_argument("--warmup", type=int, default=50, help="MCMC warm-up steps per chain")
-    q.set_defaults(func=_run, command="sple")
+    q.set_defaults(func=_run, command="sple", cli_hints=HINTS)
 
 
 __all__ = ["register"]
