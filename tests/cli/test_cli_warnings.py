@@ -60,3 +60,25 @@ def test_neural_errors_name_the_flags(capsys):
                "--budget", "500", "--simulations", "600"])  # fmt: skip
     err = capsys.readouterr().err.strip()
     assert rc == 1 and err == "dpinfer: error: --simulations 600 exceeds the simulation budget --budget 500."
+
+
+def test_smc_and_dpvi_messages_in_their_flags():
+    from dpinfer.cli import dpvi, smc
+    from dpinfer.cli.common import rephrase
+    from dpinfer.inference.smc.convergence import stop_findings
+
+    (finding,) = stop_findings("max_simulations reached", complete=False, adaptive=True)
+    text = rephrase(finding.message, smc.HINTS)
+    assert "Raise --max-simulations" in text and "raise --max-populations" in text
+    assert "`dpinfer exact-posterior`" in text and "max_simulations" not in text
+    msg = ("Raise training=TrainingOptions(steps=...) (privately this re-calibrates the noise), scale "
+           "the features (bounds=...) or raise the learning rate; a larger sampling_rate or fewer steps.")
+    text = rephrase(msg, dpvi.HINTS)
+    assert text.startswith("Raise --steps (privately") and "raise --lr" in text and "--sampling-rate" in text
+    # the phrases are the library's own (a hint that matches nothing would silently do nothing)
+    import inspect
+
+    from dpinfer.release.dpvi import diagnostics
+
+    source = inspect.getsource(diagnostics)
+    assert all(api in source for api, _ in dpvi.HINTS)

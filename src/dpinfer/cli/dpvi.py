@@ -251,6 +251,14 @@ def _quiet_privacy(report: dict[str, Any]) -> dict[str, Any]:
     return report
 
 
+#: DPVI's option names in its errors and warnings, as this command's flags
+HINTS = (
+    ("training=TrainingOptions(steps=...)", "--steps"),
+    ("a larger sampling_rate", "a larger --sampling-rate"),
+    ("raise the learning rate", "raise --lr"),
+)
+
+
 def register(subparsers: Any) -> None:
     """Add ``dpinfer dpvi`` to the CLI."""
     p = add_command(
@@ -309,4 +317,4 @@ def register(subparsers: Any) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar (shown on a terminal)")
     p.add_argument("--json", action="store_true", help="also print a JSON line")
     p.add_argument("--out", required=True, help="output JSON file")
-    p.set_defaults(func=_run)
+    p.set_defaults(func=_run, cli_hints=HINTS)

@@ -241,6 +241,14 @@ def _exact_posterior(args: argparse.Namespace) -> int:
     return 0 if res.khat <= 0.7 else 3
 
 
+#: SMC-ABC's option names in its errors and warnings, as this command's flags
+HINTS = (
+    ("max_simulations", "--max-simulations"),
+    ("max_populations", "--max-populations"),
+    ("method='exact'", "`dpinfer exact-posterior`"),
+)
+
+
 def register(subparsers: Any) -> None:
     """Add ``smc-abc`` and ``exact-posterior`` to the ``dpinfer`` command line."""
     p = add_command(
@@ -275,7 +283,7 @@ def register(subparsers: Any) -> None:
     add_output_options(
         p, progress="no progress bar (shown on a terminal: population, simulations, elapsed, ETA)"
     )
-    p.set_defaults(func=_smc_abc)
+    p.set_defaults(func=_smc_abc, cli_hints=HINTS)
 
     e = add_command(
         subparsers,
