@@ -62,6 +62,15 @@ def test_neural_errors_name_the_flags(capsys):
     assert rc == 1 and err == "dpinfer: error: --simulations 600 exceeds the simulation budget --budget 500."
 
 
+def test_rephrase_leaves_longer_names_alone():
+    from dpinfer.cli import neural
+    from dpinfer.cli.common import rephrase
+
+    msg = "max_simulations=10, n_simulations=5, x.simulations=3; raise simulations=..."
+    text = rephrase(msg, neural.HINTS)
+    assert text == "max_simulations=10, n_simulations=5, x.simulations=3; raise --budget ..."
+
+
 def test_smc_and_dpvi_messages_in_their_flags():
     from dpinfer.cli import dpvi, smc
     from dpinfer.cli.common import rephrase

@@ -21,6 +21,7 @@ import argparse
 import importlib.util
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -110,8 +111,8 @@ def rephrase(message: object, hints: Hints = ()) -> str:
     """``message`` on one line, with the library's option names a command declared replaced by its
     flags (in order: list a longer name before a name it contains)."""
     text = one_line(message)
-    for api, flag in hints:
-        text = text.replace(api, flag)
+    for api, flag in hints:  # not inside a longer name: max_simulations= is not simulations=
+        text = re.sub(r"(?<![\w.])" + re.escape(api), lambda _m, flag=flag: flag, text)
     return text
 
 
