@@ -91,3 +91,33 @@ def test_smc_and_dpvi_messages_in_their_flags():
 
     source = inspect.getsource(diagnostics)
     assert all(api in source for api, _ in dpvi.HINTS)
+
+
+def test_smc_abc_adaptive_options_and_the_shrinking_advice():
+    """The advice of SMC-ABC's 'still shrinking' and budget warnings names flags the command has."""
+    import inspect
+
+    from dpinfer.cli import build_parser, smc
+    from dpinfer.cli.common import rephrase
+    from dpinfer.inference.smc import convergence
+
+    ns = build_parser().parse_args(["smc-abc", "--model", "sir", "--observed", "builtin", "--epsilon", "10",
+                                    "--patience", "6", "--min-acceptance-rate", "0.001"])  # fmt: skip
+    sched = smc._schedule(ns)
+    assert (sched.patience, sched.min_acceptance_rate) == (6, 0.001)
+    default = smc._schedule(build_parser().parse_args(["smc-abc", "--model", "sir", "--observed", "builtin"]))
+    from dpinfer.inference.smc.adaptive_schedule import AdaptiveSchedule
+
+    assert default == AdaptiveSchedule()  # the flags' defaults are the library's
+    source = inspect.getsource(convergence)
+    assert all(api in source for api, _ in smc.HINTS)
+    text = rephrase(
+        "Run more populations: with schedule='adaptive' (the default), schedule=AdaptiveSchedule(patience=6) "
+        "(dpinfer.inference.smc.adaptive_schedule) waits 6 populations; lower "
+        "AdaptiveSchedule(min_acceptance_rate=...) or raise max_populations; patience and max_populations "
+        "must be >= 1.", smc.HINTS)  # fmt: skip
+    assert text == (
+        "Run more populations: with --schedule adaptive (the default), --patience 6 waits 6 populations; "
+        "lower --min-acceptance-rate or raise --max-populations; --patience and --max-populations must be "
+        ">= 1."
+    )

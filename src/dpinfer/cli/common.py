@@ -112,7 +112,8 @@ def rephrase(message: object, hints: Hints = ()) -> str:
     flags (in order: list a longer name before a name it contains)."""
     text = one_line(message)
     for api, flag in hints:  # not inside a longer name: max_simulations= is not simulations=
-        text = re.sub(r"(?<![\w.])" + re.escape(api), flag.replace("\\", "\\\\"), text)
+        end = r"(?!\w)" if re.match(r"\w", api[-1]) else ""
+        text = re.sub(r"(?<![\w.-])" + re.escape(api) + end, flag.replace("\\", "\\\\"), text)
     return text
 
 

@@ -64,7 +64,10 @@ def _schedule(args: argparse.Namespace) -> Any:
     if args.schedule == "paper":
         return "paper"
     if args.schedule == "adaptive":  # the library's default: scale-free stopping rule
-        return AdaptiveSchedule(alpha=args.quantile, max_populations=args.max_populations)
+        return AdaptiveSchedule(
+            alpha=args.quantile, max_populations=args.max_populations, patience=args.patience,
+            min_acceptance_rate=args.min_acceptance_rate,
+        )  # fmt: skip
     if args.schedule == "quantile":
         return QuantileSchedule(
             alpha=args.quantile, min_tolerance=args.min_tolerance, max_populations=args.max_populations
@@ -243,8 +246,13 @@ def _exact_posterior(args: argparse.Namespace) -> int:
 
 #: SMC-ABC's option names in its errors and warnings, as this command's flags
 HINTS = (
+    ("schedule=AdaptiveSchedule(patience=6) (dpinfer.inference.smc.adaptive_schedule)", "--patience 6"),
+    ("AdaptiveSchedule(min_acceptance_rate=...)", "--min-acceptance-rate"),
+    ("min_acceptance_rate", "--min-acceptance-rate"),
+    ("schedule='adaptive'", "--schedule adaptive"),
     ("max_simulations", "--max-simulations"),
     ("max_populations", "--max-populations"),
+    ("patience", "--patience"),
     ("method='exact'", "`dpinfer exact-posterior`"),
 )
 
@@ -268,6 +276,14 @@ def register(subparsers: Any) -> None:
         "--min-tolerance", type=float, default=0.0, help="quantile schedule: stop at this tolerance"
     )
     p.add_argument("--max-populations", type=int, default=30, help="adaptive/quantile: population cap")
+    p.add_argument(
+        "--patience", type=int, default=3,
+        help="adaptive: populations in a row that must look converged before the run stops",
+    )
+    p.add_argument(
+        "--min-acceptance-rate", type=float, default=0.01,
+        help="adaptive: stop (on its budget, with a warning) when the acceptance rate falls below this",
+    )
     add_backend_options(p, "auto", _WORKERS, _SEED)
     p.add_argument(
         "--batch-size", type=_batch_size, default=1000,
