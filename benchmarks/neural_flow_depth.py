@@ -80,20 +80,16 @@ def sir(seeds: tuple[int, ...] = (0, 1)) -> dict[str, Any]:
     import torch
 
     from dpinfer.diagnostics.metrics import c2st
-    from dpinfer.inference import mechanism_importance_sampling
     from dpinfer.inference.neural import SPPE
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples" / "private_data"))
-    from sir_reference import synthetic_release
+    from sir_reference import benchmark_reference, synthetic_release
 
     torch.set_num_threads(1)
     warnings.filterwarnings("ignore")
     model, obs = synthetic_release(10_000)
     t0 = time.perf_counter()
-    ref_res = mechanism_importance_sampling(
-        model, obs, n_theta=10_000, n_inner=100, pilot_theta=4000, pilot_inner=20,
-        inflation=1.5, df=5.0, seed=11,
-    )  # fmt: skip
+    ref_res = benchmark_reference(model, obs)
     ref = ref_res.sample(1000, seed=5)
     out: dict[str, Any] = {
         "reference": {"ess": float(ref_res.ess), "mean": ref.mean(0).tolist(), "sd": ref.std(0).tolist(),

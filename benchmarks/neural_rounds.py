@@ -62,15 +62,10 @@ def _sir_problem(draws: int) -> tuple[str, Any, Any, np.ndarray]:
     import sys
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples" / "private_data"))
-    from sir_reference import synthetic_release
-
-    from dpinfer.inference import mechanism_importance_sampling
+    from sir_reference import benchmark_reference, synthetic_release
 
     model, obs = synthetic_release(10_000)
-    ref = mechanism_importance_sampling(
-        model, obs, n_theta=10_000, n_inner=100, pilot_theta=4000, pilot_inner=20,
-        inflation=1.5, df=5.0, seed=11,
-    ).sample(min(draws, 1000), seed=5)  # fmt: skip
+    ref = benchmark_reference(model, obs).sample(min(draws, 1000), seed=5)
     return "sir-K10000-eps10", model, obs, ref
 
 

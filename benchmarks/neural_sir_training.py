@@ -26,12 +26,11 @@ from typing import Any
 import torch
 
 from dpinfer.diagnostics import c2st
-from dpinfer.inference import mechanism_importance_sampling
 from dpinfer.inference.exact.importance_result import ImportanceResult
 from dpinfer.inference.neural import SPPE
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "examples" / "private_data"))
-from sir_reference import synthetic_release  # noqa: E402
+from sir_reference import benchmark_reference, synthetic_release  # noqa: E402
 
 SETTINGS = {
     "fast (one copy, patience 10)": None,
@@ -50,10 +49,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.reference:
         ref_res = ImportanceResult.load(args.reference)
     else:
-        ref_res = mechanism_importance_sampling(
-            model, obs, n_theta=10_000, n_inner=100, pilot_theta=4000, pilot_inner=20,
-            inflation=1.5, df=5.0, seed=11,
-        )
+        ref_res = benchmark_reference(model, obs)
     ref = ref_res.sample(1000, seed=5)
     rows: list[dict[str, Any]] = []
     for seed in (int(s) for s in args.seeds.split(",")):

@@ -124,19 +124,14 @@ def main() -> None:
             print(variant, prob[:8], seed, f"{r['cpu']:.2f}", r["epochs"], f"{r['c2st']:.3f}",
                   r["mean_error_in_sd"], r["sd_ratio"], flush=True)  # fmt: skip
         return
-    from sir_reference import synthetic_release
-
-    from dpinfer.inference import mechanism_importance_sampling
+    from sir_reference import benchmark_reference, synthetic_release
 
     model, obs = synthetic_release(10_000)
     cache = Path(os.environ.get("TMPDIR", "/tmp")) / "sir_ref_K10000_seed11.npy"
     if cache.exists():
         ref = np.load(cache)
     else:
-        ref = mechanism_importance_sampling(
-            model, obs, n_theta=10_000, n_inner=100, pilot_theta=4000, pilot_inner=20,
-            inflation=1.5, df=5.0, seed=11,
-        ).sample(1000, seed=5)  # fmt: skip
+        ref = benchmark_reference(model, obs).sample(1000, seed=5)
         np.save(cache, ref)
     for seed in [int(v) for v in (sys.argv[3] if len(sys.argv) > 3 else "0,1").split(",")]:
         r = _fit(variant, model, obs, seed, ref, None)
