@@ -221,7 +221,6 @@ def test_flow_defaults_and_paper_preset():
     assert (paper.kind, paper.transforms, paper.hidden, paper.bins) == ("nsf", 8, 50, 10)
 
 
-
 def test_unknown_flow_option_is_a_clear_error():
     from dpinfer.inference.neural import FlowConfig
 
