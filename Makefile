@@ -13,7 +13,7 @@ $(BIN)/python:
 # torch first and pinned: the CPU wheel 2.13.0 is on these machines; any other torch pulls CUDA.
 $(STAMP): $(BIN)/python pyproject.toml constraints.txt
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e ".[dev,dask,postgres]" -c constraints.txt
+	$(BIN)/pip install --quiet -e ".[dev,dask,postgres,data,server]" -c constraints.txt
 	touch $(STAMP)
 
 install: $(STAMP)
