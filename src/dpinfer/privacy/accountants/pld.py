@@ -28,7 +28,7 @@ from .base import GAUSSIAN_SVT_REFUSAL, WITH_REPLACEMENT_REFUSAL, Accountant, re
 
 #: Grid points a single leaf's PLD may use before the loss grid is coarsened.
 _MAX_POINTS = 2e5
-#: Pure leaves above this ε are composed basically (see :meth:`PLDAccountant._split`).
+#: Pure leaves above this ε are composed basically (see :meth:`PLDAccountant.leaf_basic`).
 _BIG_PURE_EPSILON = 20.0
 
 
@@ -93,7 +93,7 @@ class PLDAccountant(Accountant):
     the Poisson-subsampled Gaussian uses dp-accounting's analysis under the event's own relation
     (add-remove or replace-one); pure and known (ε, δ) events use the worst-case PLD of an
     (ε, δ)-DP mechanism. Pure leaves with ε > 20 compose basically, and tiny noise multipliers
-    coarsen the loss grid (both remain valid upper bounds; see :meth:`_split`, :meth:`_resolution`).
+    coarsen the loss grid (both remain valid upper bounds; see :meth:`leaf_basic`, :meth:`resolution`).
 
     Parameters
     ----------
@@ -118,36 +118,68 @@ class PLDAccountant(Accountant):
             return None
         return "no PLD analysis for this event type."
 
-    def _resolution(self, leaves: list[PrivacyEvent]) -> float:
+    # -- per-leaf analysis (the interface an incremental ledger composes with) ---------------
+    def leaf_basic(self, leaf: PrivacyEvent) -> float:
+        """The ε of ``leaf`` that is composed *basically*, outside the PLD (0 for most leaves).
+
+        Pure leaves with ε > 20 (:data:`_BIG_PURE_EPSILON`) are kept out of the PLD: basic
+        composition of a pure ε_A-DP part with an (ε_B, δ)-DP part is (ε_A + ε_B, δ)-DP (Dwork &
+        Roth 2014, Thm 3.16), and at such ε a tight PLD gains nothing meaningful but would need
+        ~ε/Δ grid points. For every event E,
+        ``epsilon(E, δ) = Σ_leaves leaf_basic + (⊗_leaves leaf_pld).get_epsilon_for_delta(δ)``.
+        """
+        pure = isinstance(leaf, (LaplaceEvent, DiscreteLaplaceEvent, SparseVectorEvent)) or (
+            isinstance(leaf, KnownEvent) and leaf.delta == 0.0
+        )
+        if pure and leaf.epsilon > _BIG_PURE_EPSILON:  # type: ignore[attr-defined]
+            return float(leaf.epsilon)  # type: ignore[attr-defined]
+        return 0.0
+
+    def leaf_pld(self, leaf: PrivacyEvent, vdi: float) -> pld_lib.PrivacyLossDistribution:
+        """The PLD of ONE leaf event on the loss grid ``vdi`` (identity for a leaf that
+        :meth:`leaf_basic` composes basically).
+
+        The composition of the leaves' PLDs, plus the sum of their :meth:`leaf_basic` parts, is
+        what :meth:`epsilon` evaluates; PLDs on the same grid compose in any order.
+        """
+        self._check_leaf(leaf)
+        if self.leaf_basic(leaf) > 0.0:
+            return pld_lib.identity(value_discretization_interval=vdi)
+        return _leaf_pld(leaf, 1, float(vdi))
+
+    def leaf_resolution(self, leaf: PrivacyEvent, count: int = 1) -> float:
+        """The coarsest loss grid this accountant would use for ``count`` copies of ``leaf``
+        (:meth:`resolution` of a set of leaves is the largest of these)."""
+        vdi = self.value_discretization_interval
+        if isinstance(leaf, (GaussianEvent, DiscreteGaussianEvent, PoissonSubsampledGaussianEvent)):
+            z = leaf.noise_multiplier / (count**0.5 if isinstance(leaf, GaussianEvent) else 1.0)
+            vdi = max(vdi, 6.0 / (z * z) / _MAX_POINTS)
+        elif isinstance(leaf, (LaplaceEvent, DiscreteLaplaceEvent)):
+            vdi = max(vdi, 2.0 * leaf.epsilon / _MAX_POINTS)
+        return vdi
+
+    def resolution(self, leaves: list[PrivacyEvent]) -> float:
         """The loss grid: the configured one, coarsened where a tiny noise multiplier would need
         more than ~2e5 grid points per leaf (a coarser pessimistic grid is still a valid upper
         bound; without this a multiplier of 0.01 asks for tens of GiB)."""
         vdi = self.value_discretization_interval
-        counts = Counter(leaves)
-        for leaf, count in counts.items():
-            if isinstance(leaf, (GaussianEvent, DiscreteGaussianEvent, PoissonSubsampledGaussianEvent)):
-                z = leaf.noise_multiplier / (count**0.5 if isinstance(leaf, GaussianEvent) else 1.0)
-                vdi = max(vdi, 6.0 / (z * z) / _MAX_POINTS)
-            elif isinstance(leaf, (LaplaceEvent, DiscreteLaplaceEvent)):
-                vdi = max(vdi, 2.0 * leaf.epsilon / _MAX_POINTS)
+        for leaf, count in Counter(leaves).items():
+            vdi = max(vdi, self.leaf_resolution(leaf, count))
         return vdi
 
-    @staticmethod
-    def _split(event: PrivacyEvent) -> tuple[float, list[PrivacyEvent]]:
-        """(Σε of pure leaves with ε > 20, the other leaves): the former compose basically.
+    def _check_leaf(self, leaf: PrivacyEvent) -> None:
+        reason = self._leaf_supported(leaf)
+        if reason is not None:
+            self.check_supported(leaf)  # raises UnsupportedEventError with the description
 
-        Basic composition of a pure ε_A-DP part with an (ε_B, δ)-DP part is (ε_A + ε_B, δ)-DP
-        (Dwork & Roth 2014, Thm 3.16); at ε > 20 per leaf the tight PLD gains nothing
-        meaningful and would need ~ε/Δ grid points.
-        """
+    def _split(self, event: PrivacyEvent) -> tuple[float, list[PrivacyEvent]]:
+        """(Σ :meth:`leaf_basic` of the leaves, the leaves that go into the PLD)."""
         big = 0.0
         rest: list[PrivacyEvent] = []
         for leaf in flatten(event):
-            pure = isinstance(leaf, (LaplaceEvent, DiscreteLaplaceEvent, SparseVectorEvent)) or (
-                isinstance(leaf, KnownEvent) and leaf.delta == 0.0
-            )
-            if pure and leaf.epsilon > _BIG_PURE_EPSILON:  # type: ignore[attr-defined]
-                big += leaf.epsilon  # type: ignore[attr-defined]
+            b = self.leaf_basic(leaf)
+            if b > 0.0:
+                big += b
             else:
                 rest.append(leaf)
         return big, rest
@@ -157,7 +189,7 @@ class PLDAccountant(Accountant):
         return self._pld_of(self._split(event)[1])
 
     def _pld_of(self, leaves: list[PrivacyEvent]) -> pld_lib.PrivacyLossDistribution:
-        vdi = self._resolution(leaves)
+        vdi = self.resolution(leaves)
         total = pld_lib.identity(value_discretization_interval=vdi)
         for leaf, count in Counter(leaves).items():
             total = total.compose(_leaf_pld(leaf, count, vdi))

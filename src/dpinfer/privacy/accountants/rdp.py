@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -85,8 +86,6 @@ class RDPAccountant(Accountant):
     def _leaf_supported(self, event: PrivacyEvent) -> str | None:
         if isinstance(event, SampledWithReplacementGaussianEvent):
             return WITH_REPLACEMENT_REFUSAL
-        if isinstance(event, KnownEvent) and event.delta > 0:
-            return "an (ε, δ) guarantee with δ > 0 has no RDP curve; use the 'pld' accountant."
         if isinstance(event, PoissonSubsampledGaussianEvent) and event.neighbouring != ADD_REMOVE:
             return (
                 "dp-accounting's RDP analysis of Poisson subsampling is add-remove only; use the "
@@ -96,26 +95,87 @@ class RDPAccountant(Accountant):
             return None
         return "no RDP analysis for this event type."
 
+    # -- per-leaf analysis (the interface an incremental ledger composes with) ---------------
+    def leaf_curve(self, leaf: PrivacyEvent, orders: np.ndarray) -> np.ndarray:
+        """The Rényi curve of ONE leaf event at ``orders`` (zeros for a leaf whose guarantee is
+        composed basically, see :meth:`leaf_basic`).
+
+        Curves add under composition (Mironov 2017, Prop. 1), so for every event E,
+        ``epsilon(E, δ) = Σε_b + ε_RDP(Σ leaf_curve, δ - Σδ_b)`` with (ε_b, δ_b) the leaves'
+        :meth:`leaf_basic` parts (:meth:`epsilon_from_parts`).
+        """
+        self._check_leaf(leaf)
+        orders = np.asarray(orders, dtype=np.float64)
+        if isinstance(leaf, GaussianSparseVectorEvent):
+            return np.asarray(gaussian_svt_rdp(leaf, orders), dtype=np.float64)  # Zhu & Wang 2020, Thm 8
+        if isinstance(leaf, KnownEvent):
+            if leaf.delta > 0:
+                return np.zeros_like(orders)
+            return pure_dp_rdp(leaf.epsilon, orders)
+        dpe = to_dp_accounting_event(leaf)
+        if dpe is not None:
+            acc = rdp_lib.RdpAccountant(orders)
+            acc.compose(dpe)
+            return np.asarray(acc.rdp, dtype=np.float64)
+        return pure_dp_rdp(leaf.epsilon, orders)  # type: ignore[attr-defined]
+
+    def leaf_basic(self, leaf: PrivacyEvent) -> tuple[float, float]:
+        """The (ε, δ) of ``leaf`` composed *basically*, outside the Rényi curve; (0, 0) for most.
+
+        A :class:`KnownEvent` with δ > 0 has no Rényi curve (its worst case puts mass δ at
+        infinite loss): it is composed with the rest by basic composition, (ε₁, δ₁) and
+        (ε₂, δ₂) giving (ε₁ + ε₂, δ₁ + δ₂) (Dwork & Roth 2014, Thm 3.16).
+        """
+        self._check_leaf(leaf)
+        if isinstance(leaf, KnownEvent) and leaf.delta > 0:
+            return float(leaf.epsilon), float(leaf.delta)
+        return 0.0, 0.0
+
+    def _check_leaf(self, leaf: PrivacyEvent) -> None:
+        if self._leaf_supported(leaf) is not None:
+            self.check_supported(leaf)  # raises UnsupportedEventError with the description
+
     def rdp_curve(self, event: PrivacyEvent, orders: np.ndarray | None = None) -> np.ndarray:
-        """The composed RDP curve of ``event`` at ``orders`` (default :attr:`orders`)."""
+        """The composed RDP curve of ``event`` at ``orders`` (default :attr:`orders`), without
+        the leaves' :meth:`leaf_basic` parts."""
         orders = self.orders if orders is None else np.asarray(orders, dtype=np.float64)
         total = np.zeros_like(orders)
         for leaf in flatten(event):
-            dpe = to_dp_accounting_event(leaf)
-            if isinstance(leaf, GaussianSparseVectorEvent):
-                total += gaussian_svt_rdp(leaf, orders)  # Zhu & Wang 2020, Thm 8
-            elif dpe is not None:
-                acc = rdp_lib.RdpAccountant(orders)
-                acc.compose(dpe)
-                total += acc.rdp
-            else:
-                total += pure_dp_rdp(leaf.epsilon, orders)  # type: ignore[attr-defined]
+            total += self.leaf_curve(leaf, orders)
         return total
 
-    def _convert(self, event: PrivacyEvent, convert: Any, target: float) -> float:
+    def basic_part(self, event: PrivacyEvent) -> tuple[float, float]:
+        """(Σε_b, Σδ_b) of :meth:`leaf_basic` over the leaves of ``event``."""
+        eps = delta = 0.0
+        for leaf in flatten(event):
+            e, d = self.leaf_basic(leaf)
+            eps += e
+            delta += d
+        return eps, delta
+
+    def epsilon_from_parts(self, curve_of: Any, basic: tuple[float, float], delta: float) -> float:
+        """ε at ``delta`` from a composed curve and a composed basic part.
+
+        ``curve_of(orders)`` returns the composed Rényi curve at ``orders`` (it is asked again on
+        larger orders when the grid is extended); ``basic`` is (Σε_b, Σδ_b). The curve is
+        converted at δ - Σδ_b and Σε_b added (Dwork & Roth 2014, Thm 3.16); ``inf`` when
+        Σδ_b >= δ and the curve is not identically zero.
+        """
+        eps_b, delta_b = basic
+        remaining = float(delta) - delta_b
+        if remaining < -1e-15 * max(1.0, delta):
+            return math.inf
+        remaining = max(remaining, 0.0)
+        curve0 = np.asarray(curve_of(self.orders), dtype=np.float64)
+        if not np.any(curve0 > 0):
+            return eps_b
+        if remaining <= 0.0:
+            return math.inf
+        return eps_b + self._convert(curve_of, rdp_lib.compute_epsilon, remaining)
+    def _convert(self, curve_of: Any, convert: Any, target: float) -> float:
         """``convert(orders, curve, target)`` on the grid, extended while the optimum is its top."""
         orders = self.orders
-        curve = self.rdp_curve(event, orders)
+        curve = np.asarray(curve_of(orders), dtype=np.float64)
         value, best = convert(orders, curve, target)
         while self.extend and best is not None and best >= orders.max() and orders.max() < self.max_order:
             top = float(orders.max())
@@ -124,15 +184,27 @@ class RDPAccountant(Accountant):
             if more.size == 0:
                 break
             orders = np.concatenate([orders, more])
-            curve = np.concatenate([curve, self.rdp_curve(event, more)])
+            curve = np.concatenate([curve, np.asarray(curve_of(more), dtype=np.float64)])
             value, best = convert(orders, curve, target)
         return float(value)
 
     def _epsilon(self, event: PrivacyEvent, delta: float) -> float:
-        return self._convert(event, rdp_lib.compute_epsilon, delta)
+        return self.epsilon_from_parts(
+            lambda orders: self.rdp_curve(event, orders), self.basic_part(event), delta
+        )
 
     def delta(self, event: PrivacyEvent, epsilon: float) -> float:
         self.check_supported(event)
-        if not flatten(event):
+        leaves = flatten(event)
+        if not leaves:
             return 0.0
-        return self._convert(event, rdp_lib.compute_delta, float(epsilon))
+        eps_b, delta_b = self.basic_part(event)
+        remaining = float(epsilon) - eps_b
+        if remaining < 0:
+            return 1.0
+        def curve_of(orders: np.ndarray) -> np.ndarray:
+            return self.rdp_curve(event, orders)
+
+        if not np.any(np.asarray(curve_of(self.orders)) > 0):
+            return min(1.0, delta_b)
+        return min(1.0, delta_b + self._convert(curve_of, rdp_lib.compute_delta, remaining))
