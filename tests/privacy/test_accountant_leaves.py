@@ -48,7 +48,7 @@ def test_rdp_total_from_leaves():
     acc = RDPAccountant()
     leaves = flatten(EVENT)
     curve = sum(acc.leaf_curve(leaf, acc.orders) for leaf in leaves)
-    basic = tuple(map(sum, zip(*(acc.leaf_basic(leaf) for leaf in leaves))))
+    basic = tuple(map(sum, zip(*(acc.leaf_basic(leaf) for leaf in leaves), strict=True)))
     assert basic == pytest.approx((0.2, 1e-8))
     grown = lambda orders: sum(acc.leaf_curve(leaf, orders) for leaf in leaves)  # noqa: E731
     eps = acc.epsilon_from_parts(grown, basic, DELTA)
