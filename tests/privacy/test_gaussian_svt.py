@@ -105,9 +105,12 @@ def test_event_checks_accountants_and_conversion():
     ev = GaussianSparseVectorEvent(2, 5.0, 8.0, 100)
     assert 0 < get_accountant("rdp").epsilon(ev, 1e-6) < np.inf
     assert get_accountant("rdp").epsilon(ev, 0.0) == np.inf  # never pure DP
-    for name in ("pld", "advanced", "pure"):
+    for name in ("advanced", "pure"):
         with pytest.raises(UnsupportedEventError, match="'rdp'"):
             get_accountant(name).epsilon(ev, 1e-6)
+    # the PLD accountant: a dominating PLD built from the same Rényi curve (privacy.dominating)
+    rdp_eps, pld_eps = (get_accountant(n).epsilon(ev, 1e-6) for n in ("rdp", "pld"))
+    assert rdp_eps <= pld_eps <= rdp_eps * 1.01
     assert event_from_dict(event_to_dict(ev)) == ev
     ar = GaussianSparseVectorEvent(2, 5.0, 8.0, 100, neighbouring=ADD_REMOVE)
     assert to_replace_one(ar) == GaussianSparseVectorEvent(2, 2.5, 4.0, 100)
@@ -160,16 +163,15 @@ def test_abcdp_gaussian_option_reports_and_charges_rdp(tmp_path):
     assert res.b == pytest.approx(ev.threshold_noise_multiplier * dist.sensitivity(observed.shape[0]))
     assert res.sigma_query == pytest.approx(res.b * ev.query_noise_multiplier / ev.threshold_noise_multiplier)
     assert len(ledger.history("d")) == 1
-    # a PLD ledger cannot account it: refused before anything is released or charged
+    # a PLD ledger accounts it too, through a dominating PLD of its Rényi curve
     pld = Ledger(tmp_path / "p.db", create=True)
     pld.register("d", epsilon=3.0, delta=1e-5, accountant="pld")
-    with pytest.raises(UnsupportedEventError):
-        abcdp(
-            observed, (thetas, sims), dist, c=3, epsilon_total=2.0, epsilon_abc=0.3, delta=1e-6,
-            options=ABCDPOptions(noise="gaussian"),
-            context=ReleaseContext(ledger=pld, dataset="d", privacy_rng=prng(2)),
-        )
-    assert pld.history("d") == []
+    abcdp(
+        observed, (thetas, sims), dist, c=3, epsilon_total=2.0, epsilon_abc=0.3, delta=1e-6,
+        options=ABCDPOptions(noise="gaussian"),
+        context=ReleaseContext(ledger=pld, dataset="d", privacy_rng=prng(2)),
+    )
+    assert len(pld.history("d")) == 1
     for noise, delta in (("gaussian", 0.0), ("gaussian", 1.0), ("laplace", 1e-6), ("cauchy", 0.0)):
         with pytest.raises(InvalidPrivacyParameterError):
             abcdp(
@@ -297,7 +299,7 @@ def test_cli_abcdp_gaussian_noise(tmp_path, capsys):
     assert rel["noise"] == "gaussian" and rel["privacy"]["accountant"] == "rdp"
     assert rel["privacy"]["events"][0]["type"] == "GaussianSparseVectorEvent"
     assert len(rel["accepted"]) == 3 and len(Ledger(ledger).history("d")) == 1
-    # a pld budget cannot account it: exit 2, nothing charged, the advice names the rdp accountant
+    # a pld budget accounts it too (a dominating PLD of its Rényi curve)
     assert main(["budget", "init", "--ledger", str(ledger), "--dataset", "p", "--epsilon", "5",
                  "--unbound"]) == 0
     capsys.readouterr()
@@ -306,5 +308,5 @@ def test_cli_abcdp_gaussian_noise(tmp_path, capsys):
     other = tmp_path / "obs2.csv"  # obs.csv itself is charged to 'd': it cannot be charged to 'p'
     other.write_text((tmp_path / "obs.csv").read_text() + "\n")
     argv[argv.index(str(tmp_path / "obs.csv"))] = str(other)
-    assert main(argv) == 2
-    assert "--accountant rdp" in capsys.readouterr().err and Ledger(ledger).history("p") == []
+    assert main(argv) == 0
+    assert len(Ledger(ledger).history("p")) == 1

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from ...errors import InvalidPrivacyParameterError, UnsupportedEventError
 from ..event_conversion import describe
 from ..events import (
+    LEAF_EVENT_TYPES,
     DiscreteGaussianEvent,
     GaussianEvent,
     GaussianSparseVectorEvent,
@@ -31,10 +32,16 @@ GAUSSIAN_EVENT_TYPES = (
     SampledWithReplacementGaussianEvent,
 )
 
+#: Every leaf event type of the privacy core: the "pld" and "rdp" accountants accept each of them
+#: (a with-replacement batch under replace-one only), with a tight analysis or a valid dominating
+#: one (:mod:`dpinfer.privacy.dominating`).
+ALL_LEAF_TYPES = (*LEAF_EVENT_TYPES, GaussianSparseVectorEvent, SampledWithReplacementGaussianEvent)
+
 #: Why the tight accountants refuse the DPVI paper's with-replacement batches.
 WITH_REPLACEMENT_REFUSAL = (
-    "fixed-size batches drawn with replacement have no tight analysis here; the 'advanced' "
-    "accountant applies the DPVI paper's convention, or use Poisson sampling."
+    "fixed-size batches drawn with replacement are analysed under replace-one only (the batch "
+    "size is fixed, so adding a record changes every record's chance of being drawn); declare "
+    "the release replace-one, or use Poisson sampling."
 )
 GAUSSIAN_SVT_REFUSAL = (
     "the Gaussian sparse vector technique has only a Rényi-DP analysis (Zhu & Wang 2020, "

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 import dp_accounting
 import numpy as np
 from dp_accounting.rdp import rdp_privacy_accountant as rdp_lib
 
+from ..dominating import replace_one_subsampled_gaussian_rdp, with_replacement_gaussian_rdp
 from ..events import (
     ADD_REMOVE,
-    LEAF_EVENT_TYPES,
+    REPLACE_ONE,
     DiscreteGaussianEvent,
     GaussianEvent,
     GaussianSparseVectorEvent,
@@ -24,7 +26,7 @@ from ..events import (
     flatten,
 )
 from ..gaussian_svt import gaussian_svt_rdp
-from .base import WITH_REPLACEMENT_REFUSAL, Accountant, register_accountant
+from .base import ALL_LEAF_TYPES, WITH_REPLACEMENT_REFUSAL, Accountant, register_accountant
 
 
 def to_dp_accounting_event(event: PrivacyEvent) -> dp_accounting.DpEvent | None:
@@ -51,6 +53,18 @@ def to_dp_accounting_event(event: PrivacyEvent) -> dp_accounting.DpEvent | None:
     return None
 
 
+@lru_cache(maxsize=64)
+def _replace_one_cached(q: float, sigma: float, steps: int, orders: tuple[float, ...]) -> np.ndarray:
+    out = replace_one_subsampled_gaussian_rdp(q, sigma, steps, np.asarray(orders))
+    out.setflags(write=False)
+    return out
+
+
+def _replace_one_curve(leaf: PoissonSubsampledGaussianEvent, orders: np.ndarray) -> np.ndarray:
+    return np.array(_replace_one_cached(leaf.sampling_rate, leaf.noise_multiplier, leaf.steps,
+                                        tuple(float(o) for o in orders)))
+
+
 def pure_dp_rdp(epsilon: float, orders: np.ndarray) -> np.ndarray:
     """RDP curve implied by pure ε-DP: min(ε, α ε²/2) (Bun & Steinke 2016, Prop. 3.3)."""
     return np.minimum(epsilon, 0.5 * orders * epsilon**2)
@@ -62,9 +76,13 @@ class RDPAccountant(Accountant):
 
     Pure ε-DP events (SVT, discrete Laplace, known (ε, 0)) enter through the RDP curve
     min(ε, αε²/2); the Gaussian sparse vector through its own curve
-    (:func:`~dpinfer.privacy.gaussian_svt.gaussian_svt_rdp`). Known events
-    with δ > 0 and Poisson-subsampled Gaussians under replace-one have no RDP analysis here:
-    use the ``"pld"`` accountant for those.
+    (:func:`~dpinfer.privacy.gaussian_svt.gaussian_svt_rdp`). Known events with δ > 0 compose
+    basically outside the curve (:meth:`leaf_basic`). Two leaves have no tight curve and get a
+    valid dominating one (:mod:`dpinfer.privacy.dominating`; the privacy report gives the slack):
+    Poisson-subsampled Gaussians under replace-one (Mironov 2017, Prop. 11, over a removal and an
+    addition: :func:`~dpinfer.privacy.dominating.replace_one_subsampled_gaussian_rdp`) and
+    Gaussian sums on batches drawn with replacement
+    (:func:`~dpinfer.privacy.dominating.with_replacement_gaussian_rdp`).
 
     Orders beyond the grid: when the best order of the conversion is the largest one (1024 on
     dp-accounting's default grid), the grid is extended geometrically (ratio 1.05, four times
@@ -84,14 +102,9 @@ class RDPAccountant(Accountant):
         self.extend = bool(extend)
 
     def _leaf_supported(self, event: PrivacyEvent) -> str | None:
-        if isinstance(event, SampledWithReplacementGaussianEvent):
+        if isinstance(event, SampledWithReplacementGaussianEvent) and event.neighbouring != REPLACE_ONE:
             return WITH_REPLACEMENT_REFUSAL
-        if isinstance(event, PoissonSubsampledGaussianEvent) and event.neighbouring != ADD_REMOVE:
-            return (
-                "dp-accounting's RDP analysis of Poisson subsampling is add-remove only; use the "
-                "'pld' accountant for a replace-one guarantee."
-            )
-        if isinstance(event, (*LEAF_EVENT_TYPES, GaussianSparseVectorEvent)):
+        if isinstance(event, ALL_LEAF_TYPES):
             return None
         return "no RDP analysis for this event type."
 
@@ -112,6 +125,12 @@ class RDPAccountant(Accountant):
             if leaf.delta > 0:
                 return np.zeros_like(orders)
             return pure_dp_rdp(leaf.epsilon, orders)
+        if isinstance(leaf, PoissonSubsampledGaussianEvent) and leaf.neighbouring != ADD_REMOVE:
+            # no tight curve: Mironov's weak triangle inequality over remove-then-add (R1)
+            return _replace_one_curve(leaf, orders)
+        if isinstance(leaf, SampledWithReplacementGaussianEvent):
+            q, sigma, steps = leaf.sampling_rate, leaf.noise_multiplier, leaf.steps
+            return with_replacement_gaussian_rdp(q, sigma, steps, orders)[0]
         dpe = to_dp_accounting_event(leaf)
         if dpe is not None:
             acc = rdp_lib.RdpAccountant(orders)
@@ -124,11 +143,17 @@ class RDPAccountant(Accountant):
 
         A :class:`KnownEvent` with δ > 0 has no Rényi curve (its worst case puts mass δ at
         infinite loss): it is composed with the rest by basic composition, (ε₁, δ₁) and
-        (ε₂, δ₂) giving (ε₁ + ε₂, δ₁ + δ₂) (Dwork & Roth 2014, Thm 3.16).
+        (ε₂, δ₂) giving (ε₁ + ε₂, δ₁ + δ₂) (Dwork & Roth 2014, Thm 3.16). A with-replacement
+        Gaussian sets aside the tail of the record's multiplicity, δ = steps·P(K' > k_max) <= 1e-13
+        (:func:`~dpinfer.privacy.dominating.with_replacement_gaussian_rdp`).
         """
         self._check_leaf(leaf)
         if isinstance(leaf, KnownEvent) and leaf.delta > 0:
             return float(leaf.epsilon), float(leaf.delta)
+        if isinstance(leaf, SampledWithReplacementGaussianEvent):
+            # the multiplicity tail set aside (δ-approximate RDP, Bun & Steinke 2016, Lemma 8.3)
+            return 0.0, with_replacement_gaussian_rdp(leaf.sampling_rate, leaf.noise_multiplier, leaf.steps,
+                                                      np.array([2.0]))[1]
         return 0.0, 0.0
 
     def _check_leaf(self, leaf: PrivacyEvent) -> None:
