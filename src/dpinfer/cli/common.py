@@ -334,9 +334,12 @@ def open_release_ledger(
     ``data_file`` (:meth:`~dpinfer.privacy.ledger.Ledger.for_data`): its charge is refused,
     atomically, when that file is bound to (or was charged to) another data set, or when the data
     set was registered with another file (``dpinfer budget init --data FILE``); the same is
-    checked here first, before anything is read, fitted, charged or released.
+    checked here first, before anything is read, fitted, charged or released, and so is the
+    command's ``--out`` (:func:`check_output_path`).
     """
     dataset = getattr(args, "dataset", None)
+    if getattr(args, "out", None):  # an output that cannot be written is refused before the charge
+        check_output_path(args.out, folder_ok=True)
     if args.ledger and args.no_ledger:
         raise Refusal("--ledger and --no-ledger contradict each other; pass one of them.")
     if not args.ledger:
@@ -406,6 +409,22 @@ def _memory_bytes() -> int | None:
         return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
     except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
         return None
+
+
+def check_output_path(out: str | Path, *, folder_ok: bool = False) -> None:
+    """Refuse (:class:`Refusal`) an ``--out`` that cannot be written, before anything is charged:
+    a path inside a regular file or an unwritable folder, or (unless ``folder_ok``: the command
+    adds its own suffix to the name) an existing folder. Missing parent folders are fine (the
+    command creates them)."""
+    target = Path(out)
+    if target.is_dir() and not folder_ok:
+        raise Refusal(f"--out {target} is a folder; give a file name. Nothing was charged or written.")
+    folder = target.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+        raise Refusal(f"--out {target} cannot be written ({folder} is not a writable folder). Nothing was "
+                      "charged or written.")
 
 
 @contextmanager

@@ -16,8 +16,11 @@ post-processing (:func:`dpinfer.inference.glm.glm_posterior`). ``--family poisso
 ``--family linear`` needs ``--y-bounds LO:HI``. The coefficients are those of the features scaled
 to [-1, 1]; the output file (``dpinfer.result``) keeps the release and its privacy report.
 
-Refusals and bad input (a missing column, a value outside its bounds, a malformed option) exit
-with status 2 and one line on standard error; nothing is charged.
+Refusals and bad input (a missing column, a value outside its bounds, a malformed option, a bad
+sampler option, seed or output path) exit with status 2 and one line on standard error; nothing is
+charged: every option, the posterior's included, is checked before the release. An error after the
+release (e.g. the posterior's optimisation failing) exits with status 1 and says that the release
+was charged.
 """
 
 from __future__ import annotations
@@ -109,8 +112,10 @@ def _run(args: argparse.Namespace) -> int:
                 feature_names=names, ledger=ledger, dataset=dataset, seed=args.seed,
                 sampler=GLMSamplerOptions(method=args.sampler, proposals=args.proposals),
             )
-    except InvalidDataError as exc:  # refused before anything was charged
-        raise Refusal(str(exc)) from None
+    except InvalidDataError as exc:
+        if getattr(exc, "release", None) is not None:  # failed after the release: it WAS charged
+            raise
+        raise Refusal(str(exc)) from None  # refused before anything was charged
     mark_unaccounted(fit, ledger)
     fit.settings["target"] = args.target  # names the response of `dpinfer synthesize`'s records
     path = fit.save(args.out)

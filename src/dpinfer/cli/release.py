@@ -33,6 +33,7 @@ from .common import (
     DefaultsFormatter,
     Refusal,
     add_ledger_options,
+    check_output_path,
     open_release_ledger,
     release_notices,
     write_text_atomic,
@@ -154,6 +155,7 @@ def _release(args: argparse.Namespace) -> int:
             f"--model {args.model!r}: releasable models are {', '.join(sorted(RELEASABLE))}, or a model of "
             "your own as package.module:factory whose mechanism is a clamped_release."
         )
+    check_output_path(args.out)  # written whole after the release: refused now if it cannot be
     ledger, dataset = open_release_ledger(args, args.data)  # refusals first: nothing read before
     if user:
         rel, model_args, n = _user_release(args, model_args, ledger, dataset)

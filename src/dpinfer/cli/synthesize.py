@@ -136,6 +136,10 @@ def _covariate_source(args: argparse.Namespace, result: Any, ledger: Any, datase
     from ..release.synthesis import release_covariate_model
 
     X, cols = read_covariates(args.covariates, d, names)
+    unknown = sorted(_integer_columns(args) - set(cols))
+    if unknown:  # before the covariate model is released and charged
+        raise Refusal(f"--covariate-integer names column(s) {unknown} that are not covariates "
+                      f"({list(cols)}). Nothing was charged or written.")
     integer = [c in _integer_columns(args) for c in cols]
     with release_notices(ledger is not None):
         model = release_covariate_model(

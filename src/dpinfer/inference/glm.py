@@ -732,6 +732,62 @@ def param_names(rel: GLMRelease) -> tuple[str, ...]:
     return tuple(names)
 
 
+#: Largest sampler sizes accepted (proposals; chains x draws): beyond them the arrays do not fit in
+#: memory, which must be known before the release is charged, not discovered after it.
+MAX_SAMPLER_DRAWS = 10**7
+
+
+def _whole(value: Any, name: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not low <= value <= high:
+        raise InvalidDataError(f"sampler {name} must be a whole number in [{low}, {high:,}], got {value!r}.")
+    return int(value)
+
+
+def check_posterior_options(
+    prior: Any, sampler: Any, seed: Any
+) -> tuple[GLMPrior, GLMSamplerOptions]:
+    """Validate the analyst's posterior options completely; return them with their defaults filled.
+
+    :func:`dpinfer.release.glm.private_glm` calls it *before* the statistic is released and
+    charged (issue 35: a bad option found after the charge wastes the budget), and
+    :func:`glm_posterior` again. Refuses (:class:`~dpinfer.errors.InvalidDataError`): a prior that
+    is not a :class:`GLMPrior` or has a non-finite field or a standard deviation <= 0; sampler
+    options that are not :class:`GLMSamplerOptions`, an unknown method, counts that are not whole
+    numbers in range (``proposals`` >= 100, ``draws`` >= 4 per chain, ``chains`` and ``leapfrog``
+    >= 1, ``warmup`` and ``adapt`` >= 0, at most :data:`MAX_SAMPLER_DRAWS` draws or proposals),
+    ``target_accept`` outside (0, 1); a seed that is not None, an integer >= 0, a numpy
+    SeedSequence or Generator.
+    """
+    prior = GLMPrior() if prior is None else prior
+    if not isinstance(prior, GLMPrior):
+        raise InvalidDataError(f"prior must be a GLMPrior(...), got {type(prior).__name__}.")
+    for key, value in asdict(prior).items():
+        ok = not isinstance(value, bool) and isinstance(value, (int, float, np.integer, np.floating))
+        if not ok or not math.isfinite(value) or (key.endswith("_sd") and not value > 0):
+            need = "a finite number > 0 (a standard deviation)" if key.endswith("_sd") else "a finite number"
+            raise InvalidDataError(f"prior {key} must be {need}, got {value!r}.")
+    opts = GLMSamplerOptions() if sampler is None else sampler
+    if not isinstance(opts, GLMSamplerOptions):
+        raise InvalidDataError(f"sampler must be a GLMSamplerOptions(...), got {type(opts).__name__}.")
+    if opts.method not in ("laplace-is", "hmc"):
+        raise InvalidDataError(f"sampler method must be 'laplace-is' or 'hmc', got {opts.method!r}.")
+    _whole(opts.proposals, "proposals", 100, MAX_SAMPLER_DRAWS)
+    _whole(opts.adapt, "adapt", 0, 100)
+    chains = _whole(opts.chains, "chains", 1, 1024)
+    _whole(opts.draws, "draws", 4 * chains, MAX_SAMPLER_DRAWS // chains)
+    _whole(opts.warmup, "warmup", 0, MAX_SAMPLER_DRAWS // chains)
+    _whole(opts.leapfrog, "leapfrog", 1, 1024)
+    ta = opts.target_accept
+    if isinstance(ta, bool) or not isinstance(ta, (int, float, np.integer, np.floating)) or not 0 < ta < 1:
+        raise InvalidDataError(f"sampler target_accept must be in (0, 1), got {ta!r}.")
+    if not (seed is None or isinstance(seed, (np.random.SeedSequence, np.random.Generator))):
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise InvalidDataError(
+                f"seed must be None, an integer >= 0, a numpy SeedSequence or Generator, got {seed!r}."
+            )
+    return prior, opts
+
+
 def glm_posterior(
     release: GLMRelease,
     *,
@@ -763,15 +819,7 @@ def glm_posterior(
     """
     if release.family not in FAMILIES:
         raise InvalidDataError(f"family must be one of {FAMILIES}, got {release.family!r}.")
-    prior = prior or GLMPrior()
-    opts = sampler or GLMSamplerOptions()
-    if opts.method not in ("laplace-is", "hmc"):
-        raise InvalidDataError(f"sampler method must be 'laplace-is' or 'hmc', got {opts.method!r}.")
-    if (opts.chains < 1 or opts.draws < 4 * opts.chains or opts.warmup < 0 or opts.leapfrog < 1
-            or opts.proposals < 100):
-        raise InvalidDataError(
-            "sampler: chains >= 1, draws >= 4 per chain, warmup >= 0, leapfrog >= 1 and proposals >= 100."
-        )
+    prior, opts = check_posterior_options(prior, sampler, seed)
     if np.asarray(release.z).shape != (release.layout.dim,):
         raise InvalidDataError(
             f"the released statistic has shape {np.asarray(release.z).shape}, expected "
@@ -816,5 +864,5 @@ def glm_posterior(
 
 
 __all__ = ["FAMILIES", "GLMPosterior", "GLMPrior", "GLMRelease", "GLMSamplerOptions", "StatisticLayout",
-           "glm_posterior", "param_names", "split_rhat"]
+           "check_posterior_options", "glm_posterior", "param_names", "split_rhat"]
 

@@ -88,6 +88,17 @@ def check_sensitivity(sensitivity: Any, name: str = "sensitivity") -> float:
         ) from None
 
 
+def check_count(value: Any, name: str, low: int = 1) -> int:
+    """Return ``value`` as an int after checking it is a whole number >= ``low``.
+
+    Booleans, strings and fractions are refused (``int(1.5)`` would silently release a statistic
+    of another length than the caller declared)."""
+    ok = not isinstance(value, (bool, np.bool_)) and isinstance(value, (int, np.integer, float, np.floating))
+    if not ok or not math.isfinite(float(value)) or float(value) != int(value) or int(value) < low:
+        raise InvalidPrivacyParameterError(f"{name} must be a whole number >= {low}, got {value!r}.")
+    return int(value)
+
+
 def check_relation(relation: str) -> str:
     """Check a neighbouring relation name."""
     if relation not in NEIGHBOURING_RELATIONS:

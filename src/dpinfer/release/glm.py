@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidDataError
+from ..errors import DPInferError, InvalidDataError
 from ..inference.glm import (
     FAMILIES,
     GLMPosterior,
@@ -40,6 +40,7 @@ from ..inference.glm import (
     GLMRelease,
     GLMSamplerOptions,
     StatisticLayout,
+    check_posterior_options,
     glm_posterior,
 )
 from ..privacy.context import ReleaseContext
@@ -252,6 +253,15 @@ def release_glm_statistics(
     )
 
 
+def after_charge_note(rel: GLMRelease) -> str:
+    """What an error after the release must add: the statistic was released (and charged)."""
+    accounted = rel.privacy is None or rel.privacy.accounted
+    return ("The noisy statistic HAD already been released (" + ("charged to the ledger" if accounted else
+            "unaccounted") + ") when this error occurred: its budget is spent. The release is kept as this "
+            "error's .release attribute: fit the posterior from it with "
+            "dpinfer.inference.glm.glm_posterior(release, ...) rather than releasing again.")
+
+
 def private_glm(
     X: Any,
     y: Any,
@@ -306,12 +316,19 @@ def private_glm(
     (:class:`~dpinfer.inference.glm.GLMPrior`), ``sampler``
     (:class:`~dpinfer.inference.glm.GLMSamplerOptions`), ``seed`` and ``warn`` of the posterior.
     """
+    # the analyst's options first: once the statistic is released its budget is spent (issue 35)
+    prior, sampler = check_posterior_options(prior, sampler, seed)
     rel = release_glm_statistics(
         X, y, family=family, bounds=bounds, epsilon=epsilon, delta=delta, y_bounds=y_bounds, offset=offset,
         offset_bounds=offset_bounds, intercept=intercept, feature_names=feature_names, context=context,
         ledger=ledger, dataset=dataset, privacy_rng=privacy_rng,
     )
-    post = glm_posterior(rel, prior=prior, sampler=sampler, seed=seed, warn=warn)
+    try:
+        post = glm_posterior(rel, prior=prior, sampler=sampler, seed=seed, warn=warn)
+    except DPInferError as exc:  # after the charge: say so, and keep the release (its budget is spent)
+        exc.args = (f"{exc} {after_charge_note(rel)}",)
+        exc.release = rel  # type: ignore[attr-defined]
+        raise
     name = getattr(y, "name", None)  # a pandas Series: its name heads the synthetic records' response
     if isinstance(name, str) and name:
         post.settings["target"] = name

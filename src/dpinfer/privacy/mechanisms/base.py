@@ -469,13 +469,11 @@ class LaplaceMechanism(Mechanism):
         neighbouring: str = "replace-one",
         bounds: tuple[Any, Any] | None = None,
     ) -> None:
-        from ..validation import check_epsilon, check_relation
+        from ..validation import check_count, check_epsilon, check_relation, check_sensitivity
 
-        self.stat_dim = self.out_dim = self.noise_dim = int(stat_dim)
+        self.stat_dim = self.out_dim = self.noise_dim = check_count(stat_dim, "stat_dim")
         self.epsilon = check_epsilon(epsilon)
-        sens = float(sensitivity)
-        if not np.isfinite(sens) or sens <= 0:
-            raise InvalidPrivacyParameterError(f"sensitivity must be positive and finite, got {sensitivity}.")
+        sens = check_sensitivity(sensitivity)
         self._sensitivity = sens
         self.neighbouring = check_relation(neighbouring)
         from ..grid import laplace_grid

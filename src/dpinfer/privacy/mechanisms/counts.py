@@ -30,7 +30,7 @@ from ...errors import InvalidDataError, InvalidPrivacyParameterError
 from ..discrete_pmf import discrete_laplace_logpmf
 from ..events import DiscreteLaplaceEvent, KnownEvent, PrivacyEvent
 from ..rng import PrivacyRNG
-from ..validation import check_epsilon, check_relation
+from ..validation import check_count, check_epsilon, check_relation
 from .base import Mechanism, as_bounds, check_in_bounds
 
 _SCALE_BITS = 16
@@ -96,7 +96,7 @@ class GeometricMechanism(Mechanism):
         neighbouring: str = "replace-one",
         bounds: tuple[Any, Any] | None = None,
     ) -> None:
-        self.stat_dim = self.out_dim = self.noise_dim = int(stat_dim)
+        self.stat_dim = self.out_dim = self.noise_dim = check_count(stat_dim, "stat_dim")
         self.epsilon = check_epsilon(epsilon)
         if isinstance(sensitivity, bool) or int(sensitivity) != sensitivity or sensitivity < 1:
             raise InvalidPrivacyParameterError(

@@ -27,7 +27,7 @@ from scipy.special import ndtri
 
 from ..events import PrivacyEvent
 from ..rng import PrivacyRNG
-from ..validation import check_epsilon, check_relation
+from ..validation import check_count, check_epsilon, check_relation, check_sensitivity
 from .base import Mechanism, as_bounds, check_in_bounds
 
 if TYPE_CHECKING:
@@ -70,9 +70,10 @@ class GaussianMechanism(Mechanism):
     ) -> None:
         from ..grid import gaussian_grid
 
-        self.stat_dim = self.out_dim = self.noise_dim = int(stat_dim)
+        self.stat_dim = self.out_dim = self.noise_dim = check_count(stat_dim, "stat_dim")
         self.epsilon = check_epsilon(epsilon)
         self.neighbouring = check_relation(neighbouring)
+        check_sensitivity(l2_sensitivity, "l2_sensitivity")
         self.grid = gaussian_grid(
             l2_sensitivity, self.epsilon, delta, self.stat_dim, calibration, self.neighbouring
         )

@@ -136,6 +136,14 @@ def plan_privacy(
             "paper_accounting=True reproduces 2*act(2 sigma, delta/2, ...): it needs the 'advanced' "
             "accountant and the replace-one relation."
         )
+    if delta_prime is not None:  # never silently ignored (issue 35: every option checked)
+        if not is_advanced:
+            raise InvalidPrivacyParameterError(
+                f"delta_prime is the delta' of the 'advanced' accountant's composition; accountant "
+                f"{acc.name!r} has none: drop it."
+            )
+        if not 0.0 < check_delta(delta_prime, "delta_prime"):
+            raise InvalidPrivacyParameterError(f"delta_prime must lie in (0, 1), got {delta_prime!r}.")
     if is_advanced and (delta_prime is not None or paper_accounting):
         if isinstance(accountant, AdvancedCompositionAccountant):
             raise InvalidPrivacyParameterError(
