@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from ..data.table import feature_matrix
 from ..errors import InvalidDataError
 from ..inference.glm import (
     FAMILIES,
@@ -48,9 +49,10 @@ from ..privacy.mechanisms.gaussian import GaussianMechanism
 __all__ = ["private_glm", "release_glm_statistics"]
 
 
-def _matrix(X: Any) -> tuple[np.ndarray, tuple[str, ...] | None]:
-    names = tuple(str(c) for c in X.columns) if hasattr(X, "columns") else None
-    arr = np.asarray(X)
+def _matrix(X: Any, declared: Sequence[str] | None = None) -> tuple[np.ndarray, tuple[str, ...] | None]:
+    # labels only from declared names or the container's own string labels, never str(column):
+    # a pyarrow table's .columns are its confidential values (issue 36)
+    arr, names = feature_matrix(X, names=declared)
     if arr.ndim == 1:
         arr = arr[:, None]
     if arr.dtype.kind not in "biuf":
@@ -171,11 +173,9 @@ def release_glm_statistics(
     ctx = ReleaseContext.of(context, ledger=ledger, dataset=dataset, privacy_rng=privacy_rng, label=label)
     if family not in FAMILIES:
         raise InvalidDataError(f"family must be one of {FAMILIES}, got {family!r}. Nothing was charged.")
-    Xa, cols = _matrix(X)
+    Xa, cols = _matrix(X, feature_names)
     n, D = Xa.shape
-    names = tuple(str(c) for c in feature_names) if feature_names is not None else cols or tuple(
-        f"x{j + 1}" for j in range(D)
-    )
+    names = cols or tuple(f"x{j + 1}" for j in range(D))
     if len(names) != D:
         raise InvalidDataError(f"{len(names)} feature names for {D} features.")
     ya = np.asarray(y)

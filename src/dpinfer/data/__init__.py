@@ -1,0 +1,29 @@
+"""Confidential data in, public facts declared: readers for every table format, and the schema.
+
+* :func:`read_table` / :class:`Table` — a numpy array (with declared names), a mapping, pandas,
+  polars, pyarrow, Parquet / Arrow IPC / CSV files and DuckDB queries (:func:`duckdb_query`), as
+  named numpy columns; :func:`iter_chunks` streams the same sources in bounded memory.
+* Column labels come only from declared names or the container's own string labels
+  (:func:`column_labels`), never from stringifying a column.
+
+Reading spends no budget: the releases (``dpinfer.release``) read through these functions and
+charge before anything is drawn.
+"""
+
+from __future__ import annotations
+
+from .labels import check_names, column_labels, container_kind
+from .table import DuckDBQuery, Table, duckdb_query, feature_matrix, file_format, iter_chunks, read_table
+
+__all__ = [
+    "DuckDBQuery",
+    "Table",
+    "check_names",
+    "column_labels",
+    "container_kind",
+    "duckdb_query",
+    "feature_matrix",
+    "file_format",
+    "iter_chunks",
+    "read_table",
+]
