@@ -313,6 +313,7 @@ def _arrow_reader(source: Any, columns: Sequence[str] | None, batch_rows: int) -
         import pyarrow.parquet as pq
 
         pf = pq.ParquetFile(path)
+        _require(pf.schema_arrow.names, columns)
         yield from pf.iter_batches(batch_size=batch_rows, columns=None if columns is None else list(columns))
     elif fmt == "arrow":
         import pyarrow.ipc as ipc
@@ -325,6 +326,7 @@ def _arrow_reader(source: Any, columns: Sequence[str] | None, batch_rows: int) -
                 src.seek(0)
                 batches = iter(ipc.open_stream(src))
             for b in batches:
+                _require(b.schema.names, columns)
                 yield b if columns is None else b.select(list(columns))
     else:
         import pyarrow.csv as pcsv
@@ -336,11 +338,21 @@ def _arrow_reader(source: Any, columns: Sequence[str] | None, batch_rows: int) -
             reader = pcsv.open_csv(path, parse_options=parse, convert_options=convert,
                                    read_options=pcsv.ReadOptions(block_size=1 << 22))
             yield from reader
+        except pa.ArrowKeyError:
+            header = pcsv.open_csv(path, parse_options=parse).schema.names
+            _require(header, columns)
+            raise
         except pa.ArrowInvalid:
             raise InvalidDataError(
                 f"cannot parse {path.name!r} as CSV with a header line (ragged rows, or a column whose "
                 "values change type after the first block: declare its type in a schema)."
             ) from None
+
+
+def _require(names: Sequence[str], columns: Sequence[str] | None) -> None:
+    missing = [c for c in columns or [] if c not in names]
+    if missing:
+        raise InvalidDataError(f"the data have no column(s) {missing} (columns: {list(names)}).")
 
 
 def _read_source(source: Any, columns: Sequence[str] | None) -> Table:
