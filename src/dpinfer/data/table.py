@@ -134,9 +134,7 @@ def _pa() -> Any:
     try:
         import pyarrow
     except ImportError:  # pragma: no cover - the 'data' extra
-        raise InvalidDataError(
-            "reading this source needs pyarrow: pip install 'dpinfer[data]'."
-        ) from None
+        raise InvalidDataError("reading this source needs pyarrow: pip install 'dpinfer[data]'.") from None
     return pyarrow
 
 
@@ -150,8 +148,11 @@ def arrow_column(arr: Any) -> np.ndarray:
 
     t = arr.type
     if pa.types.is_dictionary(t):
-        arr = arr.cast(t.value_type) if not isinstance(arr, pa.ChunkedArray) else pa.chunked_array(
-            [c.dictionary_decode() for c in arr.chunks], type=t.value_type)
+        arr = (
+            arr.cast(t.value_type)
+            if not isinstance(arr, pa.ChunkedArray)
+            else pa.chunked_array([c.dictionary_decode() for c in arr.chunks], type=t.value_type)
+        )
         t = arr.type
     if pa.types.is_boolean(t):
         if arr.null_count:
@@ -332,11 +333,16 @@ def _arrow_reader(source: Any, columns: Sequence[str] | None, batch_rows: int) -
         import pyarrow.csv as pcsv
 
         parse = pcsv.ParseOptions(delimiter="\t" if path.suffix.lower() == ".tsv" else ",")
-        convert = pcsv.ConvertOptions(include_columns=None if columns is None else list(columns),
-                                      strings_can_be_null=True)
+        convert = pcsv.ConvertOptions(
+            include_columns=None if columns is None else list(columns), strings_can_be_null=True
+        )
         try:
-            reader = pcsv.open_csv(path, parse_options=parse, convert_options=convert,
-                                   read_options=pcsv.ReadOptions(block_size=1 << 22))
+            reader = pcsv.open_csv(
+                path,
+                parse_options=parse,
+                convert_options=convert,
+                read_options=pcsv.ReadOptions(block_size=1 << 22),
+            )
             yield from reader
         except pa.ArrowKeyError:
             header = pcsv.open_csv(path, parse_options=parse).schema.names
@@ -398,8 +404,13 @@ def read_table(
         An unreadable source, labels that are not distinct strings, or (with a schema) data that do
         not match it. Nothing is charged by reading.
     """
-    if schema is not None and names is None and container_kind(source) == "array" and not _is_path(source) \
-            and not isinstance(source, DuckDBQuery):
+    if (
+        schema is not None
+        and names is None
+        and container_kind(source) == "array"
+        and not _is_path(source)
+        and not isinstance(source, DuckDBQuery)
+    ):
         names = list(schema.columns)
     if isinstance(source, Table):
         table = source if columns is None else source.select(columns)
@@ -451,8 +462,11 @@ def iter_chunks(
             if columns is not None:
                 batches = (b.select(list(columns)) for b in batches)
         elif container_kind(source) == "duckdb":
-            batches = iter(source.to_arrow_reader(chunk_rows) if hasattr(source, "to_arrow_reader")
-                           else source.fetch_record_batch(chunk_rows))
+            batches = iter(
+                source.to_arrow_reader(chunk_rows)
+                if hasattr(source, "to_arrow_reader")
+                else source.fetch_record_batch(chunk_rows)
+            )
         else:
             batches = _arrow_reader(source, columns, chunk_rows)
         first = True
@@ -469,7 +483,7 @@ def iter_chunks(
         return
     table = read_table(source, columns=columns, names=names)
     for start in range(0, table.n_rows, chunk_rows):
-        yield {k: v[start:start + chunk_rows] for k, v in table.columns.items()}
+        yield {k: v[start : start + chunk_rows] for k, v in table.columns.items()}
 
 
 def feature_matrix(
