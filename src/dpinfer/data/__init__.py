@@ -7,6 +7,8 @@
   types, bounds, categories, which columns may be released) from a YAML/JSON/TOML file; releases
   read their bounds from it and refuse data that do not match it; :func:`draft_schema` drafts one
   from a file's names and types, with placeholders for every bound.
+* :func:`record_fingerprint` — the data set's identity for the ledger: its records, not its
+  bytes (row order, headers, number formatting, line endings and file format do not count).
 * Column labels come only from declared names or the container's own string labels
   (:func:`column_labels`), never from stringifying a column.
 
@@ -16,6 +18,7 @@ charge before anything is drawn.
 
 from __future__ import annotations
 
+from .fingerprint import record_fingerprint
 from .labels import check_names, column_labels, container_kind
 from .schema import ColumnSpec, Schema, SchemaError, draft_schema
 from .table import DuckDBQuery, Table, duckdb_query, feature_matrix, file_format, iter_chunks, read_table
@@ -35,4 +38,5 @@ __all__ = [
     "file_format",
     "iter_chunks",
     "read_table",
+    "record_fingerprint",
 ]
