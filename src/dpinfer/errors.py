@@ -129,5 +129,11 @@ class ObservedOutsideSimulationsWarning(InferenceWarning):
     """The observed statistic lies outside the range of the model's simulations."""
 
 
+class PriorDataConflictWarning(ObservedOutsideSimulationsWarning):
+    """The observed release lies far in the tail of the prior predictive (the model's releases
+    simulated from its prior): the prior, the model's units or its bounds do not fit the data
+    (:mod:`dpinfer.diagnostics.conflict`)."""
+
+
 class BackendWarning(UserWarning):
     """An execution backend could not be used as asked and another one runs the work instead."""

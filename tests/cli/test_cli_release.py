@@ -108,3 +108,38 @@ def test_a_file_bound_to_another_budget_is_refused(tmp_path, data, capsys):
     assert Ledger(ledger).history("b") == [] and not out.exists()
     assert _release(data, out, "--ledger", str(ledger), "--dataset", "a") == 0
     assert len(Ledger(ledger).history("a")) == 1
+
+
+def test_a_bmi_release_read_with_the_recommended_command_gives_the_posterior(tmp_path, capsys):
+    """Issue 39 item 3: the release file of data in their own units (BMI, clamp [15, 45]) carries
+    a prior from the public clamp bounds, so the command it recommends gives the posterior; the
+    same release read with the standardised prior warns instead of returning the prior silently."""
+    from dpinfer.models.shipped.gaussian_mean import GaussianMean
+
+    bmi = np.random.default_rng(3).normal(27.0, 5.0, 200)
+    data = _csv(tmp_path / "bmi.csv", [f"{v:.2f}" for v in bmi], header="bmi")
+    out = tmp_path / "rel.json"
+    assert main(["release", "--model", "gaussian-mean", "--data", str(data), "--columns", "bmi", "--epsilon",
+                 "1", "--model-args", '{"clamp": [15, 45]}', "--no-ledger", "--out", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert "N(30, 30^2)" in said and "--prior-mean" in said
+    doc = json.loads(out.read_text())
+    assert doc["model_args"] == {"clamp": [15, 45], "n": 200, "prior_mean": 30.0, "prior_sd": 30.0,
+                                 "noise_sd": 7.5}
+    sampler = ["--theta", "2000", "--inner", "10", "--pilot-theta", "1000", "--json"]
+    assert main(["exact-posterior", "--model", "gaussian-mean", "--observed", str(out), *sampler]) == 0
+    run = capsys.readouterr()
+    assert "prior-data conflict" not in run.err
+    summary = json.loads(run.out)
+    exact = GaussianMean(epsilon=1.0, **doc["model_args"]).exact_posterior(doc["observed"], 201, 100)
+    assert abs(summary["mean"][0] - exact.mean) < 0.3 * exact.sd and exact.sd < 1.0
+    # the same release read with the standardised prior (what a file without the keys gave): warned
+    args = '{"prior_mean": 0, "prior_sd": 1, "noise_sd": 1}'
+    assert main(["exact-posterior", "--model", "gaussian-mean", "--observed", str(out), "--model-args", args,
+                 *sampler]) == 0
+    err = capsys.readouterr().err
+    assert "prior-data conflict" in err and "--prior-mean" in err
+    # --prior-mean / --prior-sd move the prior from the command line
+    assert main(["exact-posterior", "--model", "gaussian-mean", "--observed", str(out), "--model-args", args,
+                 "--prior-mean", "25", "--prior-sd", "10", *sampler]) == 0
+    assert "prior-data conflict" not in capsys.readouterr().err

@@ -114,7 +114,7 @@ def test_observed_outside_the_simulations_is_flagged():
     model = GaussianMean(n=100, clamp=(-1.5, 1.5), epsilon=2.0)  # the release lies in ~[-1.6, 1.6]
     with pytest.warns(ObservedOutsideSimulationsWarning, match="outside the range"):
         post = dpinfer.infer(model, [1.8], seed=0, n_particles=200, n_inner=10)
-    assert any(f["category"] == "ObservedOutsideSimulationsWarning" for f in post.findings)
+    assert any(f["category"] == "PriorDataConflictWarning" for f in post.findings)
 
 
 @pytest.mark.slow

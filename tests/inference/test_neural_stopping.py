@@ -159,7 +159,7 @@ def test_warn_false_keeps_the_findings():
         warnings.simplefilter("error", InferenceWarning)
         post = SPPE(_model(), rounds=1, simulations_per_round=100, warn=False,
                     training={"patience": 2}, **TINY).fit([50.0])  # fmt: skip
-    assert [d["category"] for d in post.settings["diagnostics"]] == ["ObservedOutsideSimulationsWarning"]
+    assert [d["category"] for d in post.settings["diagnostics"]] == ["PriorDataConflictWarning"]
 
 
 def test_sple_mcmc_ess_warning():

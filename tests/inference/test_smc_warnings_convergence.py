@@ -74,7 +74,7 @@ def test_observation_outside_the_prior_predictive_warns_once():
     with pytest.warns(ObservedOutsideSimulationsWarning, match="range of 300 simulations") as rec:
         res = smc_abc(model, [50.0], n_particles=300, batch_size=300, seed=0)
     assert sum(issubclass(w.category, ObservedOutsideSimulationsWarning) for w in rec) == 1
-    assert res.settings["findings"][0]["category"] == "ObservedOutsideSimulationsWarning"
+    assert res.settings["findings"][0]["category"] == "PriorDataConflictWarning"
 
 
 def test_threshold_and_width_factor():

@@ -86,7 +86,8 @@ def _sbc_ranks(model, reps, scale_factor=1.0, seed=0):
             model.mechanism.scale * scale_factor,
             model.x_mean,
             np.sqrt(model.noise_var),
-            1.0,
+            np.ones(3),  # prior precision per coefficient
+            np.zeros(3),  # prior mean
             model.clamp,
             r + 1,
         )

@@ -277,6 +277,24 @@ def add_release_options(parser: argparse.ArgumentParser) -> None:
         help="JSON object of model keyword arguments, e.g. '{\"population\": 10000}'; "
         f"keys per model: {keys}",
     )
+    for flag, what in (("--prior-mean", "location"), ("--prior-sd", "scale (sd)")):
+        parser.add_argument(
+            flag, type=_numbers, default=None, metavar="X[,X...]",
+            help=f"the prior's {what} in the parameters' units, one number or one per parameter (the "
+            f"model argument {flag[2:].replace('-', '_')} of gaussian-mean, linreg, sir; overrides "
+            "--model-args and the release file)",
+        )
+
+
+def _numbers(value: str) -> float | list[float]:
+    """``--prior-mean`` / ``--prior-sd``: one number, or comma-separated numbers."""
+    try:
+        parts = [float(v) for v in value.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a number or comma-separated numbers, got {value!r}"
+        ) from None
+    return parts[0] if len(parts) == 1 else parts
 
 
 def _model_name(value: str) -> str:
@@ -318,6 +336,9 @@ def release_from_args(args: argparse.Namespace) -> tuple[Any, Any, float]:
                          "give an object such as '{\"population\": 10000}'.") from None
     if not isinstance(kwargs, dict):
         raise ValueError(f"--model-args must be a JSON object of keyword arguments, got {args.model_args!r}.")
+    for key in ("prior_mean", "prior_sd"):
+        if getattr(args, key, None) is not None:
+            kwargs[key] = getattr(args, key)
     return load_release(args.model, args.observed, args.epsilon, kwargs)
 
 

@@ -166,6 +166,17 @@ def _release(args: argparse.Namespace) -> int:
             "'{\"clamp\": [15, 45]}'. The model's default [-2, 2] is for standardised data: on raw values "
             "such as body-mass indices it would clamp every record and spend the budget on releasing a bound."
         )
+    if args.model == "gaussian-mean":
+        # the analyst's model in the data's units: a prior and record spread from the public clamp
+        # bounds (prior_from_clamp), for the keys the owner did not give; they do not change the release
+        from ..models.shipped.gaussian_mean import prior_from_clamp
+
+        try:
+            model_args = {**prior_from_clamp(model_args["clamp"]), **model_args}
+        except (TypeError, ValueError):
+            raise Refusal(
+                f"--model-args: clamp must be two numbers [lo, hi], got {model_args['clamp']!r}."
+            ) from None
     columns = [c.strip() for c in (args.columns or RELEASABLE[args.model][0]).split(",")]
     table = read_columns(args.data, columns)
     model_args = {**model_args, "n": int(table.shape[0])}  # n is public under replace-one
@@ -198,6 +209,14 @@ def _write(
     if ledger is not None:
         print(f"  charged to {dataset!r} in {ledger.location}: spent {ledger.spent(dataset):.4g}")
     print(f"wrote {out} (read it with --model {args.model} --observed {out})")
+    if args.model == "gaussian-mean":
+        a = model_args
+        print(
+            f"  the analyst's model, stored in the file: theta ~ N({a['prior_mean']:g}, "
+            f"{a['prior_sd']:g}^2) and records' sd {a['noise_sd']:g} (from the clamp bounds unless given "
+            "in --model-args); change them with --prior-mean, --prior-sd or --model-args "
+            "'{\"noise_sd\": ...}' when reading the release"
+        )
     return 0
 
 

@@ -29,6 +29,9 @@ planning numbers (below); ``budget_seconds`` is the time the user is willing to 
 Afterwards the diagnostics of :mod:`dpinfer.diagnostics.checks` run (weights, R-hat when the
 method has chains, mass at a prior bound, observed statistic against prior-predictive
 simulations); each finding is issued as a warning of its category and stored in the result.
+The observed release is checked against the prior predictive by one shared test
+(:mod:`dpinfer.diagnostics.conflict`), run by the method itself or, for a method that does not,
+here; a :class:`~dpinfer.errors.PriorDataConflictWarning` names what to change.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ import numpy as np
 
 from .. import errors
 from ..diagnostics import checks
+from ..diagnostics.conflict import prior_data_conflict
 from ..errors import InvalidDataError
 from .posterior import InferenceResult
 
@@ -282,10 +286,9 @@ def _run(method: str, model: Any, obs: np.ndarray, seed: Any, backend: Any, opti
     return estimator(model, seed=seed, backend=backend, **{"warn": False, **options}).fit(obs)
 
 
-def diagnose(
-    result: Any, model: Any, observed: np.ndarray, seed: Any = None, n_predictive: int = 500
-) -> list[checks.Finding]:
-    """Every :mod:`~dpinfer.diagnostics.checks` finding for ``result`` (not yet issued)."""
+def diagnose(result: Any, model: Any, observed: np.ndarray, seed: Any = None) -> list[checks.Finding]:
+    """Every :mod:`~dpinfer.diagnostics.checks` finding for ``result`` (not yet issued), and the
+    prior–data conflict check (:mod:`~dpinfer.diagnostics.conflict`) unless the method ran it."""
     found: list[checks.Finding] = []
     names = tuple(result.param_names)
     settings = getattr(result, "settings", None)
@@ -306,19 +309,17 @@ def diagnose(
     if rhat is not None:
         found += checks.check_rhat(rhat, names)
     root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
-    rng = np.random.default_rng(np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + (98,)))
     stuck = settings.get("degenerate") if isinstance(settings, dict) else None
     if stuck:  # tempered exact SMC: a population collapsed by sticky pseudo-marginal moves
         found.append(checks.Finding(errors.WeightDegeneracyWarning, stuck))
     own = settings.get("findings") if isinstance(settings, dict) else None
-    if own is not None:  # SMC-ABC checked (and warned) itself, the range on its population 0
+    if own is not None:  # SMC-ABC, importance sampling and tempered SMC ran the conflict check
         found += [checks.Finding(getattr(errors, f["category"]), f["message"]) for f in own]
         return found
-    if density_only(model):  # its release cannot be simulated: no prior-predictive range check
-        return found
-    sims = model.simulate(model.prior.sample(n_predictive, rng), rng)
-    found += checks.check_observed_in_range(observed, sims)
-    return found
+    conflict, _ = prior_data_conflict(  # none for a density-only model: it cannot be simulated
+        model, observed, seed=np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + (98,))
+    )
+    return found + conflict
 
 
 def infer(

@@ -54,7 +54,9 @@ def _record_stats(x1: float, x2: float, y: float, clamp: float, out: np.ndarray)
 
 
 @numba.njit(cache=True)
-def _da_mcmc_kernel(sdp, x, y, beta, n_keep, burn_in, thin, scale, x_mean, sigma, prior_prec, clamp, seed):
+def _da_mcmc_kernel(
+    sdp, x, y, beta, n_keep, burn_in, thin, scale, x_mean, sigma, prior_prec, prior_mean, clamp, seed
+):
     np.random.seed(seed)  # noqa: NPY002 (numba-compiled: per-kernel seeded legacy stream)
     n = x.shape[0]
     t = np.empty((n, 9))
@@ -92,7 +94,8 @@ def _da_mcmc_kernel(sdp, x, y, beta, n_keep, burn_in, thin, scale, x_mean, sigma
                 x[i, 0] = a
                 x[i, 1] = b
                 y[i] = c
-        # 2. Gibbs: β | x, y ~ N(A⁻¹ Xᵀy/σ², A⁻¹), A = XᵀX/σ² + prior_prec·I (unclamped data)
+        # 2. Gibbs: β | x, y ~ N(A⁻¹ (Xᵀy/σ² + P m₀), A⁻¹), A = XᵀX/σ² + P, P = diag(prior_prec)
+        # (unclamped data; m₀ the prior mean)
         A = np.zeros((3, 3))
         r = np.zeros(3)
         for i in range(n):
@@ -104,7 +107,8 @@ def _da_mcmc_kernel(sdp, x, y, beta, n_keep, burn_in, thin, scale, x_mean, sigma
         A /= sigma * sigma
         r /= sigma * sigma
         for p in range(3):
-            A[p, p] += prior_prec
+            A[p, p] += prior_prec[p]
+            r[p] += prior_prec[p] * prior_mean[p]
         cov = np.linalg.inv(A)
         mean = cov @ r
         L = np.linalg.cholesky(0.5 * (cov + cov.T))
@@ -228,7 +232,8 @@ def da_mcmc_linreg(
         model.mechanism.scale,  # type: ignore[attr-defined]  # linear regression's Laplace mechanism
         model.x_mean.astype(np.float64),
         float(np.sqrt(model.noise_var)),
-        1.0 / model.prior_sd**2,
+        np.broadcast_to(1.0 / np.asarray(model.prior_sd, dtype=np.float64) ** 2, (3,)).copy(),
+        np.broadcast_to(np.asarray(getattr(model, "prior_mean", 0.0), dtype=np.float64), (3,)).copy(),
         model.clamp,
         kernel_seed,
     )

@@ -37,6 +37,13 @@ one of ``N`` prior draws carries the weight, the posterior occupies about ``1/N`
 volume), and a :class:`~dpinfer.errors.WeightDegeneracyWarning` names the cause and the remedy.
 The defensive prior component keeps the estimator valid whatever the fallback.
 
+Prior–data conflict: before any likelihood is estimated, the observed release is compared with
+releases simulated from the prior (:func:`~dpinfer.diagnostics.conflict.prior_data_conflict`,
+seed ``spawn_key (97,)``); a release far in their tail is a
+:class:`~dpinfer.errors.PriorDataConflictWarning` naming the prior's arguments (ESS and k̂ cannot
+see it: a flat likelihood over the prior gives perfect weights). The finding is kept in
+``settings["findings"]``.
+
 Diagnostics: Kish's effective sample size and the Pareto ``k̂`` of the largest weights (Vehtari,
 Simpson, Gelman, Yao & Gabry 2024): ``k̂ > 0.7`` means the weights have too heavy a tail for the
 estimate to be trusted, and a warning says so.
@@ -59,6 +66,8 @@ import numpy as np
 from scipy import stats
 from scipy.special import logsumexp
 
+from ...diagnostics.checks import emit
+from ...diagnostics.conflict import prior_data_conflict
 from ...errors import InvalidDataError, WeightDegeneracyWarning
 from ...execution import Backend, batch_seeds, get_backend
 from ...models.contract import confidential_summaries
@@ -327,6 +336,10 @@ def mechanism_importance_sampling(
 
     root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     prior = model.prior
+    conflict, _ = prior_data_conflict(
+        model, obs, seed=np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + (97,))
+    )
+    emit(conflict, stacklevel=3)
     own_backend = not isinstance(backend, Backend)
     be = get_backend(backend, n_workers)
     privacy, _, names = release_facts(model)
@@ -408,6 +421,7 @@ def mechanism_importance_sampling(
         "backend": be.name,
         "seed_entropy": str(root.entropy),
         "batch_size": batch_size,
+        "findings": [f.to_dict() for f in conflict],
     }
     if prop is not None:
         diagnostics["proposal_mean"] = np.asarray(prop.mean).tolist()

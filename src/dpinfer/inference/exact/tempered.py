@@ -43,6 +43,8 @@ from typing import Any
 import numpy as np
 from scipy.special import logsumexp
 
+from ...diagnostics.checks import emit
+from ...diagnostics.conflict import prior_data_conflict
 from ...errors import ImpossibleObservationError, InvalidDataError, WeightDegeneracyWarning
 from ...execution import Backend, batch_seeds, get_backend
 from ...sizes import check_allocation
@@ -178,6 +180,12 @@ def tempered_smc(
     sim_root = np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + (9,))
     prior = model.prior
     dim = prior.dim
+    # the observed release against the prior predictive, before any likelihood is estimated
+    # (dpinfer.diagnostics.conflict; seed spawn_key (97,)): kept in settings["findings"]
+    conflict, _ = prior_data_conflict(
+        model, obs, seed=np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + (97,))
+    )
+    emit(conflict, stacklevel=3)
     own_backend = not isinstance(backend, Backend)
     be = get_backend(backend, n_workers)
     privacy, _, names = release_facts(model)
@@ -271,6 +279,7 @@ def tempered_smc(
         "seed_entropy": str(root.entropy),
         "batch_size": batch_size,
         "wall_time": time.perf_counter() - t0,
+        "findings": [f.to_dict() for f in conflict],
     }
     return TemperedSMCResult(
         theta, np.exp(log_w), ll, names, obs, log_z, n_sims, settings, stages, privacy

@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from ...diagnostics import checks
+from ...diagnostics.conflict import prior_data_conflict
 from ...errors import ConvergenceWarning, InvalidDataError
 from ...execution.device import resolve_device
 from ...sizes import check_allocation
@@ -211,6 +212,7 @@ class SequentialEstimator:
         self.stop_tolerance = tol
         self.warn = bool(warn)
         self._last_draws: np.ndarray | None = None  # the last round's summary draws
+        self._prior_sims: np.ndarray | None = None  # round 0's releases (θ from the prior), one copy each
         check_points(rqmc_points)
         self.rqmc_points = int(rqmc_points)
         width = model.mechanism.out_dim + getattr(model.prior, "dim", 1)  # statistics and θ
@@ -404,6 +406,7 @@ class SequentialEstimator:
         stopped = "rounds" if not auto else "budget"
         found: list[Any] = []
         self._last_draws = None
+        self._prior_sims = None
         hook = RoundsHook(runs, resume, self.kind)
         with torch_threads(self.threads), torch.random.fork_rng(devices=[]):
             torch.manual_seed(int(self._child(2).generate_state(1)[0]))
@@ -493,7 +496,9 @@ class SequentialEstimator:
           ``rounds="auto"``, the budget ran out before a round moved it by at most
           ``stop_tolerance`` (the stop rule never fired);
         * posterior mass piled on a bound of the prior's support;
-        * the observed release outside the range of the simulated releases;
+        * the observed release far in the tail of the prior predictive (round 0's releases, θ from
+          the prior; :func:`~dpinfer.diagnostics.conflict.prior_data_conflict`, which simulates
+          its own when round 0 is too small to decide, seed ``spawn_key (97,)``);
         * and each estimator's own (SPLE: R-hat and ESS of its MCMC, :meth:`_own_diagnostics`).
         """
         found: list[Any] = []
@@ -540,9 +545,11 @@ class SequentialEstimator:
         if draws is not None and draws.shape[0] >= 2:
             lo, hi = self.model.prior.support
             found += checks.check_prior_bounds(draws, lo, hi, posterior.param_names)
-        if pool.train:
-            x = np.concatenate([p[1] for p in pool.train] + [p[1] for p in pool.validation])
-            found += checks.check_observed_in_range(observed, x.reshape(-1, x.shape[-1]))
+        if observed is not None:
+            conflict, _ = prior_data_conflict(
+                self.model, observed, simulated=self._prior_sims, seed=self._child(97)
+            )
+            found += conflict
         found += self._own_diagnostics(posterior)
         return found
 
@@ -568,6 +575,8 @@ class SequentialEstimator:
             batch_size=self.simulation_batch_size,
             n_workers=self.n_workers,
         )
+        if r == 0:  # the prior predictive (one release per θ: the copies share their θ)
+            self._prior_sims = np.asarray(x, dtype=np.float64)[:, 0, :]
         x = self._dequantize(x, 0, r)
         targets, logp = self._targets(theta)
         pool.add(targets, x, logp, self.training.validation_fraction)

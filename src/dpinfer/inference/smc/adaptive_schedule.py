@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from ...diagnostics.checks import check_observed_in_range
+from ...diagnostics.conflict import prior_data_conflict
 from ...errors import InvalidDataError
 from ..weighted import weighted_quantile
 from .convergence import still_shrinking
@@ -161,16 +161,18 @@ def stall_message(
     )
 
 
-def stalled_findings(model: Any, observed: np.ndarray, root: np.random.SeedSequence, n: int = 1000) -> list:
-    """After a stalled tolerance: is the observation outside ``n`` prior-predictive simulations?
+def stalled_findings(model: Any, observed: np.ndarray, root: np.random.SeedSequence) -> list:
+    """After a stalled tolerance: is the observation far in the tail of the prior predictive?
 
     A tolerance that stops shrinking is normal for a discrete statistic, but it is also what an
     observed value the model cannot reach looks like; the prior predictive tells them apart
-    (:func:`~dpinfer.diagnostics.checks.check_observed_in_range`). Seed ``spawn_key (2,)``.
+    (the shared check :func:`~dpinfer.diagnostics.conflict.prior_data_conflict`). Seed
+    ``spawn_key (2,)``.
     """
-    rng = np.random.default_rng(np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + (2,)))
-    sims = model.simulate(model.prior.sample(n, rng), rng)
-    return check_observed_in_range(observed, sims)
+    found, _ = prior_data_conflict(
+        model, observed, seed=np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + (2,))
+    )
+    return found
 
 
 __all__ = ["AdaptiveSchedule", "stall_message", "stalled_findings"]

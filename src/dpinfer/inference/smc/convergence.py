@@ -16,9 +16,11 @@ issued as warnings and stored in ``result.settings["findings"]``:
 * **stopped on the budget** (:class:`~dpinfer.errors.ABCConvergenceWarning`): the run ended on the
   acceptance floor, the population cap or ``max_simulations`` instead of the adaptive schedule's
   convergence rule (:mod:`dpinfer.inference.smc.adaptive_schedule`);
-* **observation outside the simulations** (:class:`~dpinfer.errors.ObservedOutsideSimulationsWarning`):
-  the observed statistic lies outside the coordinate-wise range of the statistics simulated in
-  population 0 (the prior predictive; :func:`~dpinfer.diagnostics.checks.check_observed_in_range`).
+* **prior–data conflict** (:class:`~dpinfer.errors.PriorDataConflictWarning`): the observed
+  statistic lies outside the coordinate-wise range of the statistics simulated in population 0
+  (the prior predictive), judged by the shared tail-probability test of
+  :mod:`dpinfer.diagnostics.conflict` (which simulates more releases when population 0 is too
+  small to decide).
 
 Measured by ``benchmarks/smc_abc_warnings.py`` (``benchmarks/results/smc_abc_warnings.json``):
 with the default adaptive schedule, 15 runs on five problems with exact references (seeds 1-3)
@@ -37,7 +39,8 @@ from typing import Any
 
 import numpy as np
 
-from ...diagnostics.checks import Finding, check_observed_in_range
+from ...diagnostics.checks import Finding
+from ...diagnostics.conflict import prior_data_conflict
 from ...errors import ABCConvergenceWarning
 
 #: a last-population sd ratio below this (or below 1 - 4·se when the ESS is small) is "still shrinking"
@@ -114,14 +117,18 @@ def stop_findings(stop: str, complete: bool, adaptive: bool) -> list[Finding]:
     )]
 
 
-def range_findings(observed: np.ndarray, span: np.ndarray | None, n: int) -> list[Finding]:
-    """The observation outside the ``(2, d)`` range ``span`` of ``n`` prior-predictive simulations."""
+def range_findings(
+    observed: np.ndarray, span: np.ndarray | None, n: int, model: Any = None, seed: Any = None
+) -> list[Finding]:
+    """Prior–data conflict from the ``(2, d)`` range ``span`` of ``n`` prior-predictive simulations
+    (population 0), by the shared check :func:`~dpinfer.diagnostics.conflict.prior_data_conflict`:
+    when ``n`` is too small to decide and the observation is outside the range, the check
+    simulates its own releases from ``model`` (seed ``seed``)."""
     if span is None or not np.all(np.isfinite(span)):
         return []
-    found = check_observed_in_range(observed, np.asarray(span, float).reshape(2, -1))
-    # the check saw the two rows (min, max) of the range only: name the simulations it stands for
-    return [Finding(f.category, f.message.replace("range of 2 simulations", f"range of {n} simulations"))
-            for f in found]
+    span = np.asarray(span, float).reshape(2, -1)
+    found, _ = prior_data_conflict(model, observed, span=(span[0], span[1], int(n)), seed=seed)
+    return found
 
 
 __all__ = ["SHRINK_RATIO", "range_findings", "shrink_threshold", "shrinking_findings", "stop_findings",

@@ -326,7 +326,8 @@ def smc_abc(
     def findings(complete: bool, stop: str) -> list[Any]:
         """The convergence and range checks (:mod:`dpinfer.inference.smc.convergence`), stored in
         ``settings["findings"]`` and issued as warnings."""
-        found = list(range_findings(obs, *span0)) if span0 is not None else []
+        conflict_seed = np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + (97,))
+        found = list(range_findings(obs, *span0, model, conflict_seed)) if span0 is not None else []
         if "stalled" in stop and not found and span0 is None:  # a resumed run: no population 0 here
             found += stalled_findings(model, obs, root)
         found += shrinking_findings(pops, names) + stop_findings(stop, complete, adaptive)

@@ -2,7 +2,7 @@
 
 Model::
 
-    θ ~ N(0, prior_sd²),   x_i ~ N(θ, noise_sd²), i = 1..n,
+    θ ~ N(prior_mean, prior_sd²),   x_i ~ N(θ, noise_sd²), i = 1..n,
     s = mean(clip(x, lo, hi)),   s_dp = s + Lap((hi - lo)/(n·ε)).
 
 Replacing one record moves the clamped mean by at most (hi - lo)/n (replace-one relation), so the
@@ -10,6 +10,11 @@ release is ε-DP. The private-data posterior ``p(θ | s_dp)`` has no closed form
 ``s`` a mixed discrete/continuous variable and the noise is Laplace); :meth:`exact_posterior`
 computes it by quadrature on a θ-grid (see :func:`private_likelihood`). It is the reference the
 SMC-ABC tests compare against.
+
+Units: the defaults (``clamp=(-2, 2)``, ``prior_mean=0``, ``prior_sd=1``, ``noise_sd=1``) describe
+standardised data. For data in their own units (body-mass indices, incomes) give all four in those
+units; :func:`prior_from_clamp` is the choice ``dpinfer release`` records from the public clamp
+bounds alone (nothing confidential enters it).
 """
 
 from __future__ import annotations
@@ -61,6 +66,19 @@ def clipped_mean_lattice_pmf(
     return np.clip(pmf, 0.0, None)
 
 
+def prior_from_clamp(clamp: tuple[float, float]) -> dict[str, float]:
+    """A weakly informative prior and record spread in the units of the clamp bounds.
+
+    ``prior_mean`` is the centre of ``[lo, hi]`` and ``prior_sd`` its width, so the prior puts
+    38% of its mass inside the clamp range and is nearly flat over it (a mean near a bound is not
+    ruled out); ``noise_sd = (hi - lo)/4`` takes the range as about ±2 record sd (an
+    assumption: set ``noise_sd`` when the records' spread is known). Only the public bounds are
+    used, so the choice reveals nothing about the records.
+    """
+    lo, hi = (float(c) for c in clamp)
+    return {"prior_mean": 0.5 * (lo + hi), "prior_sd": hi - lo, "noise_sd": 0.25 * (hi - lo)}
+
+
 class GaussianMean(PrivateDataModel):
     """Mean of n clamped Gaussian observations released by the Laplace mechanism.
 
@@ -72,8 +90,10 @@ class GaussianMean(PrivateDataModel):
         (lo, hi): each record is clamped to this interval before averaging.
     epsilon
         Privacy level of the Laplace release (replace-one sensitivity (hi - lo)/n).
-    prior_sd, noise_sd
-        θ ~ N(0, prior_sd²); x_i ~ N(θ, noise_sd²).
+    prior_mean, prior_sd
+        θ ~ N(prior_mean, prior_sd²), in the data's units (see :func:`prior_from_clamp`).
+    noise_sd
+        x_i ~ N(θ, noise_sd²): the records' spread, in the data's units.
     """
 
     name = "gaussian-mean"
@@ -85,6 +105,7 @@ class GaussianMean(PrivateDataModel):
         epsilon: float = 1.0,
         prior_sd: float = 1.0,
         noise_sd: float = 1.0,
+        prior_mean: float = 0.0,
     ) -> None:
         if int(n) != n or n < 1:
             raise InvalidDataError(f"n must be a positive integer, got {n!r}.")
@@ -94,13 +115,16 @@ class GaussianMean(PrivateDataModel):
         for label, v in (("prior_sd", prior_sd), ("noise_sd", noise_sd)):
             if not (np.isfinite(v) and v > 0):
                 raise InvalidDataError(f"{label} must be positive and finite, got {v!r}.")
+        if not np.isfinite(prior_mean):
+            raise InvalidDataError(f"prior_mean must be finite, got {prior_mean!r}.")
         self.n = int(n)
         check_allocation(f"GaussianMean with n={self.n} records per data set", self.n, 64)  # a batch of 64
         self.clamp = (lo, hi)
         self.epsilon = check_epsilon(epsilon)
+        self.prior_mean = float(prior_mean)
         self.prior_sd = float(prior_sd)
         self.noise_sd = float(noise_sd)
-        self.prior = GaussianPrior([0.0], [self.prior_sd**2])
+        self.prior = GaussianPrior([self.prior_mean], [self.prior_sd**2])
         self.mechanism = LaplaceMechanism(
             1, (hi - lo) / self.n, self.epsilon, neighbouring="replace-one", bounds=([lo], [hi])
         )
@@ -145,11 +169,11 @@ class GaussianMean(PrivateDataModel):
     def exact_posterior(self, observed: Any, grid_size: int = 801, bins: int = 1000) -> GridPosterior:
         """The private-data posterior ``p(θ | s_dp)`` by quadrature on a θ-grid.
 
-        A coarse grid over ±10 prior sd locates the mass; a fine grid of ``grid_size`` points
+        A coarse grid over the prior mean ± 10 prior sd locates the mass; a fine grid of ``grid_size`` points
         over the region where the density exceeds 1e-10 of its maximum then carries the answer.
         """
         s_dp = self.check_observed(observed)
-        coarse = np.linspace(-10 * self.prior_sd, 10 * self.prior_sd, 401)
+        coarse = self.prior_mean + np.linspace(-10 * self.prior_sd, 10 * self.prior_sd, 401)
         logp = np.log(self.private_likelihood(coarse, s_dp, bins) + 1e-300) + self.prior.log_prob(
             coarse[:, None]
         )
@@ -167,7 +191,7 @@ class GaussianMean(PrivateDataModel):
         """
         s_dp = float(self.check_observed(observed)[0])
         prec = 1.0 / self.prior_sd**2 + self.n / self.noise_sd**2
-        mean = (self.n / self.noise_sd**2) * s_dp / prec
+        mean = ((self.n / self.noise_sd**2) * s_dp + self.prior_mean / self.prior_sd**2) / prec
         return GaussianPosterior([mean], [[1.0 / prec]], self.param_names)
 
     def confidential_posterior(self, s: Any, grid_size: int = 801, bins: int = 1000) -> GridPosterior:
@@ -177,7 +201,7 @@ class GaussianMean(PrivateDataModel):
         if not lo <= s <= hi:
             raise InvalidDataError(f"a clamped mean lies in [{lo}, {hi}], got {s}.")
         k = int(round((s - lo) / (hi - lo) * self.n * bins))
-        grid = np.linspace(-10 * self.prior_sd, 10 * self.prior_sd, 2001)
+        grid = self.prior_mean + np.linspace(-10 * self.prior_sd, 10 * self.prior_sd, 2001)
         like = np.concatenate(
             [
                 clipped_mean_lattice_pmf(grid[i : i + 32], self.n, lo, hi, self.noise_sd, bins)[:, k]

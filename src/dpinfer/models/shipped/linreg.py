@@ -2,7 +2,8 @@
 
 Model (Xiong et al. 2025, §4.2 and App. E.2; known noise variance)::
 
-    β ~ N(0, prior_sd²·I₃),   x_i ~ N(x_mean, I₂),   y_i = β₀ + β₁x_i1 + β₂x_i2 + e_i,  e_i ~ N(0, σ²),
+    β ~ N(prior_mean, prior_sd²·I₃),   x_i ~ N(x_mean, I₂),
+    y_i = β₀ + β₁x_i1 + β₂x_i2 + e_i,  e_i ~ N(0, σ²),
 
 with σ² = 2, n = 100, x_mean = (0.9, -1.17). Before release every x_ij and y_i is clamped to
 [-clamp, clamp] and rescaled to [-1, 1] (``v/clamp``). The confidential summary is the mean-scale
@@ -98,6 +99,19 @@ def _simulate_batch(theta, seeds, n, m0, m1, sigma, clamp):
     return out
 
 
+def _coefficients(label: str, value: Any) -> np.ndarray:
+    """One finite number per coefficient (β₀, β₁, β₂) from a number or three numbers."""
+    try:
+        arr = np.broadcast_to(np.asarray(value, dtype=np.float64), (3,)).copy()
+    except (TypeError, ValueError):
+        raise InvalidDataError(
+            f"{label} must be a number or 3 numbers (beta0, beta1, beta2), got {value!r}."
+        ) from None
+    if not np.all(np.isfinite(arr)):
+        raise InvalidDataError(f"{label} must be finite, got {value!r}.")
+    return arr
+
+
 class LinearRegression(PrivateDataModel):
     """Linear regression with privatised sufficient statistics (2 predictors + intercept).
 
@@ -117,8 +131,9 @@ class LinearRegression(PrivateDataModel):
         Known residual variance σ².
     x_mean
         Mean of the (unit-variance, independent) predictors.
-    prior_sd
-        β ~ N(0, prior_sd² I).
+    prior_sd, prior_mean
+        β ~ N(prior_mean, prior_sd² I) (``prior_mean``: one number for every coefficient, or
+        three; ``prior_sd``: one number or three).
     """
 
     name = "linear-regression"
@@ -132,7 +147,8 @@ class LinearRegression(PrivateDataModel):
         clamp: float = 10.0,
         noise_var: float = 2.0,
         x_mean: tuple[float, float] = (0.9, -1.17),
-        prior_sd: float = 1.0,
+        prior_sd: Any = 1.0,
+        prior_mean: Any = 0.0,
     ) -> None:
         if int(n) != n or n < 2:
             raise InvalidDataError(f"n must be an integer >= 2, got {n!r}.")
@@ -149,14 +165,19 @@ class LinearRegression(PrivateDataModel):
                 f"sensitivity must be 'replace-one', 'paper' or a positive number, got {sensitivity!r}."
             )
         self.sensitivity_rule = sensitivity
-        for label, v in (("clamp", clamp), ("noise_var", noise_var), ("prior_sd", prior_sd)):
+        for label, v in (("clamp", clamp), ("noise_var", noise_var)):
             if not (np.isfinite(v) and v > 0):
                 raise InvalidDataError(f"{label} must be positive and finite, got {v!r}.")
+        m0 = _coefficients("prior_mean", prior_mean)
+        sd0 = _coefficients("prior_sd", prior_sd)
+        if not np.all(sd0 > 0):
+            raise InvalidDataError(f"prior_sd must be positive, got {prior_sd!r}.")
         self.clamp = float(clamp)
         self.noise_var = float(noise_var)
         self.x_mean = np.asarray(x_mean, dtype=np.float64)
-        self.prior_sd = float(prior_sd)
-        self.prior = GaussianPrior(np.zeros(3), np.full(3, self.prior_sd**2))
+        self.prior_mean = m0
+        self.prior_sd = sd0
+        self.prior = GaussianPrior(m0, sd0**2)
         self.mechanism = LaplaceMechanism(9, sens, self.epsilon, "replace-one", bounds=(_STAT_LO, _STAT_HI))
 
     # -- data and statistics --------------------------------------------------------------------
@@ -222,10 +243,13 @@ class LinearRegression(PrivateDataModel):
                 f"the implied X'X is not positive definite (smallest eigenvalue {eig.min():.3g})",
                 self.param_names,
             )
-        prec = xtx / self.noise_var + np.eye(3) / self.prior_sd**2
+        prior_prec = 1.0 / self.prior_sd**2
+        prec = xtx / self.noise_var + np.diag(prior_prec)
         cov = np.linalg.inv(prec)
         cov = 0.5 * (cov + cov.T)
-        return GaussianPosterior(cov @ (xty / self.noise_var), cov, self.param_names)
+        return GaussianPosterior(
+            cov @ (xty / self.noise_var + prior_prec * self.prior_mean), cov, self.param_names
+        )
 
     def naive_posterior(self, observed: Any) -> GaussianPosterior:
         """Plug ``s_dp`` into the conjugate posterior (ignores noise and clamping)."""

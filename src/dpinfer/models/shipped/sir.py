@@ -112,6 +112,27 @@ class BinomialTrajectoryMechanism(BinomialTrajectoryRelease):
         return arr
 
 
+def _moved_prior(prior: Any, mean: Any, sd: Any) -> GaussianPrior:
+    """``prior`` (Gaussian) with its mean and/or per-coordinate sd replaced, correlation kept."""
+    if not isinstance(prior, GaussianPrior):
+        raise InvalidDataError(
+            "prior_mean / prior_sd move a Gaussian prior; give a GaussianPrior or a named one."
+        )
+    out = []
+    for label, value, old in (("prior_mean", mean, prior.mean), ("prior_sd", sd, prior.sd)):
+        try:
+            arr = old if value is None else np.broadcast_to(np.asarray(value, dtype=np.float64), (2,))
+        except (TypeError, ValueError):
+            raise InvalidDataError(f"{label} must be a number or 2 numbers, got {value!r}.") from None
+        if not np.all(np.isfinite(arr)) or (label == "prior_sd" and not np.all(arr > 0)):
+            raise InvalidDataError(f"{label} must be finite{' and positive' if label == 'prior_sd' else ''}, "
+                                   f"got {value!r}.")
+        out.append(np.asarray(arr, dtype=np.float64))
+    old_sd = prior.sd
+    corr = prior.cov / np.outer(old_sd, old_sd)
+    return GaussianPrior(out[0], corr * np.outer(out[1], out[1]))
+
+
 def synthetic_prior() -> GaussianPrior:
     """θ = (log β, log γ) ~ N((log 0.4, log 0.125), diag(0.5, 0.2)) (variances; authors' synthetic prior)."""
     return GaussianPrior([math.log(0.4), math.log(0.125)], [0.5, 0.2])
@@ -138,6 +159,9 @@ class SIR(PrivateDataModel):
     prior
         ``"synthetic"``, ``"real-outbreak"`` or a :class:`~dpinfer.models.priors.Prior` over
         (log β, log γ).
+    prior_mean, prior_sd
+        Move or rescale a Gaussian ``prior``: its mean and per-coordinate sd of (log β, log γ)
+        (one number or two; None keeps the named prior's). Its correlation is kept.
     record_after_event
         Reproduce the authors' recording quirk (see :func:`gillespie_sir`).
     simulator
@@ -159,6 +183,8 @@ class SIR(PrivateDataModel):
         initial_infected: int = 1,
         record_after_event: bool = False,
         simulator: str = "exact",
+        prior_mean: Any = None,
+        prior_sd: Any = None,
     ) -> None:
         if simulator not in ("exact", "hybrid"):
             raise InvalidDataError(f"simulator must be 'exact' or 'hybrid', got {simulator!r}.")
@@ -180,6 +206,8 @@ class SIR(PrivateDataModel):
             raise InvalidDataError(
                 f"the SIR prior must be over (log beta, log gamma), got dimension {prior.dim}."
             )
+        if prior_mean is not None or prior_sd is not None:
+            prior = _moved_prior(prior, prior_mean, prior_sd)
         self.prior = prior
         self.mechanism = BinomialTrajectoryMechanism(self.population, self.times.size, n_trials, epsilon)
 
