@@ -236,7 +236,8 @@ def prior_data_conflict(
     elif span is not None:
         check = range_check(obs, span[0], span[1], span[2], alpha)
     if check is None or (not check.resolvable and check.outside):
-        if callable(getattr(model, "simulate", None)):  # else a release known only by its density
+        simulable = callable(getattr(model, "simulate", None)) and getattr(model, "can_simulate", True)
+        if simulable:  # else a release known only by its density (DensityOnlyModel.can_simulate)
             sims = prior_predictive(model, needed_simulations(obs.size, alpha), seed)
             check = tail_probabilities(obs, sims, alpha)
     if check is None:
