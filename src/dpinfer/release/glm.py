@@ -42,7 +42,9 @@ from ..inference.glm import (
     StatisticLayout,
     glm_posterior,
 )
+from ..data.streaming import accumulate, is_source
 from ..privacy.context import ReleaseContext
+from ..privacy.fixed_point import BINARY, INTEGER, REAL, GLMSums
 from ..privacy.mechanisms.gaussian import GaussianMechanism
 
 __all__ = ["private_glm", "release_glm_statistics"]
@@ -96,19 +98,126 @@ def _bounds(bounds: Any, names: tuple[str, ...]) -> np.ndarray:
     return arr
 
 
-def _outside(values: np.ndarray, lo: Any, hi: Any, names: Sequence[str], what: str) -> None:
-    bad = (values < lo) | (values > hi)
-    if bad.any():
-        if values.ndim == 2:
-            cols = [f"{names[j]} ({int(c)})" for j, c in enumerate(bad.sum(0)) if c]
-            where = f"in column(s) {', '.join(cols)}"
-        else:
-            where = f"({int(bad.sum())} value(s))"
+
+def _source_columns(
+    X: Any, y: str, offset: Any, feature_names: Sequence[str] | None, bounds: Any
+) -> tuple[Any, tuple[str, ...], tuple[str, ...], str, str | None]:
+    """A source with named columns: the features are ``feature_names`` (or the keys of a
+    ``bounds`` dict, in order), the response and the offset are named by ``y`` and ``offset``."""
+    if feature_names is not None:
+        names = tuple(feature_names)
+    elif isinstance(bounds, dict):
+        names = tuple(bounds)
+    else:
         raise InvalidDataError(
-            f"{what} outside the declared public bounds {where}. The sensitivity is computed from the "
-            "bounds, so such records cannot be released: widen the bounds (from knowledge of the domain, "
-            "never from the data) or remove those records. Nothing was charged or released."
+            "a data source with y given as a column name needs the feature columns: feature_names=[...] or "
+            "bounds={column: (lower, upper), ...}. Nothing was charged."
         )
+    if not names or not all(isinstance(c, str) and c for c in names):
+        raise InvalidDataError("feature names must be non-empty strings (the columns' declared names).")
+    if offset is not None and not isinstance(offset, str):
+        raise InvalidDataError("with y given as a column name, give the offset as a column name too.")
+    if len(set((*names, y) + ((offset,) if offset else ()))) != len(names) + 1 + (offset is not None):
+        raise InvalidDataError("the features, the response and the offset must be different columns.")
+    if isinstance(X, (np.ndarray, list)) or not is_source(X):
+        raise InvalidDataError(
+            "y is a column name, so the data must be a source with named columns (a Parquet path, a pyarrow "
+            "Table, a DataFrame, a mapping of columns, an iterable of chunks or OnDask(...)). Nothing was "
+            "charged."
+        )
+    return X, names, names, y, offset
+
+
+def _memory_columns(
+    X: Any, y: Any, offset: Any, feature_names: Sequence[str] | None
+) -> tuple[dict[str, np.ndarray], tuple[str, ...], tuple[str, ...], str, str | None]:
+    """Arrays in memory, checked for shape and type, as one chunk under internal keys."""
+    Xa, cols = _matrix(X)
+    n, D = Xa.shape
+    names = tuple(str(c) for c in feature_names) if feature_names is not None else cols or tuple(
+        f"x{j + 1}" for j in range(D)
+    )
+    if len(names) != D:
+        raise InvalidDataError(f"{len(names)} feature names for {D} features.")
+    ya = np.asarray(y)
+    if ya.dtype.kind not in "biuf":
+        raise InvalidDataError(f"the response must be numeric, got dtype {ya.dtype}. Nothing was charged.")
+    if ya.ndim == 2 and ya.shape[1] == 1:
+        ya = ya[:, 0]
+    if ya.shape != (n,):
+        raise InvalidDataError(f"y must hold one value per record ({n}), got shape {np.asarray(y).shape}.")
+    keys = tuple(f"\0x{j}" for j in range(D))
+    chunk = {k: Xa[:, j] for j, k in enumerate(keys)} | {"\0y": ya}
+    o_key = None
+    if offset is not None:
+        oa = np.asarray(offset)
+        if oa.dtype.kind not in "biuf" or oa.size != n:
+            raise InvalidDataError(f"offset must be {n} numbers, one per record.")
+        o_key = "\0offset"
+        chunk[o_key] = oa.reshape(-1)
+    return chunk, keys, names, "\0y", o_key
+
+
+def _response_scaling(family: str, y_bounds: Any) -> tuple[tuple[float, float, float, float, int], float, float]:
+    """The response's (lower, upper, center, 1/scale, kind) for the fixed-point map, and the
+    (y_scale, y_center) the analyst undoes (module docstring)."""
+    if family in ("logistic", "probit"):
+        return (-math.inf, math.inf, 0.0, 1.0, BINARY), 1.0, 0.0
+    if family == "poisson":
+        if y_bounds is None:
+            raise InvalidDataError("a Poisson GLM needs y_bounds=y_max (the largest count, public). Nothing "
+                                   "was charged.")
+        lo, hi = _pair(y_bounds, "y_bounds") if np.ndim(y_bounds) else (0.0, float(y_bounds))
+        if lo != 0 or not hi > 0 or hi != round(hi):
+            raise InvalidDataError(
+                f"Poisson y_bounds must be (0, y_max) with an integer y_max > 0, got ({lo}, {hi})."
+            )
+        return (0.0, hi, 0.0, 1.0 / hi, INTEGER), hi, 0.0
+    if y_bounds is None:
+        raise InvalidDataError("a linear GLM needs y_bounds=(lower, upper) of the response (public). "
+                               "Nothing was charged.")
+    lo, hi = _pair(y_bounds, "y_bounds")
+    center, scale = (lo + hi) / 2, (hi - lo) / 2
+    return (lo, hi, center, 1.0 / scale, REAL), scale, center
+
+
+_BOUNDS_ADVICE = (
+    "The sensitivity is computed from the bounds, so such records cannot be released: widen the bounds "
+    "(from knowledge of the domain, never from the data) or remove those records. Nothing was charged or "
+    "released."
+)
+
+
+def _check_flags(flags: Any, names: Sequence[str], family: str) -> None:
+    """Refuse what the pass over the records found (counts per column only, never a value)."""
+    D = len(names)
+    nonfinite, outside, kind = flags["nonfinite"], flags["outside"], flags["kind"]
+    if any(nonfinite[: D + 1]):
+        raise InvalidDataError(
+            "features or response hold missing or non-finite values; impute or remove those records first. "
+            "Nothing was charged or released."
+        )
+    if any(outside[:D]):
+        cols = [f"{names[j]} ({int(c)})" for j, c in enumerate(outside[:D]) if c]
+        raise InvalidDataError(
+            f"features outside the declared public bounds in column(s) {', '.join(cols)}. {_BOUNDS_ADVICE}"
+        )
+    if family in ("logistic", "probit") and kind[D]:
+        raise InvalidDataError(f"a {family} response must be 0 or 1. Nothing was charged or released.")
+    if family == "poisson" and kind[D]:
+        raise InvalidDataError("Poisson counts must be integers. Nothing was charged or released.")
+    if outside[D]:
+        what = "counts" if family == "poisson" else "responses"
+        raise InvalidDataError(
+            f"{what} outside the declared public bounds ({int(outside[D])} value(s)). {_BOUNDS_ADVICE}"
+        )
+    if len(nonfinite) > D + 1:
+        if nonfinite[D + 1]:
+            raise InvalidDataError("the offset holds non-finite values. Nothing was charged or released.")
+        if outside[D + 1]:
+            raise InvalidDataError(
+                f"offsets outside the declared public bounds ({int(outside[D + 1])} value(s)). {_BOUNDS_ADVICE}"
+            )
 
 
 def release_glm_statistics(
@@ -129,6 +238,7 @@ def release_glm_statistics(
     dataset: str | None = None,
     privacy_rng: Any = None,
     label: str = "",
+    chunk_rows: int | None = None,
 ) -> GLMRelease:
     """Release the noisy GLM statistic of confidential records (module docstring).
 
@@ -171,75 +281,33 @@ def release_glm_statistics(
     ctx = ReleaseContext.of(context, ledger=ledger, dataset=dataset, privacy_rng=privacy_rng, label=label)
     if family not in FAMILIES:
         raise InvalidDataError(f"family must be one of {FAMILIES}, got {family!r}. Nothing was charged.")
-    Xa, cols = _matrix(X)
-    n, D = Xa.shape
-    names = tuple(str(c) for c in feature_names) if feature_names is not None else cols or tuple(
-        f"x{j + 1}" for j in range(D)
-    )
-    if len(names) != D:
-        raise InvalidDataError(f"{len(names)} feature names for {D} features.")
-    ya = np.asarray(y)
-    if ya.dtype.kind not in "biuf":
-        raise InvalidDataError(f"the response must be numeric, got dtype {ya.dtype}. Nothing was charged.")
-    ya = ya.astype(np.float64)
-    if ya.ndim == 2 and ya.shape[1] == 1:
-        ya = ya[:, 0]
-    if ya.shape != (n,):
-        raise InvalidDataError(f"y must hold one value per record ({n}), got shape {np.asarray(y).shape}.")
-    if not (np.all(np.isfinite(Xa)) and np.all(np.isfinite(ya))):
-        raise InvalidDataError(
-            "features or response hold missing or non-finite values; impute or remove those records first. "
-            "Nothing was charged or released."
-        )
+    if isinstance(y, str):  # a data source with named columns, streamed in chunks
+        source, keys, names, y_col, o_col = _source_columns(X, y, offset, feature_names, bounds)
+    else:  # arrays in memory: one chunk of the same computation
+        source, keys, names, y_col, o_col = _memory_columns(X, y, offset, feature_names)
+    D = len(names)
     fb = _bounds(bounds, names)
-    _outside(Xa, fb[:, 0], fb[:, 1], names, "features")
-    xs = 2 * (Xa - fb[:, 0]) / (fb[:, 1] - fb[:, 0]) - 1
-    y_scale, y_center = 1.0, 0.0
-    if family in ("logistic", "probit"):
-        if not np.all((ya == 0) | (ya == 1)):
-            raise InvalidDataError(f"a {family} response must be 0 or 1. Nothing was charged or released.")
-        ys = ya
-    elif family == "poisson":
-        if y_bounds is None:
-            raise InvalidDataError("a Poisson GLM needs y_bounds=y_max (the largest count, public). Nothing "
-                                   "was charged.")
-        lo, hi = _pair(y_bounds, "y_bounds") if np.ndim(y_bounds) else (0.0, float(y_bounds))
-        if lo != 0 or not hi > 0 or hi != round(hi):
-            raise InvalidDataError(
-                f"Poisson y_bounds must be (0, y_max) with an integer y_max > 0, got ({lo}, {hi})."
-            )
-        if np.any(ya != np.round(ya)):
-            raise InvalidDataError("Poisson counts must be integers. Nothing was charged or released.")
-        _outside(ya, 0.0, hi, names, "counts")
-        y_scale = hi
-        ys = ya / hi
-    else:
-        if y_bounds is None:
-            raise InvalidDataError("a linear GLM needs y_bounds=(lower, upper) of the response (public). "
-                                   "Nothing was charged.")
-        lo, hi = _pair(y_bounds, "y_bounds")
-        _outside(ya, lo, hi, names, "responses")
-        y_center, y_scale = (lo + hi) / 2, (hi - lo) / 2
-        ys = (ya - y_center) / y_scale
-    os_, ob = None, None
-    if offset is not None:
+    ycol, y_scale, y_center = _response_scaling(family, y_bounds)
+    ob = None
+    cols = [(lo, hi, (lo + hi) / 2, 2 / (hi - lo), REAL) for lo, hi in fb] + [ycol]
+    if o_col is not None:
         if offset_bounds is None:
             raise InvalidDataError(
                 "an offset needs offset_bounds=(lower, upper) (public). Nothing was charged."
             )
         ob = _pair(offset_bounds, "offset_bounds")
-        oa = np.asarray(offset)
-        if oa.dtype.kind not in "biuf" or oa.size != n:
-            raise InvalidDataError(f"offset must be {n} numbers, one per record.")
-        oa = oa.astype(np.float64).reshape(-1)
-        if not np.all(np.isfinite(oa)):
-            raise InvalidDataError("the offset holds non-finite values. Nothing was charged or released.")
-        _outside(oa, ob[0], ob[1], names, "offsets")
-        os_ = 2 * (oa - ob[0]) / (ob[1] - ob[0]) - 1
+        cols.append((ob[0], ob[1], (ob[0] + ob[1]) / 2, 2 / (ob[1] - ob[0]), REAL))
     elif offset_bounds is not None:
         raise InvalidDataError("offset_bounds given without an offset.")
-    layout = StatisticLayout(D, offset is not None, family == "linear")
-    statistic = layout.statistic(xs, ys, os_)
+    lo_, hi_, center, inv, kind = (tuple(c) for c in zip(*cols, strict=True))
+    spec = GLMSums(keys, y_col, o_col, lo_, hi_, center, inv, kind, has_y2=family == "linear")
+    sums = accumulate(spec, source, chunk_rows=chunk_rows)
+    n = sums.rows
+    if n < 2:
+        raise InvalidDataError(f"a GLM needs at least 2 records, got {n}. Nothing was charged.")
+    _check_flags(sums.flags, names, family)
+    layout = StatisticLayout(D, o_col is not None, family == "linear")
+    statistic = sums.as_float(spec.scale) * layout.weights
     mech = GaussianMechanism(layout.dim, 2 * math.sqrt(layout.n_blocks), epsilon, delta, "replace-one")
     released = mech.release(
         statistic, context=ctx,
@@ -247,7 +315,7 @@ def release_glm_statistics(
     )
     return GLMRelease(
         family=family, z=np.asarray(released.value, dtype=np.float64), sigma=float(mech.sigma), n=int(n),
-        feature_names=names, intercept=bool(intercept), has_offset=offset is not None, offset_bounds=ob,
+        feature_names=names, intercept=bool(intercept), has_offset=o_col is not None, offset_bounds=ob,
         y_scale=float(y_scale), y_center=float(y_center), feature_bounds=fb, privacy=released.privacy,
     )
 
@@ -273,6 +341,7 @@ def private_glm(
     privacy_rng: Any = None,
     seed: Any = None,
     warn: bool = True,
+    chunk_rows: int | None = None,
 ) -> GLMPosterior:
     """A differentially private GLM with a noise-aware posterior (one release, then post-processing).
 
@@ -309,10 +378,10 @@ def private_glm(
     rel = release_glm_statistics(
         X, y, family=family, bounds=bounds, epsilon=epsilon, delta=delta, y_bounds=y_bounds, offset=offset,
         offset_bounds=offset_bounds, intercept=intercept, feature_names=feature_names, context=context,
-        ledger=ledger, dataset=dataset, privacy_rng=privacy_rng,
+        ledger=ledger, dataset=dataset, privacy_rng=privacy_rng, chunk_rows=chunk_rows,
     )
     post = glm_posterior(rel, prior=prior, sampler=sampler, seed=seed, warn=warn)
-    name = getattr(y, "name", None)  # a pandas Series: its name heads the synthetic records' response
+    name = y if isinstance(y, str) else getattr(y, "name", None)  # a column name, or a Series' name
     if isinstance(name, str) and name:
         post.settings["target"] = name
     return post

@@ -27,9 +27,11 @@ from typing import Any
 
 import numpy as np
 
+from ..data.streaming import accumulate, is_source
 from ..errors import InvalidDataError
 from ..models.synthesis import MarginalHistogramModel
 from ..privacy.context import ReleaseContext
+from ..privacy.fixed_point import HistogramCounts
 from ..privacy.mechanisms.counts import GeometricMechanism
 from ..privacy.validation import check_epsilon, check_relation
 
@@ -83,13 +85,17 @@ def release_covariate_model(
     dataset: str | None = None,
     privacy_rng: Any = None,
     label: str = "",
+    chunk_rows: int | None = None,
 ) -> MarginalHistogramModel:
     """Release an ε-DP product-of-marginals model of the confidential covariates ``X``.
 
     Parameters
     ----------
     X
-        The confidential covariates, a finite array (n, d).
+        The confidential covariates, a finite array (n, d); or a source with named columns (a
+        Parquet file or directory, a pyarrow Table, a mapping of columns, an iterable of chunks,
+        :class:`~dpinfer.data.streaming.OnDask`) together with ``columns``, streamed in chunks of
+        ``chunk_rows`` records. The counts are integers, so every chunking gives the same release.
     bounds
         Public bounds: one ``(lower, upper)`` pair per column, or one pair for all. Declare them
         from knowledge of the domain, never from the data; values outside are clamped.
@@ -122,27 +128,32 @@ def release_covariate_model(
         For bad inputs, before anything is charged. Messages never contain values of ``X``.
     """
     ctx = ReleaseContext.of(context, ledger=ledger, dataset=dataset, privacy_rng=privacy_rng, label=label)
-    if columns is None and hasattr(X, "columns") and hasattr(X, "to_numpy"):  # a DataFrame's own names
-        columns = [str(c) for c in X.columns]
-    arr = np.asarray(X)
-    if arr.dtype.kind not in "biuf":
-        raise InvalidDataError(f"covariates must be numeric, got dtype {arr.dtype}.")
-    arr = arr.astype(np.float64)
-    if arr.ndim != 2 or arr.shape[0] < 1 or arr.shape[1] < 1:
-        raise InvalidDataError(f"covariates must be a 2-D array (n, d), n, d >= 1, got shape {arr.shape}.")
-    n, d = arr.shape
-    bad = ~np.isfinite(arr)
-    if bad.any():
-        cols = sorted({int(j) for j in np.nonzero(bad)[1]})
-        raise InvalidDataError(
-            f"covariates hold {int(bad.sum())} missing or non-finite value(s) (in column(s) {cols}); "
-            "impute or remove those records first. Nothing was charged or released."
-        )
+    if is_source(X) and columns is not None:  # named columns of a source, streamed in chunks
+        names = tuple(columns)
+        if not names or not all(isinstance(c, str) and c for c in names):
+            raise InvalidDataError("columns must name the covariate columns (non-empty strings).")
+        source: Any = X
+        keys = names
+        d = len(names)
+    else:
+        if columns is None and hasattr(X, "columns") and hasattr(X, "to_numpy"):  # a DataFrame's own names
+            columns = [str(c) for c in X.columns]
+        arr = np.asarray(X)
+        if arr.dtype.kind not in "biuf":
+            raise InvalidDataError(f"covariates must be numeric, got dtype {arr.dtype}.")
+        arr = arr.astype(np.float64)
+        if arr.ndim != 2 or arr.shape[0] < 1 or arr.shape[1] < 1:
+            raise InvalidDataError(
+                f"covariates must be a 2-D array (n, d), n, d >= 1, got shape {arr.shape}."
+            )
+        d = arr.shape[1]
+        names = tuple(str(c) for c in columns) if columns is not None else tuple(f"x{j}" for j in range(d))
+        keys = tuple(f"\0x{j}" for j in range(d))
+        source = {k: arr[:, j] for j, k in enumerate(keys)}  # one chunk of the same computation
     eps = check_epsilon(epsilon, "covariate-model epsilon")
     relation = check_relation(neighbouring)
     lower, upper = _bounds(bounds, d)
     flags = [bool(f) for f in _per_column(integer, d, "integer")]
-    names = tuple(str(c) for c in columns) if columns is not None else tuple(f"x{j}" for j in range(d))
     if len(names) != d:
         raise InvalidDataError(f"{len(names)} column names for {d} covariate columns.")
     sizes: list[int] = []
@@ -161,22 +172,26 @@ def release_covariate_model(
         sizes.append(int(b))
     if sum(sizes) > MAX_TOTAL_BINS:
         raise InvalidDataError(f"{sum(sizes)} bins in all (at most {MAX_TOTAL_BINS}); use fewer bins.")
-    clamped = np.clip(arr, lower, upper)
-    for j in range(d):
-        if flags[j] and np.any(clamped[:, j] != np.round(clamped[:, j])):
+    spec = HistogramCounts(keys, tuple(float(v) for v in lower), tuple(float(v) for v in upper), tuple(sizes),
+                           tuple(flags))
+    sums = accumulate(spec, source, chunk_rows=chunk_rows)  # exact integer counts, any chunking
+    n = sums.rows
+    if n < 1:
+        raise InvalidDataError("the covariates hold no record. Nothing was charged.")
+    nonfinite = sums.flags["nonfinite"]
+    if any(nonfinite):
+        cols = [j for j, c in enumerate(nonfinite) if c]
+        raise InvalidDataError(
+            f"covariates hold {sum(nonfinite)} missing or non-finite value(s) (in column(s) {cols}); "
+            "impute or remove those records first. Nothing was charged or released."
+        )
+    for j, bad in enumerate(sums.flags["kind"]):
+        if bad:
             raise InvalidDataError(
                 f"column {names[j]!r} is declared integer but holds non-integer values; declare it "
                 "continuous (integer=False) or encode it as integers. Nothing was charged or released."
             )
-    counts = []
-    for j in range(d):
-        if flags[j]:
-            k = (clamped[:, j] - lower[j]).astype(np.int64)
-        else:
-            scaled = (clamped[:, j] - lower[j]) / (upper[j] - lower[j]) * sizes[j]
-            k = np.minimum(np.floor(scaled).astype(np.int64), sizes[j] - 1)
-        counts.append(np.bincount(k, minlength=sizes[j]))
-    statistic = np.concatenate(counts).astype(np.float64)
+    statistic = np.array(sums.totals, dtype=np.float64)
     sensitivity = 2 * d if relation == "replace-one" else d
     mech = GeometricMechanism(statistic.size, sensitivity, eps, relation, bounds=(0, n))
     released = mech.release(
