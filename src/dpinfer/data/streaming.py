@@ -113,7 +113,8 @@ def _check_columns(available: Sequence[str], columns: Sequence[str], where: str)
     missing = [c for c in columns if c not in available]
     if missing:
         raise InvalidDataError(
-            f"the {where} has no column(s) {missing} (declared names are matched exactly). Nothing was charged."
+            f"the {where} has no column(s) {missing} (declared names are matched exactly). Nothing was "
+            "charged."
         )
 
 
@@ -186,7 +187,7 @@ def parquet_partitions(source: Any) -> list[tuple[str, int]]:
     work of :class:`OnDask` (metadata only, no record is read)."""
     import pyarrow.parquet as pq
 
-    out = []
+    out: list[tuple[str, int]] = []
     for path in _parquet_files(source):
         with pq.ParquetFile(path) as f:
             out.extend((str(path), g) for g in range(f.metadata.num_row_groups))
@@ -282,5 +283,6 @@ class EmbeddingSums:
             for j, c in enumerate(self.names):
                 pts[:, j] = np.asarray(chunk[c], dtype=np.float64)
             nonfinite = int((~np.isfinite(pts)).any(axis=1).sum())
-            rff_fixed_point_sums(pts, np.ascontiguousarray(self.W, dtype=np.float64), float(2**self.bits), out)
+            W = np.ascontiguousarray(self.W, dtype=np.float64)
+            rff_fixed_point_sums(pts, W, float(2**self.bits), out)
         return ExactSums(tuple(int(v) for v in out.tolist()), m, {"nonfinite": (nonfinite,)})

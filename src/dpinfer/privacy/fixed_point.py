@@ -34,7 +34,8 @@ record); it never moves a value outside its declared interval, so the sensitivit
 the bounds hold for the rounded records exactly as for the exact ones.
 
 The specifications below (:class:`GLMSums`, :class:`ClampedSums`, :class:`HistogramCounts`
-and :class:`dpinfer.data.streaming.EmbeddingSums`) are pure, picklable descriptions of k(·) built from public quantities;
+and :class:`dpinfer.data.streaming.EmbeddingSums`) are pure, picklable descriptions of k(·)
+built from public quantities;
 ``spec.partial(chunk)`` maps one chunk (a dict of column name to 1-d array) to an
 :class:`ExactSums`, and partials add exactly (``+``). :mod:`dpinfer.data.streaming` drives them
 over in-memory arrays (one chunk), chunked sources and Dask partitions.
@@ -97,7 +98,8 @@ class ExactSums:
         if len(self.totals) != len(other.totals) or set(self.flags) != set(other.flags):
             raise ValueError("partial sums of different statistics cannot be added.")
         totals = tuple(a + b for a, b in zip(self.totals, other.totals, strict=True))
-        flags = {k: tuple(a + b for a, b in zip(v, other.flags[k], strict=True)) for k, v in self.flags.items()}
+        flags = {k: tuple(a + b for a, b in zip(v, other.flags[k], strict=True))
+                 for k, v in self.flags.items()}
         return ExactSums(totals, self.rows + other.rows, flags)
 
     def as_float(self, scale: float = 1.0) -> np.ndarray:
@@ -121,7 +123,9 @@ def _columns(chunk: Mapping[str, Any], names: Sequence[str]) -> tuple[np.ndarray
         if a.dtype.kind not in "biuf":
             from ..errors import InvalidDataError
 
-            raise InvalidDataError(f"column {name!r} must be numeric (got dtype {a.dtype}). Nothing was charged.")
+            raise InvalidDataError(
+                f"column {name!r} must be numeric (got dtype {a.dtype}). Nothing was charged."
+            )
         a = a.reshape(-1)
         if m >= 0 and a.size != m:
             from ..errors import InvalidDataError
@@ -381,7 +385,8 @@ class ClampedSums:
         acc = np.zeros(2, dtype=np.int64)
         bad = np.zeros(2, dtype=np.int64)
         if m:
-            _clamped_kernel(cols[0], self.lower, self.upper, g, float(klo), float(khi), self.integer, acc, bad)
+            _clamped_kernel(cols[0], self.lower, self.upper, g, float(klo), float(khi), self.integer,
+                            acc, bad)
         return ExactSums(((int(acc[0]) << 32) + int(acc[1]), m), m,
                          {"nonfinite": (int(bad[0]),), "kind": (int(bad[1]),)})
 

@@ -20,6 +20,17 @@ bounds (R_y = √(D+1); R_x² = (Q² + Q)/2 − 1 with Q = len(r), since Σ_{j<=
 Data outside the declared bounds are refused (:class:`~dpinfer.errors.InvalidDataError`, naming the
 column and how many values, never the values), before anything is charged.
 
+Exact, chunk-free statistic. Σ_i t_i is computed by :class:`~dpinfer.privacy.fixed_point.GLMSums`:
+each record's scaled values x̃, ỹ, õ are rounded on their own to multiples of 2⁻²² and clipped to
+[-1, 1] (so the norm bounds above, hence the sensitivity, hold for the rounded records exactly),
+the products are summed as integers (exact, associative), and the float statistic is
+``float(K)·2⁻⁴⁴·weight`` per coordinate, a function of the integers alone. In-memory arrays are
+the one-chunk case; a source with named columns (``y`` then names the response column: a Parquet
+file or directory, a pyarrow Table, a mapping, an iterable of chunks, or
+:class:`~dpinfer.data.streaming.OnDask` for Parquet row groups on a Dask cluster) is streamed in
+chunks of ``chunk_rows`` records with memory bounded by the chunk, and gives the same released
+value bit for bit (:mod:`dpinfer.data.streaming`).
+
 :func:`private_glm` is the release followed by the analyst's noise-aware posterior
 (:func:`dpinfer.inference.glm.glm_posterior`, post-processing).
 """
@@ -32,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from ..data.streaming import accumulate, is_source
 from ..errors import InvalidDataError
 from ..inference.glm import (
     FAMILIES,
@@ -42,7 +54,6 @@ from ..inference.glm import (
     StatisticLayout,
     glm_posterior,
 )
-from ..data.streaming import accumulate, is_source
 from ..privacy.context import ReleaseContext
 from ..privacy.fixed_point import BINARY, INTEGER, REAL, GLMSums
 from ..privacy.mechanisms.gaussian import GaussianMechanism
@@ -158,7 +169,9 @@ def _memory_columns(
     return chunk, keys, names, "\0y", o_key
 
 
-def _response_scaling(family: str, y_bounds: Any) -> tuple[tuple[float, float, float, float, int], float, float]:
+def _response_scaling(
+    family: str, y_bounds: Any
+) -> tuple[tuple[float, float, float, float, int], float, float]:
     """The response's (lower, upper, center, 1/scale, kind) for the fixed-point map, and the
     (y_scale, y_center) the analyst undoes (module docstring)."""
     if family in ("logistic", "probit"):
@@ -216,7 +229,8 @@ def _check_flags(flags: Any, names: Sequence[str], family: str) -> None:
             raise InvalidDataError("the offset holds non-finite values. Nothing was charged or released.")
         if outside[D + 1]:
             raise InvalidDataError(
-                f"offsets outside the declared public bounds ({int(outside[D + 1])} value(s)). {_BOUNDS_ADVICE}"
+                f"offsets outside the declared public bounds ({int(outside[D + 1])} value(s)). "
+                f"{_BOUNDS_ADVICE}"
             )
 
 
@@ -245,7 +259,10 @@ def release_glm_statistics(
     Parameters
     ----------
     X, y
-        The confidential features (n, D) (a DataFrame's columns name the features) and response (n,).
+        The confidential features (n, D) (a DataFrame's columns name the features) and response (n,);
+        or a source with named columns and ``y`` the response column's name (module docstring),
+        the features then named by ``feature_names`` or by the keys of a ``bounds`` dict, and
+        ``offset`` (if any) by its column name.
     family
         ``"logistic"`` or ``"probit"`` (y in {0, 1}), ``"poisson"`` (integer counts in
         ``[0, y_max]``) or ``"linear"`` (y in ``y_bounds``; Gaussian errors of unknown sd).
@@ -267,6 +284,9 @@ def release_glm_statistics(
         Where the release is charged and where its noise comes from
         (:class:`~dpinfer.privacy.context.ReleaseContext`). Without a ledger the release warns
         that it is unaccounted.
+    chunk_rows
+        Records per chunk of the pass over the data (default: arrays in one chunk, sources in
+        :data:`~dpinfer.data.streaming.DEFAULT_CHUNK_ROWS`). The released value does not depend on it.
 
     Returns
     -------
@@ -374,6 +394,9 @@ def private_glm(
     Parameters are those of :func:`release_glm_statistics`, plus ``prior``
     (:class:`~dpinfer.inference.glm.GLMPrior`), ``sampler``
     (:class:`~dpinfer.inference.glm.GLMSamplerOptions`), ``seed`` and ``warn`` of the posterior.
+    A large data set: ``private_glm("records.parquet", "event", bounds={"age": (18, 90), ...},
+    chunk_rows=100_000, ...)`` streams it (memory bounded by the chunk, the same release bit for
+    bit as in memory).
     """
     rel = release_glm_statistics(
         X, y, family=family, bounds=bounds, epsilon=epsilon, delta=delta, y_bounds=y_bounds, offset=offset,

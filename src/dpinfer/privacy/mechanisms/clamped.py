@@ -159,7 +159,9 @@ class ClampedRelease(Mechanism):
                 f"{self.name}: release one data set at a time (a 1-d array), got {arr.shape}."
             )
         sums = self.exact_sums("x").partial({"x": arr})  # the one-chunk case of the streamed sum
-        return self.release_sums(sums, privacy_rng, ledger=ledger, dataset=dataset, label=label, context=context)
+        return self.release_sums(
+            sums, privacy_rng, ledger=ledger, dataset=dataset, label=label, context=context
+        )
 
     def exact_sums(self, column: str) -> ClampedSums:
         """The exact fixed-point sum and count of the records of ``column``
