@@ -195,7 +195,7 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=100_000_000)
     ap.add_argument("--files", type=int, default=10)
     ap.add_argument("--row-group", type=int, default=1 << 20)
-    ap.add_argument("--chunk-rows", type=int, default=1 << 16)
+    ap.add_argument("--chunk-rows", type=int, default=1 << 18)
     ap.add_argument("--tmp", default="/tmp")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "streaming_stats.json"))
     ap.add_argument("--child", nargs=5, metavar=("MODE", "WHAT", "PATH", "ROWS", "CHUNK"))

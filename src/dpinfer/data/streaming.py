@@ -48,7 +48,7 @@ __all__ = [
 ]
 
 #: Rows per chunk when a source is streamed and no ``chunk_rows`` is given.
-DEFAULT_CHUNK_ROWS = 1 << 16
+DEFAULT_CHUNK_ROWS = 1 << 18
 
 
 class ExactSpec(Protocol):

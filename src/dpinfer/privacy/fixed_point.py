@@ -112,8 +112,12 @@ def _split_totals(hi: np.ndarray, lo: np.ndarray) -> tuple[int, ...]:
     return tuple((int(h) << 32) + int(v) for h, v in zip(hi.tolist(), lo.tolist(), strict=True))
 
 
-def _columns(chunk: Mapping[str, Any], names: Sequence[str]) -> tuple[np.ndarray, int]:
-    """Stack the named 1-d columns of a chunk as float64 (C, m); refuses non-numeric columns."""
+def _columns(chunk: Mapping[str, Any], names: Sequence[str]) -> tuple[tuple[np.ndarray, ...], int]:
+    """The named 1-d columns of a chunk as a tuple of contiguous float64 arrays (no copy when they
+    are float64 already, as Parquet and pyarrow columns are), made read-only views so that the
+    kernels see one array type; refuses non-numeric or ragged columns."""
+    from ..errors import InvalidDataError
+
     arrays = []
     m = -1
     for name in names:
@@ -121,24 +125,16 @@ def _columns(chunk: Mapping[str, Any], names: Sequence[str]) -> tuple[np.ndarray
             raise KeyError(name)
         a = np.asarray(chunk[name])
         if a.dtype.kind not in "biuf":
-            from ..errors import InvalidDataError
-
             raise InvalidDataError(
                 f"column {name!r} must be numeric (got dtype {a.dtype}). Nothing was charged."
             )
-        a = a.reshape(-1)
+        a = np.ascontiguousarray(a.reshape(-1), dtype=np.float64).view()
+        a.flags.writeable = False
         if m >= 0 and a.size != m:
-            from ..errors import InvalidDataError
-
             raise InvalidDataError(f"column {name!r} has {a.size} values where the others have {m}.")
         m = a.size
         arrays.append(a)
-    if not arrays:
-        return np.empty((0, 0)), 0
-    out = np.empty((len(arrays), m), dtype=np.float64)
-    for j, a in enumerate(arrays):
-        out[j] = a
-    return out, m
+    return tuple(arrays), max(m, 0)
 
 
 # --------------------------------------------------------------------------------------------
@@ -146,17 +142,18 @@ def _columns(chunk: Mapping[str, Any], names: Sequence[str]) -> tuple[np.ndarray
 # --------------------------------------------------------------------------------------------
 @numba.njit(cache=True)
 def _glm_snap(
-    cols: np.ndarray, lo: np.ndarray, hi: np.ndarray, center: np.ndarray, inv: np.ndarray,
+    cols: tuple[np.ndarray, ...], lo: np.ndarray, hi: np.ndarray, center: np.ndarray, inv: np.ndarray,
     kind: np.ndarray, D: int, unit: float, i0: int, nb: int, r: np.ndarray, yv: np.ndarray, bad: np.ndarray,
 ) -> None:  # pragma: no cover - jitted
     """Round the records i0..i0+nb to the grid (strict IEEE arithmetic: no fast-math here), one
     record and one value at a time: k = clip(rint((x - center)·inv·2^b), -2^b, 2^b)."""
-    C = cols.shape[0]
+    C = len(cols)
     for i in range(nb):
         r[0, i] = unit
     for c in range(C):
+        col = cols[c]
         for i in range(nb):
-            x = cols[c, i0 + i]
+            x = col[i0 + i]
             if not (x == x) or x == np.inf or x == -np.inf:
                 bad[0, c] += 1
                 x = center[c]
@@ -207,19 +204,19 @@ def _glm_block(r: np.ndarray, yv: np.ndarray, nb: int, D: int, Q: int, has_y2: b
 
 @numba.njit(cache=True)
 def _glm_kernel(
-    cols: np.ndarray, lo: np.ndarray, hi: np.ndarray, center: np.ndarray, inv: np.ndarray,
+    cols: tuple[np.ndarray, ...], lo: np.ndarray, hi: np.ndarray, center: np.ndarray, inv: np.ndarray,
     kind: np.ndarray, n_features: int, has_offset: bool, has_y2: bool, unit: float,
     acc_hi: np.ndarray, acc_lo: np.ndarray, bad: np.ndarray,
 ) -> None:  # pragma: no cover - jitted
     """Add the exact GLM statistic of the records in ``cols`` to (acc_hi, acc_lo) (module doc).
 
-    ``cols`` (C, m): features 0..D-1, the response at D, the offset at D+1. Per column: the
-    validation interval [lo, hi], the scaling t = (x - center)·inv and the kind (REAL, BINARY,
-    INTEGER). ``bad`` (3, C) counts non-finite values, values outside [lo, hi] and kind
+    ``cols``: C arrays of m records, features 0..D-1, the response at D, the offset at D+1. Per
+    column: the validation interval [lo, hi], the scaling t = (x - center)·inv and the kind
+    (REAL, BINARY, INTEGER). ``bad`` (3, C) counts non-finite values, values outside [lo, hi] and kind
     violations (counted, never shown). Records failing a rule still contribute a clipped value:
     a release refuses them before anything is charged.
     """
-    m = cols.shape[1]
+    m = cols[0].shape[0]
     D = n_features
     Q = 1 + D + (1 if has_offset else 0)
     R = _GLM_BLOCK
@@ -396,17 +393,19 @@ class ClampedSums:
 # --------------------------------------------------------------------------------------------
 @numba.njit(cache=True)
 def _histogram_kernel(
-    cols: np.ndarray, lo: np.ndarray, hi: np.ndarray, sizes: np.ndarray, offsets: np.ndarray,
+    cols: tuple[np.ndarray, ...], lo: np.ndarray, hi: np.ndarray, sizes: np.ndarray, offsets: np.ndarray,
     integer: np.ndarray, counts: np.ndarray, bad: np.ndarray,
 ) -> None:  # pragma: no cover - jitted
     """counts[offsets[j] + bin] += 1 per record and column (values clamped into the edge bins);
     bad[0, j]: non-finite values, bad[1, j]: non-integers in an integer column."""
-    C, m = cols.shape
+    C = len(cols)
+    m = cols[0].shape[0]
     for j in range(C):
         width = hi[j] - lo[j]
         size = sizes[j]
+        col = cols[j]
         for i in range(m):
-            v = cols[j, i]
+            v = col[i]
             if not (v == v) or v == np.inf or v == -np.inf:
                 bad[0, j] += 1
                 v = lo[j]
