@@ -158,7 +158,8 @@ def _memory_columns(
     if ya.shape != (n,):
         raise InvalidDataError(f"y must hold one value per record ({n}), got shape {np.asarray(y).shape}.")
     keys = tuple(f"\0x{j}" for j in range(D))
-    chunk = {k: Xa[:, j] for j, k in enumerate(keys)} | {"\0y": ya}
+    XT = np.ascontiguousarray(Xa.T)  # one copy, each feature a contiguous column
+    chunk = {k: XT[j] for j, k in enumerate(keys)} | {"\0y": ya}
     o_key = None
     if offset is not None:
         oa = np.asarray(offset)

@@ -149,7 +149,8 @@ def release_covariate_model(
         d = arr.shape[1]
         names = tuple(str(c) for c in columns) if columns is not None else tuple(f"x{j}" for j in range(d))
         keys = tuple(f"\0x{j}" for j in range(d))
-        source = {k: arr[:, j] for j, k in enumerate(keys)}  # one chunk of the same computation
+        cols = np.ascontiguousarray(arr.T)
+        source = {k: cols[j] for j, k in enumerate(keys)}  # one chunk of the same computation
     eps = check_epsilon(epsilon, "covariate-model epsilon")
     relation = check_relation(neighbouring)
     lower, upper = _bounds(bounds, d)
