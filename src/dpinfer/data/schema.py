@@ -317,6 +317,15 @@ class Schema:
                 f"rows.max = {self.max_rows} (rule: row count). Nothing was charged or released."
             )
 
+    def outside_bounds(self, column: str, count: int) -> SchemaError:
+        """The refusal of ``count`` values of ``column`` outside its declared bounds (a streamed
+        release counts them chunk by chunk and refuses with this same message)."""
+        spec = self.spec(column)
+        return self._fail(
+            column, "bounds",
+            f"{int(count)} value(s) outside the declared bounds [{_fmt(spec.lower)}, {_fmt(spec.upper)}]",
+        )
+
     def _fail(self, column: str, rule: str, what: str) -> SchemaError:
         return SchemaError(
             f"the data do not match the schema of {self.dataset!r}: column {column!r}: {what} "
@@ -352,11 +361,7 @@ class Schema:
             hi = np.inf if spec.upper is None else spec.upper
             bad = int(((col < lo) | (col > hi)).sum())
             if bad:
-                raise self._fail(
-                    spec.name,
-                    "bounds",
-                    f"{bad} value(s) outside the declared bounds [{_fmt(spec.lower)}, {_fmt(spec.upper)}]",
-                )
+                raise self.outside_bounds(spec.name, bad)
         if spec.type == "category" and spec.categories is not None:
             allowed = set(spec.categories)
             if numeric:

@@ -20,6 +20,17 @@ bounds (R_y = √(D+1); R_x² = (Q² + Q)/2 − 1 with Q = len(r), since Σ_{j<=
 Data outside the declared bounds are refused (:class:`~dpinfer.errors.InvalidDataError`, naming the
 column and how many values, never the values), before anything is charged.
 
+Exact, chunk-free statistic. Σ_i t_i is computed by :class:`~dpinfer.privacy.fixed_point.GLMSums`:
+each record's scaled values x̃, ỹ, õ are rounded on their own to multiples of 2⁻²² and clipped to
+[-1, 1] (so the norm bounds above, hence the sensitivity, hold for the rounded records exactly),
+the products are summed as integers (exact, associative), and the float statistic is
+``float(K)·2⁻⁴⁴·weight`` per coordinate, a function of the integers alone. In-memory arrays are
+the one-chunk case; a source with named columns (``y`` then names the response column: a Parquet
+file or directory, a pyarrow Table, a mapping, an iterable of chunks, or
+:class:`~dpinfer.data.streaming.OnDask` for Parquet row groups on a Dask cluster) is streamed in
+chunks of ``chunk_rows`` records with memory bounded by the chunk, and gives the same released
+value bit for bit (:mod:`dpinfer.data.streaming`).
+
 :func:`private_glm` is the release followed by the analyst's noise-aware posterior
 (:func:`dpinfer.inference.glm.glm_posterior`, post-processing).
 """
@@ -33,6 +44,8 @@ from typing import Any
 import numpy as np
 
 from ..data.inputs import bind_dataset, release_data, with_schema
+from ..data.schema import Schema
+from ..data.streaming import accumulate, is_streamed
 from ..data.table import feature_matrix
 from ..errors import DPInferError, InvalidDataError
 from ..inference.glm import (
@@ -46,6 +59,7 @@ from ..inference.glm import (
     glm_posterior,
 )
 from ..privacy.context import ReleaseContext
+from ..privacy.fixed_point import BINARY, INTEGER, REAL, GLMSums
 from ..privacy.mechanisms.gaussian import GaussianMechanism
 
 __all__ = ["private_glm", "release_glm_statistics"]
@@ -100,19 +114,136 @@ def _bounds(bounds: Any, names: tuple[str, ...]) -> np.ndarray:
     return arr
 
 
-def _outside(values: np.ndarray, lo: Any, hi: Any, names: Sequence[str], what: str) -> None:
-    bad = (values < lo) | (values > hi)
-    if bad.any():
-        if values.ndim == 2:
-            cols = [f"{names[j]} ({int(c)})" for j, c in enumerate(bad.sum(0)) if c]
-            where = f"in column(s) {', '.join(cols)}"
-        else:
-            where = f"({int(bad.sum())} value(s))"
-        raise InvalidDataError(
-            f"{what} outside the declared public bounds {where}. The sensitivity is computed from the "
-            "bounds, so such records cannot be released: widen the bounds (from knowledge of the domain, "
-            "never from the data) or remove those records. Nothing was charged or released."
+
+def _source_columns(
+    X: Any, y: str, offset: Any, feature_names: Sequence[str] | None, bounds: Any, schema: Schema | None
+) -> tuple[Any, tuple[str, ...], tuple[str, ...], str, str | None]:
+    """A streamed source: the features are ``feature_names``, else the keys of a ``bounds`` dict
+    (in order), else the schema's releasable numeric columns; the response and the offset are
+    named by ``y`` and ``offset``."""
+    if offset is not None and not isinstance(offset, str):
+        raise InvalidDataError("with y given as a column name, give the offset as a column name too.")
+    if feature_names is not None:
+        names = tuple(feature_names)
+    elif isinstance(bounds, dict):
+        names = tuple(bounds)
+    elif schema is not None:
+        names = tuple(
+            n for n, c in schema.columns.items()
+            if c.release and c.type in ("float", "int", "bool") and n not in (y, offset)
         )
+    else:
+        raise InvalidDataError(
+            "a data source with y given as a column name needs the feature columns: feature_names=[...], "
+            "bounds={column: (lower, upper), ...} or a schema. Nothing was charged."
+        )
+    if not names or not all(isinstance(c, str) and c for c in names):
+        raise InvalidDataError("feature names must be non-empty strings (the columns' declared names).")
+    if len(set((*names, y) + ((offset,) if offset else ()))) != len(names) + 1 + (offset is not None):
+        raise InvalidDataError("the features, the response and the offset must be different columns.")
+    if schema is not None:
+        for c in (*names, y, *((offset,) if offset else ())):
+            schema.releasable(c)
+    return X, names, names, y, offset
+
+
+def _memory_columns(
+    X: Any, y: Any, offset: Any, feature_names: Sequence[str] | None
+) -> tuple[dict[str, np.ndarray], tuple[str, ...], tuple[str, ...], str, str | None]:
+    """Arrays in memory, checked for shape and type, as one chunk under internal keys."""
+    Xa, cols = _matrix(X, feature_names)
+    n, D = Xa.shape
+    names = cols or tuple(f"x{j + 1}" for j in range(D))
+    if len(names) != D:
+        raise InvalidDataError(f"{len(names)} feature names for {D} features.")
+    ya = np.asarray(y)
+    if ya.dtype.kind not in "biuf":
+        raise InvalidDataError(f"the response must be numeric, got dtype {ya.dtype}. Nothing was charged.")
+    if ya.ndim == 2 and ya.shape[1] == 1:
+        ya = ya[:, 0]
+    if ya.shape != (n,):
+        raise InvalidDataError(f"y must hold one value per record ({n}), got shape {np.asarray(y).shape}.")
+    keys = tuple(f"\0x{j}" for j in range(D))
+    XT = np.ascontiguousarray(Xa.T)  # one copy, each feature a contiguous column
+    chunk = {k: XT[j] for j, k in enumerate(keys)} | {"\0y": ya}
+    o_key = None
+    if offset is not None:
+        oa = np.asarray(offset)
+        if oa.dtype.kind not in "biuf" or oa.size != n:
+            raise InvalidDataError(f"offset must be {n} numbers, one per record.")
+        o_key = "\0offset"
+        chunk[o_key] = oa.reshape(-1)
+    return chunk, keys, names, "\0y", o_key
+
+
+def _response_scaling(
+    family: str, y_bounds: Any
+) -> tuple[tuple[float, float, float, float, int], float, float]:
+    """The response's (lower, upper, center, 1/scale, kind) for the fixed-point map, and the
+    (y_scale, y_center) the analyst undoes (module docstring)."""
+    if family in ("logistic", "probit"):
+        return (-math.inf, math.inf, 0.0, 1.0, BINARY), 1.0, 0.0
+    if family == "poisson":
+        if y_bounds is None:
+            raise InvalidDataError("a Poisson GLM needs y_bounds=y_max (the largest count, public). Nothing "
+                                   "was charged.")
+        lo, hi = _pair(y_bounds, "y_bounds") if np.ndim(y_bounds) else (0.0, float(y_bounds))
+        if lo != 0 or not hi > 0 or hi != round(hi):
+            raise InvalidDataError(
+                f"Poisson y_bounds must be (0, y_max) with an integer y_max > 0, got ({lo}, {hi})."
+            )
+        return (0.0, hi, 0.0, 1.0 / hi, INTEGER), hi, 0.0
+    if y_bounds is None:
+        raise InvalidDataError("a linear GLM needs y_bounds=(lower, upper) of the response (public). "
+                               "Nothing was charged.")
+    lo, hi = _pair(y_bounds, "y_bounds")
+    center, scale = (lo + hi) / 2, (hi - lo) / 2
+    return (lo, hi, center, 1.0 / scale, REAL), scale, center
+
+
+_BOUNDS_ADVICE = (
+    "The sensitivity is computed from the bounds, so such records cannot be released: widen the bounds "
+    "(from knowledge of the domain, never from the data) or remove those records. Nothing was charged or "
+    "released."
+)
+
+
+def _check_flags(flags: Any, names: Sequence[str], family: str, schema: Schema | None = None) -> None:
+    """Refuse what the pass over the records found (counts per column only, never a value); a
+    column whose bounds the schema declares is refused in the schema's words."""
+    D = len(names)
+    nonfinite, outside, kind = flags["nonfinite"], flags["outside"], flags["kind"]
+    if schema is not None:
+        for j, name in enumerate(names):
+            if outside[j] and name in schema.columns:
+                raise schema.outside_bounds(name, int(outside[j]))
+    if any(nonfinite[: D + 1]):
+        raise InvalidDataError(
+            "features or response hold missing or non-finite values; impute or remove those records first. "
+            "Nothing was charged or released."
+        )
+    if any(outside[:D]):
+        cols = [f"{names[j]} ({int(c)})" for j, c in enumerate(outside[:D]) if c]
+        raise InvalidDataError(
+            f"features outside the declared public bounds in column(s) {', '.join(cols)}. {_BOUNDS_ADVICE}"
+        )
+    if family in ("logistic", "probit") and kind[D]:
+        raise InvalidDataError(f"a {family} response must be 0 or 1. Nothing was charged or released.")
+    if family == "poisson" and kind[D]:
+        raise InvalidDataError("Poisson counts must be integers. Nothing was charged or released.")
+    if outside[D]:
+        what = "counts" if family == "poisson" else "responses"
+        raise InvalidDataError(
+            f"{what} outside the declared public bounds ({int(outside[D])} value(s)). {_BOUNDS_ADVICE}"
+        )
+    if len(nonfinite) > D + 1:
+        if nonfinite[D + 1]:
+            raise InvalidDataError("the offset holds non-finite values. Nothing was charged or released.")
+        if outside[D + 1]:
+            raise InvalidDataError(
+                f"offsets outside the declared public bounds ({int(outside[D + 1])} value(s)). "
+                f"{_BOUNDS_ADVICE}"
+            )
 
 
 def release_glm_statistics(
@@ -134,6 +265,7 @@ def release_glm_statistics(
     dataset: str | None = None,
     privacy_rng: Any = None,
     label: str = "",
+    chunk_rows: int | None = None,
 ) -> GLMRelease:
     """Release the noisy GLM statistic of confidential records (module docstring).
 
@@ -143,6 +275,9 @@ def release_glm_statistics(
         The confidential features (n, D) (a table's own string labels name the features) and
         response (n,); or a data source (any :func:`dpinfer.data.read_table` reads: a file, a
         DuckDB query, a table) and the name of its response column (:mod:`dpinfer.data.inputs`).
+        A Parquet file or directory, :class:`~dpinfer.data.streaming.OnDask` partitions or an
+        iterator of chunks is streamed (module docstring), its features named by
+        ``feature_names``, the keys of a ``bounds`` dict or the schema, its offset by its column.
     family
         ``"logistic"`` or ``"probit"`` (y in {0, 1}), ``"poisson"`` (integer counts in
         ``[0, y_max]``) or ``"linear"`` (y in ``y_bounds``; Gaussian errors of unknown sd).
@@ -170,6 +305,9 @@ def release_glm_statistics(
         Where the release is charged and where its noise comes from
         (:class:`~dpinfer.privacy.context.ReleaseContext`). Without a ledger the release warns
         that it is unaccounted.
+    chunk_rows
+        Records per chunk of the pass over the data (default: arrays in one chunk, sources in
+        :data:`~dpinfer.data.streaming.DEFAULT_CHUNK_ROWS`). The released value does not depend on it.
 
     Returns
     -------
@@ -181,86 +319,55 @@ def release_glm_statistics(
     InvalidDataError, ~dpinfer.errors.InvalidPrivacyParameterError
         Bad inputs or data outside the bounds, before anything is charged.
     """
-    rd = release_data(X, y, schema=schema, feature_names=feature_names, offset=offset)
-    X, y, offset = rd.X, rd.y, rd.offset
-    feature_names = rd.names if rd.names is not None else feature_names
-    bounds = bounds if bounds is not None else rd.bounds  # an explicit argument overrides the schema
-    y_bounds = y_bounds if y_bounds is not None else rd.y_bounds
-    offset_bounds = offset_bounds if offset_bounds is not None or offset is None else rd.offset_bounds
+    if family not in FAMILIES:
+        raise InvalidDataError(f"family must be one of {FAMILIES}, got {family!r}. Nothing was charged.")
+    if isinstance(y, str) and is_streamed(X):  # a source with named columns, streamed in chunks
+        sch = Schema.of(schema)
+        source, keys, names, y_col, o_col = _source_columns(X, y, offset, feature_names, bounds, sch)
+        bounds_schema = sch if bounds is None else None
+        if sch is not None:  # the schema's bounds unless given (the pass refuses records outside them)
+            bounds = bounds if bounds is not None else sch.bounds(names)
+            y_bounds = y_bounds if y_bounds is not None or y not in sch.columns else sch.bounds([y])[0]
+            if offset_bounds is None and isinstance(offset, str) and offset in sch.columns:
+                offset_bounds = sch.bounds([offset])[0]
+    else:  # read (and checked against the schema) in memory: one chunk of the same computation
+        if isinstance(y, str) and feature_names is None and isinstance(bounds, dict):
+            feature_names = tuple(bounds)  # a source's features: the columns the bounds declare
+        rd = release_data(X, y, schema=schema, feature_names=feature_names, offset=offset)
+        sch = rd.schema
+        bounds = bounds if bounds is not None else rd.bounds  # an explicit argument overrides the schema
+        y_bounds = y_bounds if y_bounds is not None else rd.y_bounds
+        offset_bounds = offset_bounds if offset_bounds is not None or offset is None else rd.offset_bounds
+        source, keys, names, y_col, o_col = _memory_columns(rd.X, rd.y, rd.offset, rd.names or feature_names)
+        bounds_schema = None  # release_data checked the records against the schema
     if bounds is None:
         raise InvalidDataError("bounds= (public, per feature) or a schema declaring them is needed. Nothing "
                                "was charged.")
-    dataset = bind_dataset(rd.schema, context, dataset)
+    dataset = bind_dataset(sch, context, dataset)
     ctx = ReleaseContext.of(context, ledger=ledger, dataset=dataset, privacy_rng=privacy_rng, label=label)
-    if family not in FAMILIES:
-        raise InvalidDataError(f"family must be one of {FAMILIES}, got {family!r}. Nothing was charged.")
-    Xa, cols = _matrix(X, feature_names)
-    n, D = Xa.shape
-    names = cols or tuple(f"x{j + 1}" for j in range(D))
-    if len(names) != D:
-        raise InvalidDataError(f"{len(names)} feature names for {D} features.")
-    ya = np.asarray(y)
-    if ya.dtype.kind not in "biuf":
-        raise InvalidDataError(f"the response must be numeric, got dtype {ya.dtype}. Nothing was charged.")
-    ya = ya.astype(np.float64)
-    if ya.ndim == 2 and ya.shape[1] == 1:
-        ya = ya[:, 0]
-    if ya.shape != (n,):
-        raise InvalidDataError(f"y must hold one value per record ({n}), got shape {np.asarray(y).shape}.")
-    if not (np.all(np.isfinite(Xa)) and np.all(np.isfinite(ya))):
-        raise InvalidDataError(
-            "features or response hold missing or non-finite values; impute or remove those records first. "
-            "Nothing was charged or released."
-        )
+    D = len(names)
     fb = _bounds(bounds, names)
-    _outside(Xa, fb[:, 0], fb[:, 1], names, "features")
-    xs = 2 * (Xa - fb[:, 0]) / (fb[:, 1] - fb[:, 0]) - 1
-    y_scale, y_center = 1.0, 0.0
-    if family in ("logistic", "probit"):
-        if not np.all((ya == 0) | (ya == 1)):
-            raise InvalidDataError(f"a {family} response must be 0 or 1. Nothing was charged or released.")
-        ys = ya
-    elif family == "poisson":
-        if y_bounds is None:
-            raise InvalidDataError("a Poisson GLM needs y_bounds=y_max (the largest count, public). Nothing "
-                                   "was charged.")
-        lo, hi = _pair(y_bounds, "y_bounds") if np.ndim(y_bounds) else (0.0, float(y_bounds))
-        if lo != 0 or not hi > 0 or hi != round(hi):
-            raise InvalidDataError(
-                f"Poisson y_bounds must be (0, y_max) with an integer y_max > 0, got ({lo}, {hi})."
-            )
-        if np.any(ya != np.round(ya)):
-            raise InvalidDataError("Poisson counts must be integers. Nothing was charged or released.")
-        _outside(ya, 0.0, hi, names, "counts")
-        y_scale = hi
-        ys = ya / hi
-    else:
-        if y_bounds is None:
-            raise InvalidDataError("a linear GLM needs y_bounds=(lower, upper) of the response (public). "
-                                   "Nothing was charged.")
-        lo, hi = _pair(y_bounds, "y_bounds")
-        _outside(ya, lo, hi, names, "responses")
-        y_center, y_scale = (lo + hi) / 2, (hi - lo) / 2
-        ys = (ya - y_center) / y_scale
-    os_, ob = None, None
-    if offset is not None:
+    ycol, y_scale, y_center = _response_scaling(family, y_bounds)
+    ob = None
+    cols = [(lo, hi, (lo + hi) / 2, 2 / (hi - lo), REAL) for lo, hi in fb] + [ycol]
+    if o_col is not None:
         if offset_bounds is None:
             raise InvalidDataError(
                 "an offset needs offset_bounds=(lower, upper) (public). Nothing was charged."
             )
         ob = _pair(offset_bounds, "offset_bounds")
-        oa = np.asarray(offset)
-        if oa.dtype.kind not in "biuf" or oa.size != n:
-            raise InvalidDataError(f"offset must be {n} numbers, one per record.")
-        oa = oa.astype(np.float64).reshape(-1)
-        if not np.all(np.isfinite(oa)):
-            raise InvalidDataError("the offset holds non-finite values. Nothing was charged or released.")
-        _outside(oa, ob[0], ob[1], names, "offsets")
-        os_ = 2 * (oa - ob[0]) / (ob[1] - ob[0]) - 1
+        cols.append((ob[0], ob[1], (ob[0] + ob[1]) / 2, 2 / (ob[1] - ob[0]), REAL))
     elif offset_bounds is not None:
         raise InvalidDataError("offset_bounds given without an offset.")
-    layout = StatisticLayout(D, offset is not None, family == "linear")
-    statistic = layout.statistic(xs, ys, os_)
+    lo_, hi_, center, inv, kind = (tuple(c) for c in zip(*cols, strict=True))
+    spec = GLMSums(keys, y_col, o_col, lo_, hi_, center, inv, kind, has_y2=family == "linear")
+    sums = accumulate(spec, source, chunk_rows=chunk_rows)
+    n = sums.rows
+    if n < 2:
+        raise InvalidDataError(f"a GLM needs at least 2 records, got {n}. Nothing was charged.")
+    _check_flags(sums.flags, names, family, bounds_schema)
+    layout = StatisticLayout(D, o_col is not None, family == "linear")
+    statistic = sums.as_float(spec.scale) * layout.weights
     mech = GaussianMechanism(layout.dim, 2 * math.sqrt(layout.n_blocks), epsilon, delta, "replace-one")
     released = mech.release(
         statistic, context=ctx,
@@ -268,9 +375,9 @@ def release_glm_statistics(
     )
     return GLMRelease(
         family=family, z=np.asarray(released.value, dtype=np.float64), sigma=float(mech.sigma), n=int(n),
-        feature_names=names, intercept=bool(intercept), has_offset=offset is not None, offset_bounds=ob,
+        feature_names=names, intercept=bool(intercept), has_offset=o_col is not None, offset_bounds=ob,
         y_scale=float(y_scale), y_center=float(y_center), feature_bounds=fb,
-        privacy=with_schema(released.privacy, rd.schema),
+        privacy=with_schema(released.privacy, sch),
     )
 
 
@@ -281,6 +388,7 @@ def after_charge_note(rel: GLMRelease) -> str:
             "unaccounted") + ") when this error occurred: its budget is spent. The release is kept as this "
             "error's .release attribute: fit the posterior from it with "
             "dpinfer.inference.glm.glm_posterior(release, ...) rather than releasing again.")
+
 
 
 def private_glm(
@@ -305,6 +413,7 @@ def private_glm(
     privacy_rng: Any = None,
     seed: Any = None,
     warn: bool = True,
+    chunk_rows: int | None = None,
 ) -> GLMPosterior:
     """A differentially private GLM with a noise-aware posterior (one release, then post-processing).
 
@@ -337,13 +446,16 @@ def private_glm(
     Parameters are those of :func:`release_glm_statistics`, plus ``prior``
     (:class:`~dpinfer.inference.glm.GLMPrior`), ``sampler``
     (:class:`~dpinfer.inference.glm.GLMSamplerOptions`), ``seed`` and ``warn`` of the posterior.
+    A large data set: ``private_glm("records.parquet", "event", bounds={"age": (18, 90), ...},
+    chunk_rows=100_000, ...)`` streams it (memory bounded by the chunk, the same release bit for
+    bit as in memory).
     """
     # the analyst's options first: once the statistic is released its budget is spent (issue 35)
     prior, sampler = check_posterior_options(prior, sampler, seed)
     rel = release_glm_statistics(
         X, y, family=family, bounds=bounds, epsilon=epsilon, delta=delta, y_bounds=y_bounds, offset=offset,
         offset_bounds=offset_bounds, intercept=intercept, feature_names=feature_names, schema=schema,
-        context=context, ledger=ledger, dataset=dataset, privacy_rng=privacy_rng,
+        context=context, ledger=ledger, dataset=dataset, privacy_rng=privacy_rng, chunk_rows=chunk_rows,
     )
     try:
         post = glm_posterior(rel, prior=prior, sampler=sampler, seed=seed, warn=warn)
@@ -351,7 +463,7 @@ def private_glm(
         exc.args = (f"{exc} {after_charge_note(rel)}",)
         exc.release = rel  # type: ignore[attr-defined]
         raise
-    name = y if isinstance(y, str) else getattr(y, "name", None)  # a Series' name heads the response
+    name = y if isinstance(y, str) else getattr(y, "name", None)  # a column name, or a Series' name
     if isinstance(name, str) and name:
         post.settings["target"] = name
     return post

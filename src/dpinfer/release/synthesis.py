@@ -28,9 +28,12 @@ from typing import Any
 import numpy as np
 
 from ..data.inputs import bind_dataset, release_data, with_schema
+from ..data.schema import Schema
+from ..data.streaming import accumulate, is_streamed
 from ..errors import InvalidDataError
 from ..models.synthesis import MarginalHistogramModel
 from ..privacy.context import ReleaseContext
+from ..privacy.fixed_point import HistogramCounts
 from ..privacy.mechanisms.counts import GeometricMechanism
 from ..privacy.validation import check_epsilon, check_relation
 
@@ -85,6 +88,7 @@ def release_covariate_model(
     dataset: str | None = None,
     privacy_rng: Any = None,
     label: str = "",
+    chunk_rows: int | None = None,
 ) -> MarginalHistogramModel:
     """Release an ε-DP product-of-marginals model of the confidential covariates ``X``.
 
@@ -93,6 +97,9 @@ def release_covariate_model(
     X
         The confidential covariates, a finite array (n, d), a table (its own string labels name
         the columns) or a data source (a file, a DuckDB query: :func:`dpinfer.data.read_table`).
+        A Parquet file or directory, :class:`~dpinfer.data.streaming.OnDask` partitions or an
+        iterator of chunks, with ``columns``, is streamed in chunks of ``chunk_rows`` records; the
+        counts are integers, so every chunking gives the same release.
     bounds
         Public bounds: one ``(lower, upper)`` pair per column, or one pair for all. Declare them
         from knowledge of the domain, never from the data; values outside are clamped.
@@ -129,34 +136,45 @@ def release_covariate_model(
     InvalidDataError, ~dpinfer.errors.InvalidPrivacyParameterError
         For bad inputs, before anything is charged. Messages never contain values of ``X``.
     """
-    # labels only from declared names or the container's own string labels (never str(column))
-    rd = release_data(X, schema=schema, feature_names=columns)
-    columns = rd.names
-    bounds = bounds if bounds is not None else rd.bounds  # an explicit argument overrides the schema
+    if is_streamed(X) and columns is not None:  # named columns of a source, streamed in chunks
+        sch = Schema.of(schema)
+        names = tuple(columns)
+        if not names or not all(isinstance(c, str) and c for c in names):
+            raise InvalidDataError("columns must name the covariate columns (non-empty strings).")
+        if sch is not None:
+            for c in names:
+                sch.releasable(c)
+            bounds = bounds if bounds is not None else sch.bounds(names)
+        source: Any = X
+        keys = names
+        d = len(names)
+    else:  # read (and checked against the schema) in memory: one chunk of the same computation
+        # labels only from declared names or the container's own string labels (never str(column))
+        rd = release_data(X, schema=schema, feature_names=columns)
+        sch = rd.schema
+        bounds = bounds if bounds is not None else rd.bounds  # an explicit argument overrides the schema
+        arr = np.asarray(rd.X)
+        if arr.dtype.kind not in "biuf":
+            raise InvalidDataError(f"covariates must be numeric, got dtype {arr.dtype}.")
+        arr = arr.astype(np.float64)
+        if arr.ndim != 2 or arr.shape[0] < 1 or arr.shape[1] < 1:
+            raise InvalidDataError(
+                f"covariates must be a 2-D array (n, d), n, d >= 1, got shape {arr.shape}."
+            )
+        d = arr.shape[1]
+        names = rd.names if rd.names is not None else tuple(f"x{j}" for j in range(d))
+        keys = tuple(f"\0x{j}" for j in range(d))
+        columns_t = np.ascontiguousarray(arr.T)
+        source = {k: columns_t[j] for j, k in enumerate(keys)}  # one chunk of the same computation
     if bounds is None:
         raise InvalidDataError("bounds= (public, per column) or a schema declaring them is needed. Nothing "
                                "was charged.")
-    dataset = bind_dataset(rd.schema, context, dataset)
+    dataset = bind_dataset(sch, context, dataset)
     ctx = ReleaseContext.of(context, ledger=ledger, dataset=dataset, privacy_rng=privacy_rng, label=label)
-    arr = np.asarray(rd.X)
-    if arr.dtype.kind not in "biuf":
-        raise InvalidDataError(f"covariates must be numeric, got dtype {arr.dtype}.")
-    arr = arr.astype(np.float64)
-    if arr.ndim != 2 or arr.shape[0] < 1 or arr.shape[1] < 1:
-        raise InvalidDataError(f"covariates must be a 2-D array (n, d), n, d >= 1, got shape {arr.shape}.")
-    n, d = arr.shape
-    bad = ~np.isfinite(arr)
-    if bad.any():
-        cols = sorted({int(j) for j in np.nonzero(bad)[1]})
-        raise InvalidDataError(
-            f"covariates hold {int(bad.sum())} missing or non-finite value(s) (in column(s) {cols}); "
-            "impute or remove those records first. Nothing was charged or released."
-        )
     eps = check_epsilon(epsilon, "covariate-model epsilon")
     relation = check_relation(neighbouring)
     lower, upper = _bounds(bounds, d)
     flags = [bool(f) for f in _per_column(integer, d, "integer")]
-    names = tuple(str(c) for c in columns) if columns is not None else tuple(f"x{j}" for j in range(d))
     if len(names) != d:
         raise InvalidDataError(f"{len(names)} column names for {d} covariate columns.")
     sizes: list[int] = []
@@ -175,22 +193,26 @@ def release_covariate_model(
         sizes.append(int(b))
     if sum(sizes) > MAX_TOTAL_BINS:
         raise InvalidDataError(f"{sum(sizes)} bins in all (at most {MAX_TOTAL_BINS}); use fewer bins.")
-    clamped = np.clip(arr, lower, upper)
-    for j in range(d):
-        if flags[j] and np.any(clamped[:, j] != np.round(clamped[:, j])):
+    spec = HistogramCounts(keys, tuple(float(v) for v in lower), tuple(float(v) for v in upper), tuple(sizes),
+                           tuple(flags))
+    sums = accumulate(spec, source, chunk_rows=chunk_rows)  # exact integer counts, any chunking
+    n = sums.rows
+    if n < 1:
+        raise InvalidDataError("the covariates hold no record. Nothing was charged.")
+    nonfinite = sums.flags["nonfinite"]
+    if any(nonfinite):
+        bad_cols = [names[j] for j, c in enumerate(nonfinite) if c]
+        raise InvalidDataError(
+            f"covariates hold {sum(nonfinite)} missing or non-finite value(s) (in column(s) {bad_cols}); "
+            "impute or remove those records first. Nothing was charged or released."
+        )
+    for j, bad in enumerate(sums.flags["kind"]):
+        if bad:
             raise InvalidDataError(
                 f"column {names[j]!r} is declared integer but holds non-integer values; declare it "
                 "continuous (integer=False) or encode it as integers. Nothing was charged or released."
             )
-    counts = []
-    for j in range(d):
-        if flags[j]:
-            k = (clamped[:, j] - lower[j]).astype(np.int64)
-        else:
-            scaled = (clamped[:, j] - lower[j]) / (upper[j] - lower[j]) * sizes[j]
-            k = np.minimum(np.floor(scaled).astype(np.int64), sizes[j] - 1)
-        counts.append(np.bincount(k, minlength=sizes[j]))
-    statistic = np.concatenate(counts).astype(np.float64)
+    statistic = np.array(sums.totals, dtype=np.float64)
     sensitivity = 2 * d if relation == "replace-one" else d
     mech = GeometricMechanism(statistic.size, sensitivity, eps, relation, bounds=(0, n))
     released = mech.release(
@@ -209,5 +231,5 @@ def release_covariate_model(
         tuple(sizes),
         tuple(flags),
         per_column,
-        with_schema(released.privacy, rd.schema),
+        with_schema(released.privacy, sch),
     )

@@ -51,6 +51,7 @@ import numpy as np
 from ...errors import InvalidDataError, PrivacyWarning
 from ..context import ReleaseContext
 from ..events import PrivacyEvent
+from ..fixed_point import ClampedSums, ExactSums, clamp_grid
 from ..rng import PrivacyRNG
 from ..validation import check_epsilon, check_relation
 from .base import LaplaceMechanism, Mechanism, PrivateRelease
@@ -144,7 +145,10 @@ class ClampedRelease(Mechanism):
 
         Every record is validated first, individually (module docstring): finite, and an integer
         when the noise is geometric. Messages never print a record. Nothing is charged before
-        every check has passed.
+        every check has passed. The sum is the exact fixed-point sum of :meth:`exact_sums` (one
+        chunk of the computation that :func:`dpinfer.release.streaming.release_clamped` streams),
+        so the value released from the array equals, bit for bit, the value released from the
+        same records in any chunking.
         """
         try:
             arr = np.asarray(x, dtype=np.float64)
@@ -154,22 +158,63 @@ class ClampedRelease(Mechanism):
             raise InvalidDataError(
                 f"{self.name}: release one data set at a time (a 1-d array), got {arr.shape}."
             )
-        bad = ~np.isfinite(arr)
-        if bad.any():
+        sums = self.exact_sums("x").partial({"x": arr})  # the one-chunk case of the streamed sum
+        return self.release_sums(
+            sums, privacy_rng, ledger=ledger, dataset=dataset, label=label, context=context
+        )
+
+    def exact_sums(self, column: str) -> ClampedSums:
+        """The exact fixed-point sum and count of the records of ``column``
+        (:class:`~dpinfer.privacy.fixed_point.ClampedSums`: each record clamped and rounded to a
+        grid inside [lower, upper] fixed by the bounds, then summed in integers), for any driver:
+        in memory, streamed in chunks or over Dask partitions (:mod:`dpinfer.data.streaming`)."""
+        return ClampedSums(column, self.lower, self.upper, integer=self.integer_records)
+
+    def release_sums(
+        self,
+        sums: ExactSums,
+        privacy_rng: PrivacyRNG | None = None,
+        *,
+        ledger: Any = None,
+        dataset: str | None = None,
+        label: str = "",
+        context: ReleaseContext | None = None,
+    ) -> PrivateRelease:
+        """Release the statistic of the exact totals of :meth:`exact_sums` over every record.
+
+        Every record was validated on its own during the pass (module docstring): a non-finite
+        record, or a non-integer one for the geometric mechanism, refuses the release, and a mean
+        needs exactly the public n records. The value is ``float(K)·g`` (sum), ``/n`` (mean),
+        with the count for ``sum_and_count``: a function of the integers alone, hence the same
+        whatever the chunking. Nothing is charged before every check has passed.
+        """
+        if sums.flags["nonfinite"][0]:
             raise InvalidDataError(
                 f"{self.name}: some records are NaN or infinite; remove or impute them before the "
                 "release. Nothing was charged or released."
             )
-        if self.integer_records and np.any(arr != np.floor(arr)):
+        if self.integer_records and sums.flags["kind"][0]:
             raise InvalidDataError(
                 f"{self.name}: the geometric mechanism releases sums of integer records, and some "
                 "records are not integers (records are checked one by one, whatever their sum; the "
                 "values are confidential and not shown). Round them by a public rule first, or use "
                 "mechanism='laplace'. Nothing was charged or released."
             )
-        return self.release(
-            self.statistic(arr), privacy_rng, ledger=ledger, dataset=dataset, label=label, context=context
-        )
+        total, count = sums.totals
+        value = float(total) * clamp_grid(self.lower, self.upper)[0]  # ×g: exact (a power of two)
+        if self.kind == "sum":
+            stat = np.array([value])
+        elif self.kind == "sum_and_count":
+            stat = np.array([value, float(count)])
+        else:
+            if count != self.n:
+                raise InvalidDataError(
+                    f"{self.name}: the mean is over the public n = {self.n} records; the data hold a "
+                    "different number (a varying number of records needs statistic='sum_and_count'). "
+                    "Nothing was charged or released."
+                )
+            stat = np.array([value / self.n])
+        return self.release(stat, privacy_rng, ledger=ledger, dataset=dataset, label=label, context=context)
 
     def G(self, s: np.ndarray, u: np.ndarray) -> np.ndarray:
         return self.inner.G(s, u)
