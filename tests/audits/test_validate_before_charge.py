@@ -1245,3 +1245,52 @@ def test_cli_valid_call_charges_once(command, files, tmp_path, capsys):
     code, err, escaped = run_cli(command.argv(f), capsys)
     assert escaped is None and code == 0, err
     assert charged(Ledger(f["ledger"]), "d") == 1
+
+
+# ------------------------------------------------------------------------------------------------
+# an error after the charge is never reported as a refusal
+# ------------------------------------------------------------------------------------------------
+
+
+def test_release_context_runs_prepare_before_the_charge_and_marks_errors_after_it(tmp_path: Path) -> None:
+    from dpinfer.errors import InvalidDataError
+    from dpinfer.privacy.events import LaplaceEvent
+
+    ledger = _ledger(tmp_path / "l.db", "pld")
+    ctx = ReleaseContext(ledger, "d", prng(0))
+
+    def refuse() -> Any:
+        raise InvalidDataError("bad option. Nothing was charged.")
+
+    with pytest.raises(InvalidDataError) as before:
+        ctx.release(LaplaceEvent(1.0), prepare=refuse, what="t")
+    assert ledger.history("d") == [] and not getattr(before.value, "charged", False)
+
+    def fail(gen: Any) -> Any:
+        raise InvalidDataError("the simulator returned NaN.")
+
+    with pytest.raises(InvalidDataError, match="AFTER the release was charged") as after:
+        ctx.release(LaplaceEvent(1.0), fail, what="t")
+    assert after.value.charged is True
+    [entry] = ledger.history("d")
+    assert entry["status"] == "failed"
+    assert ctx.release(LaplaceEvent(1.0), prepare=lambda: lambda gen: 7, what="t") == 7
+    with pytest.raises(DPInferError, match="exactly one"):
+        ctx.release(LaplaceEvent(1.0), lambda gen: 7, prepare=lambda: lambda gen: 7, what="t")
+
+
+def test_a_glm_posterior_failing_after_the_release_says_it_was_charged(monkeypatch, tmp_path: Path) -> None:
+    """An error of the posterior (after the charge) keeps the release on the error and is not a
+    refusal: the command line exits 1 and says the release was charged."""
+    import dpinfer.release.glm as glm
+    from dpinfer.errors import InvalidDataError
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise InvalidDataError("the Laplace approximation failed.")
+
+    monkeypatch.setattr(glm, "glm_posterior", broken)
+    ledger = _ledger(tmp_path / "l.db", "rdp")
+    with pytest.raises(InvalidDataError, match="HAD already been released") as exc:
+        _private_glm(ReleaseContext(ledger, "d", prng(0)))
+    assert exc.value.charged is True and exc.value.release.z.shape == (exc.value.release.layout.dim,)
+    assert len(ledger.history("d")) == 1

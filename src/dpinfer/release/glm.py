@@ -327,7 +327,7 @@ def private_glm(
         post = glm_posterior(rel, prior=prior, sampler=sampler, seed=seed, warn=warn)
     except DPInferError as exc:  # after the charge: say so, and keep the release (its budget is spent)
         exc.args = (f"{exc} {after_charge_note(rel)}",)
-        exc.release = rel  # type: ignore[attr-defined]
+        exc.release, exc.charged = rel, True  # type: ignore[attr-defined]
         raise
     name = getattr(y, "name", None)  # a pandas Series: its name heads the synthetic records' response
     if isinstance(name, str) and name:
