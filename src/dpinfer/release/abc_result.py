@@ -187,6 +187,8 @@ class ABCResult(ResultFile):
         return (
             f"{type(self).__name__}: {self.n_accepted} accepted of {self.n_draws} draws "
             f"(epsilon_abc={self.epsilon_abc:g}); posterior mean: {mean}"
+            + ("" if self.private else "\n  NON-PRIVATE: NOT differentially private (rejection ABC on the "
+               "observed data without noise): do not publish it or anything computed from it")
         )
 
 
