@@ -246,8 +246,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _quiet_privacy(report: dict[str, Any]) -> dict[str, Any]:
-    """The report without its per-step traces (``clip_trace``, ``clipped_fraction_trace``: a
-    thousand numbers each; they stay on the saved result's ``privacy.details``)."""
+    """The report without per-step traces (any ``*_trace`` detail; a fit keeps none of its
+    noisy clip counts since issue 35, but a result file written before may hold them)."""
     details = report.get("details")
     if isinstance(details, dict):
         report = {**report, "details": {k: v for k, v in details.items() if not k.endswith("_trace")}}
