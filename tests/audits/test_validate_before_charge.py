@@ -466,6 +466,7 @@ _GLM_DATA_BAD = (
     ("offset-bounds-alone", {"offset_bounds": (0, 1)}),
     ("y-bounds-poisson", {"family": "poisson"}),
     ("y-bounds-linear-bad", {"family": "linear", "y_bounds": (1, 0)}),
+    ("intercept-str", {"intercept": "no"}),
 )
 
 _GLM_POSTERIOR_BAD = (
@@ -543,6 +544,10 @@ _DPVI_BAD = (
         "delta-prime-2",
         {"privacy": {"accountant": "advanced", "sampling": "with-replacement", "delta_prime": 2.0}},
     ),
+    ("private-str", {"private": "no"}),
+    ("callback", {"training": {"steps": 5, "callback": 5}}),
+    ("average-str", {"training": {"steps": 5, "average": "no"}}),
+    ("feature-names-len", {"feature_names": ["a"]}),
 )
 
 _ABC_BAD = (
@@ -566,6 +571,14 @@ _ABC_BAD = (
     ("draws-shape", {"draws": (np.zeros((30, 1)), np.zeros((29, 20, 1)))}),
     ("distance", {"distance": "mmd"}),
     ("embedding-seed", {"options": {"release": "embedding"}, "delta": 1e-6, "seed": "x"}),
+    ("param-names-len", {"param_names": ("a", "b", "c", "d")}),
+    ("meta-type", {"meta": 5}),
+    ("resample-str", {"options": {"resample": "no"}}),
+    ("progress-str", {"options": {"progress": "yes"}}),
+    (
+        "embedding-param-names",
+        {"options": {"release": "embedding"}, "delta": 1e-6, "param_names": ("a", "b", "c", "d")},
+    ),
 )
 
 _SMC_BAD = (
@@ -617,6 +630,8 @@ _COV_BAD = (
     ("integer-len", {"integer": [True]}),
     ("relation", {"neighbouring": "swap"}),
     ("bounds-str", {"bounds": "wide"}),
+    ("integer-str", {"integer": "no"}),
+    ("columns-duplicate", {"columns": ("a", "a")}),
 )
 
 RELEASES: tuple[Release, ...] = (

@@ -58,6 +58,10 @@ class ReleaseContext:
     _gen: PrivacyRNG = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.label, str):
+            raise InvalidPrivacyParameterError(
+                f"a release label must be a string, got {type(self.label).__name__}."
+            )
         object.__setattr__(self, "_gen", as_privacy_rng(self.privacy_rng))
         if self.ledger is not None and not self.dataset:
             raise InvalidPrivacyParameterError(

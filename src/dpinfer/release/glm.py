@@ -170,6 +170,8 @@ def release_glm_statistics(
         Bad inputs or data outside the bounds, before anything is charged.
     """
     ctx = ReleaseContext.of(context, ledger=ledger, dataset=dataset, privacy_rng=privacy_rng, label=label)
+    if not isinstance(intercept, (bool, np.bool_)):  # "no" would be read as True
+        raise InvalidDataError(f"intercept must be True or False, got {intercept!r}. Nothing was charged.")
     if family not in FAMILIES:
         raise InvalidDataError(f"family must be one of {FAMILIES}, got {family!r}. Nothing was charged.")
     Xa, cols = _matrix(X)
