@@ -32,6 +32,12 @@ def _paths(path: str | Path) -> tuple[Path, Path]:
     return p.with_name(p.name + ".npz"), p.with_name(p.name + ".json")
 
 
+def check_param_names(param_names: Any, p: int) -> None:
+    """``param_names``: none, or one per θ coordinate (checked on the first batch, before the charge)."""
+    if len(param_names) not in (0, p):
+        raise InvalidDataError(f"{len(param_names)} param_names for θ of {p} coordinates.")
+
+
 @dataclass
 class ABCResult(ResultFile):
     """Accepted parameters of a (non-private) rejection-ABC run.

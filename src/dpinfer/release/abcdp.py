@@ -34,7 +34,7 @@ from ..privacy.events import REPLACE_ONE, GaussianSparseVectorEvent, PrivacyEven
 from ..privacy.mechanisms.svt import GaussianSparseVector, SparseVector, check_noise_scale
 from ..privacy.report import PrivacyReport
 from ..privacy.validation import check_epsilon
-from .abc_result import ABCDPResult
+from .abc_result import ABCDPResult, check_param_names
 from .draws import as_draw_source
 
 if TYPE_CHECKING:
@@ -69,12 +69,6 @@ def check_release_options(options: Any, param_names: Any, meta: Any) -> None:
         raise InvalidDataError(f"meta must be a dict of public facts, got {type(meta).__name__}.")
     if isinstance(param_names, str) or not all(isinstance(n, str) for n in param_names):
         raise InvalidDataError(f"param_names must be a sequence of names (strings), got {param_names!r}.")
-
-
-def check_param_names(param_names: Any, p: int) -> None:
-    """``param_names``: none, or one per θ coordinate (checked on the first batch, before the charge)."""
-    if len(param_names) not in (0, p):
-        raise InvalidDataError(f"{len(param_names)} param_names for θ of {p} coordinates.")
 
 
 def check_c(c: Any, n_draws: int) -> int:

@@ -100,8 +100,7 @@ from ..privacy.mechanisms.embedding import (
 )
 from ..privacy.report import PrivacyReport
 from ..privacy.validation import check_delta, check_epsilon
-from .abc_result import ABCDPResult
-from .abcdp import check_param_names
+from .abc_result import ABCDPResult, check_param_names
 
 __all__ = ["embedding_abc", "embedding_sensitivity"]
 
