@@ -1309,3 +1309,23 @@ def test_a_glm_posterior_failing_after_the_release_says_it_was_charged(monkeypat
         _private_glm(ReleaseContext(ledger, "d", prng(0)))
     assert exc.value.charged is True and exc.value.release.z.shape == (exc.value.release.layout.dim,)
     assert len(ledger.history("d")) == 1
+
+
+@pytest.mark.slow
+def test_the_cli_check_catches_a_glm_command_that_validates_after_the_charge(
+    monkeypatch, files, tmp_path, capsys
+):
+    """Known-broken (main before issue 35): ``dpinfer glm --proposals 10`` charged, then refused in
+    one line as if nothing had been charged."""
+    import dpinfer.release.glm as glm
+    from dpinfer.inference.glm import GLMPrior, GLMSamplerOptions
+
+    monkeypatch.setattr(
+        glm, "check_posterior_options",
+        lambda prior, sampler, seed: (prior or GLMPrior(), sampler or GLMSamplerOptions()),
+    )  # fmt: skip
+    command = next(c for c in COMMANDS if c.name == "glm")
+    bad = tuple(b for b in command.bad if b[0] in ("proposals-10", "proposals-0", "seed-neg"))
+    found = cli_problems(Command("glm", command.argv, bad, "rdp"), files, tmp_path, capsys)
+    assert [p.split(":")[0] for p in found] == ["proposals-10", "proposals-0", "seed-neg"], found
+    assert all(": charged (1)" in p for p in found)
