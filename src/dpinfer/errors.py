@@ -96,6 +96,17 @@ class PrivacyWarning(UserWarning):
     """
 
 
+class NonPrivateResultWarning(PrivacyWarning):
+    """A result was computed from the confidential data WITHOUT differential privacy.
+
+    Emitted by the non-private baselines (:func:`dpinfer.release.rejection_abc`,
+    :func:`~dpinfer.release.rejection_abc_draws`, ``DPVI.fit(private=False)``): their output
+    reveals the data as plain (non-noisy) statistics would, so it must not be published. The
+    warning names the private call to use instead; the result says ``NON-PRIVATE`` in its
+    summary and saved file.
+    """
+
+
 class ImpossibleObservationError(InvalidDataError):
     """No (or almost no) simulation of the model comes within the tolerance of the observed
     statistic after a bounded number of simulations: the observation may be impossible under the

@@ -466,6 +466,7 @@ _GLM_DATA_BAD = (
     ("offset-bounds-alone", {"offset_bounds": (0, 1)}),
     ("y-bounds-poisson", {"family": "poisson"}),
     ("y-bounds-linear-bad", {"family": "linear", "y_bounds": (1, 0)}),
+    ("intercept-str", {"intercept": "no"}),
 )
 
 _GLM_POSTERIOR_BAD = (
@@ -543,6 +544,10 @@ _DPVI_BAD = (
         "delta-prime-2",
         {"privacy": {"accountant": "advanced", "sampling": "with-replacement", "delta_prime": 2.0}},
     ),
+    ("private-str", {"private": "no"}),
+    ("callback", {"training": {"steps": 5, "callback": 5}}),
+    ("average-str", {"training": {"steps": 5, "average": "no"}}),
+    ("feature-names-len", {"feature_names": ["a"]}),
 )
 
 _ABC_BAD = (
@@ -566,6 +571,14 @@ _ABC_BAD = (
     ("draws-shape", {"draws": (np.zeros((30, 1)), np.zeros((29, 20, 1)))}),
     ("distance", {"distance": "mmd"}),
     ("embedding-seed", {"options": {"release": "embedding"}, "delta": 1e-6, "seed": "x"}),
+    ("param-names-len", {"param_names": ("a", "b", "c", "d")}),
+    ("meta-type", {"meta": 5}),
+    ("resample-str", {"options": {"resample": "no"}}),
+    ("progress-str", {"options": {"progress": "yes"}}),
+    (
+        "embedding-param-names",
+        {"options": {"release": "embedding"}, "delta": 1e-6, "param_names": ("a", "b", "c", "d")},
+    ),
 )
 
 _SMC_BAD = (
@@ -617,6 +630,8 @@ _COV_BAD = (
     ("integer-len", {"integer": [True]}),
     ("relation", {"neighbouring": "swap"}),
     ("bounds-str", {"bounds": "wide"}),
+    ("integer-str", {"integer": "no"}),
+    ("columns-duplicate", {"columns": ("a", "a")}),
 )
 
 RELEASES: tuple[Release, ...] = (
@@ -1245,3 +1260,72 @@ def test_cli_valid_call_charges_once(command, files, tmp_path, capsys):
     code, err, escaped = run_cli(command.argv(f), capsys)
     assert escaped is None and code == 0, err
     assert charged(Ledger(f["ledger"]), "d") == 1
+
+
+# ------------------------------------------------------------------------------------------------
+# an error after the charge is never reported as a refusal
+# ------------------------------------------------------------------------------------------------
+
+
+def test_release_context_runs_prepare_before_the_charge_and_marks_errors_after_it(tmp_path: Path) -> None:
+    from dpinfer.errors import InvalidDataError
+    from dpinfer.privacy.events import LaplaceEvent
+
+    ledger = _ledger(tmp_path / "l.db", "pld")
+    ctx = ReleaseContext(ledger, "d", prng(0))
+
+    def refuse() -> Any:
+        raise InvalidDataError("bad option. Nothing was charged.")
+
+    with pytest.raises(InvalidDataError) as before:
+        ctx.release(LaplaceEvent(1.0), prepare=refuse, what="t")
+    assert ledger.history("d") == [] and not getattr(before.value, "charged", False)
+
+    def fail(gen: Any) -> Any:
+        raise InvalidDataError("the simulator returned NaN.")
+
+    with pytest.raises(InvalidDataError, match="AFTER the release was charged") as after:
+        ctx.release(LaplaceEvent(1.0), fail, what="t")
+    assert after.value.charged is True
+    [entry] = ledger.history("d")
+    assert entry["status"] == "failed"
+    assert ctx.release(LaplaceEvent(1.0), prepare=lambda: lambda gen: 7, what="t") == 7
+    with pytest.raises(DPInferError, match="exactly one"):
+        ctx.release(LaplaceEvent(1.0), lambda gen: 7, prepare=lambda: lambda gen: 7, what="t")
+
+
+def test_a_glm_posterior_failing_after_the_release_says_it_was_charged(monkeypatch, tmp_path: Path) -> None:
+    """An error of the posterior (after the charge) keeps the release on the error and is not a
+    refusal: the command line exits 1 and says the release was charged."""
+    import dpinfer.release.glm as glm
+    from dpinfer.errors import InvalidDataError
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise InvalidDataError("the Laplace approximation failed.")
+
+    monkeypatch.setattr(glm, "glm_posterior", broken)
+    ledger = _ledger(tmp_path / "l.db", "rdp")
+    with pytest.raises(InvalidDataError, match="HAD already been released") as exc:
+        _private_glm(ReleaseContext(ledger, "d", prng(0)))
+    assert exc.value.charged is True and exc.value.release.z.shape == (exc.value.release.layout.dim,)
+    assert len(ledger.history("d")) == 1
+
+
+@pytest.mark.slow
+def test_the_cli_check_catches_a_glm_command_that_validates_after_the_charge(
+    monkeypatch, files, tmp_path, capsys
+):
+    """Known-broken (main before issue 35): ``dpinfer glm --proposals 10`` charged, then refused in
+    one line as if nothing had been charged."""
+    import dpinfer.release.glm as glm
+    from dpinfer.inference.glm import GLMPrior, GLMSamplerOptions
+
+    monkeypatch.setattr(
+        glm, "check_posterior_options",
+        lambda prior, sampler, seed: (prior or GLMPrior(), sampler or GLMSamplerOptions()),
+    )  # fmt: skip
+    command = next(c for c in COMMANDS if c.name == "glm")
+    bad = tuple(b for b in command.bad if b[0] in ("proposals-10", "proposals-0", "seed-neg"))
+    found = cli_problems(Command("glm", command.argv, bad, "rdp"), files, tmp_path, capsys)
+    assert [p.split(":")[0] for p in found] == ["proposals-10", "proposals-0", "seed-neg"], found
+    assert all(": charged (1)" in p for p in found)

@@ -119,11 +119,14 @@ def _history(args: argparse.Namespace) -> int:
 
 
 ACCOUNTANT_HELP = (
-    "pld | rdp | pure | advanced: how charges are composed; budgets cannot be changed later, "
-    "so pick one that accounts every "
-    "release you will make: pld (default) accounts all of them (Laplace, ABCDP's sparse vector, "
-    "Gaussian, DPVI's DP-SGD) at --delta > 0; rdp the same, more loosely; pure only pure-DP releases "
-    "(Laplace, ABCDP; not DPVI) at --delta 0; advanced: advanced composition of pure releases"
+    "pld | rdp | pure | advanced: how charges are composed; budgets cannot be changed later, so "
+    "pick one that accounts every release you will make. pld (default) and rdp, at "
+    "--delta > 0: privacy-loss distributions or Renyi-DP curves of the releases (Laplace, ABCDP's "
+    "sparse vectors, Gaussian, the private GLM, DPVI's DP-SGD with its default replace-one Poisson "
+    "batches); where an accountant has no tight analysis of a release it composes a valid bound, and "
+    "the release's privacy report states the bound used. pure, at --delta 0: pure-DP releases only "
+    "(Laplace, ABCDP's Laplace sparse vector; not the Gaussian releases nor DPVI). advanced: advanced "
+    "composition of pure releases (and of DPVI's with-replacement batches, the paper's convention)"
 )
 
 

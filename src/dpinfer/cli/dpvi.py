@@ -39,12 +39,13 @@ import argparse
 import csv
 import json
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidDataError
+from ..errors import InvalidDataError, NonPrivateResultWarning
 from .common import (
     Refusal,
     add_command,
@@ -195,7 +196,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.delta is None:  # the budget's delta when charged to a ledger (so defaults fit), else 1e-5
         args.delta = ledger.budget(dataset).delta if ledger is not None else 1e-5
         args.delta = args.delta if args.delta > 0 else 1e-5
-    with release_notices(accounted=ledger is not None or not private):  # non-private: notice below
+    with release_notices(accounted=ledger is not None or not private), warnings.catch_warnings():
+        # non-private: the notice below says it (NON_PRIVATE_MARK), once, in the command's terms
+        warnings.filterwarnings("ignore", category=NonPrivateResultWarning)
         fit = DPVI(model, args.family).fit(
             X,
             y,
@@ -243,8 +246,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _quiet_privacy(report: dict[str, Any]) -> dict[str, Any]:
-    """The report without its per-step traces (``clip_trace``, ``clipped_fraction_trace``: a
-    thousand numbers each; they stay on the saved result's ``privacy.details``)."""
+    """The report without per-step traces (any ``*_trace`` detail; a fit keeps none of its
+    noisy clip counts since issue 35, but a result file written before may hold them)."""
     details = report.get("details")
     if isinstance(details, dict):
         report = {**report, "details": {k: v for k, v in details.items() if not k.endswith("_trace")}}

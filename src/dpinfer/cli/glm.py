@@ -113,7 +113,7 @@ def _run(args: argparse.Namespace) -> int:
                 sampler=GLMSamplerOptions(method=args.sampler, proposals=args.proposals),
             )
     except InvalidDataError as exc:
-        if getattr(exc, "release", None) is not None:  # failed after the release: it WAS charged
+        if getattr(exc, "charged", False):  # failed after the release: it WAS charged (exit 1)
             raise
         raise Refusal(str(exc)) from None  # refused before anything was charged
     mark_unaccounted(fit, ledger)

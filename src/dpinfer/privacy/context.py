@@ -2,9 +2,9 @@
 
 Every value that leaves the data owner is produced inside :meth:`ReleaseContext.release`:
 
-1. the caller has already validated every input and size (nothing may be charged before all
-   checks pass: pass ``prepare``, a function that does the checks and returns the draw, and it
-   runs *before* the charge);
+1. every input and size is validated (nothing may be charged before all checks pass): by the
+   caller before it calls :meth:`ReleaseContext.release`, or by ``prepare``, a function passed to
+   it that does the checks and returns the draw, and runs *before* the charge;
 2. the event is charged to the ledger (or, without one, the release warns loudly that it is
    unaccounted and its report says so);
 3. the draw runs with the context's :class:`~dpinfer.privacy.rng.PrivacyRNG` (OS entropy unless a
@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..errors import InvalidPrivacyParameterError
+from ..errors import DPInferError, InvalidPrivacyParameterError
 from .events import PrivacyEvent
 from .ledger import charge_or_warn
 from .rng import PrivacyRNG, as_privacy_rng
@@ -58,6 +58,10 @@ class ReleaseContext:
     _gen: PrivacyRNG = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.label, str):
+            raise InvalidPrivacyParameterError(
+                f"a release label must be a string, got {type(self.label).__name__}."
+            )
         object.__setattr__(self, "_gen", as_privacy_rng(self.privacy_rng))
         if self.ledger is not None and not self.dataset:
             raise InvalidPrivacyParameterError(
@@ -100,25 +104,40 @@ class ReleaseContext:
     def release(
         self,
         event: PrivacyEvent,
-        draw: Callable[[PrivacyRNG], T],
+        draw: Callable[[PrivacyRNG], T] | None = None,
         *,
         what: str,
         label: str = "",
         stacklevel: int = 4,
+        prepare: Callable[[], Callable[[PrivacyRNG], T]] | None = None,
     ) -> T:
-        """Charge ``event`` (or warn that it is unaccounted), then return ``draw(rng)``.
+        """Validate (``prepare``), charge ``event`` (or warn that it is unaccounted), then return
+        ``draw(rng)``.
 
-        Every check that can fail must have run before this call: a refusal after the charge
-        keeps the charge (marked ``failed`` in the ledger) because the noise may already depend
-        on the data.
+        Every check that can fail must have run before the charge: in the caller, or in
+        ``prepare()``, which runs first and returns the draw (pass ``draw`` or ``prepare``, not
+        both). An error after the charge keeps the charge (marked ``failed`` in the ledger)
+        because the noise may already depend on the data; such an error (a
+        :class:`~dpinfer.errors.DPInferError`) is marked ``charged = True`` and its message says
+        that the release was charged, so that it is never mistaken for a refusal.
         """
         if not isinstance(event, PrivacyEvent):
             raise InvalidPrivacyParameterError(f"a release needs a PrivacyEvent, got {type(event).__name__}.")
+        if (draw is None) == (prepare is None):
+            raise InvalidPrivacyParameterError("a release takes draw= or prepare=, exactly one of them.")
+        run = draw if prepare is None else prepare()  # the checks run here, before the charge
         with charge_or_warn(
             self.ledger, self.dataset, event, label=label or self.label or what, insecure=self.insecure,
             what=what, stacklevel=stacklevel,
         ):
-            return draw(self._gen)
+            try:
+                return run(self._gen)  # type: ignore[misc]
+            except DPInferError as exc:
+                if self.ledger is not None and not getattr(exc, "charged", False):
+                    exc.args = (f"{exc} (This error came AFTER the release was charged to {self.dataset!r}: "
+                                "the charge is kept, marked failed in the ledger.)",)
+                    exc.charged = True  # type: ignore[attr-defined]
+                raise
 
     def draw(self, draw: Callable[[PrivacyRNG], T]) -> T:
         """Run ``draw`` with this context's RNG *inside* a release already charged by the caller

@@ -32,6 +32,12 @@ def _paths(path: str | Path) -> tuple[Path, Path]:
     return p.with_name(p.name + ".npz"), p.with_name(p.name + ".json")
 
 
+def check_param_names(param_names: Any, p: int) -> None:
+    """``param_names``: none, or one per θ coordinate (checked on the first batch, before the charge)."""
+    if len(param_names) not in (0, p):
+        raise InvalidDataError(f"{len(param_names)} param_names for θ of {p} coordinates.")
+
+
 @dataclass
 class ABCResult(ResultFile):
     """Accepted parameters of a (non-private) rejection-ABC run.
@@ -187,6 +193,8 @@ class ABCResult(ResultFile):
         return (
             f"{type(self).__name__}: {self.n_accepted} accepted of {self.n_draws} draws "
             f"(epsilon_abc={self.epsilon_abc:g}); posterior mean: {mean}"
+            + ("" if self.private else "\n  NON-PRIVATE: NOT differentially private (rejection ABC on the "
+               "observed data without noise): do not publish it or anything computed from it")
         )
 
 

@@ -36,7 +36,7 @@ from ..privacy.events import REPLACE_ONE, GaussianSparseVectorEvent, PrivacyEven
 from ..privacy.mechanisms.svt import GaussianSparseVector, SparseVector, check_noise_scale
 from ..privacy.report import PrivacyReport
 from ..privacy.validation import check_epsilon
-from .abc_result import ABCDPResult
+from .abc_result import ABCDPResult, check_param_names
 from .draws import as_draw_source
 
 if TYPE_CHECKING:
@@ -55,6 +55,22 @@ def check_epsilon_abc(epsilon_abc: Any) -> float:
             "Distances are >= 0, so a negative threshold would accept only through noise."
         )
     return value
+
+
+def check_release_options(options: Any, param_names: Any, meta: Any) -> None:
+    """The options of an ABCDP call that are not privacy parameters, checked before the charge
+    (issue 35): flags are booleans (``resample="no"`` would otherwise resample), ``meta`` a dict and
+    ``param_names`` strings."""
+    if not isinstance(options.resample, (bool, np.bool_)):
+        raise InvalidPrivacyParameterError(
+            f"options.resample must be True or False, got {options.resample!r}."
+        )
+    if options.progress is not None and not isinstance(options.progress, (bool, np.bool_)):
+        raise InvalidDataError(f"options.progress must be True, False or None, got {options.progress!r}.")
+    if meta is not None and not isinstance(meta, dict):
+        raise InvalidDataError(f"meta must be a dict of public facts, got {type(meta).__name__}.")
+    if isinstance(param_names, str) or not all(isinstance(n, str) for n in param_names):
+        raise InvalidDataError(f"param_names must be a sequence of names (strings), got {param_names!r}.")
 
 
 def check_c(c: Any, n_draws: int) -> int:
@@ -215,6 +231,7 @@ def abcdp(
     elif not isinstance(options, ABCDPOptions):
         raise TypeError(f"options= takes an ABCDPOptions(...), got {type(options).__name__}.")
     noise, resample, release = options.noise, options.resample, options.release
+    check_release_options(options, param_names, meta)
     eps_total = check_epsilon(epsilon_total, "epsilon_total")
     eps_abc = check_epsilon_abc(epsilon_abc)
     source = as_draw_source(draws, batch_size=options.batch_size)
@@ -245,6 +262,7 @@ def abcdp(
     except StopIteration:
         raise InvalidDataError("the stream of simulations is empty (its n_draws said otherwise).") from None
     rho0 = _batch_distances(dist, prepared, theta0, sims0)  # checks the simulations against Y*
+    check_param_names(param_names, theta0.shape[1])
     sens.warn_if_enforced()
     gauss = noise == "gaussian"
 

@@ -100,7 +100,7 @@ from ..privacy.mechanisms.embedding import (
 )
 from ..privacy.report import PrivacyReport
 from ..privacy.validation import check_delta, check_epsilon
-from .abc_result import ABCDPResult
+from .abc_result import ABCDPResult, check_param_names
 
 __all__ = ["embedding_abc", "embedding_sensitivity"]
 
@@ -163,6 +163,7 @@ def embedding_abc(
     batches = source.batches()
     theta0, sims0 = next(batches)
     emb0 = embed_batch(distance, W, sims0, dim)  # checks shapes before the charge
+    check_param_names(param_names, np.shape(theta0)[1])
     if not np.all(np.isfinite(emb0)):
         raise InvalidDataError("an embedding of the first batch is NaN or infinite; nothing was released.")
     rng = np.random.default_rng(seed)

@@ -319,6 +319,8 @@ def release_glm_statistics(
     InvalidDataError, ~dpinfer.errors.InvalidPrivacyParameterError
         Bad inputs or data outside the bounds, before anything is charged.
     """
+    if not isinstance(intercept, (bool, np.bool_)):  # "no" would be read as True
+        raise InvalidDataError(f"intercept must be True or False, got {intercept!r}. Nothing was charged.")
     if family not in FAMILIES:
         raise InvalidDataError(f"family must be one of {FAMILIES}, got {family!r}. Nothing was charged.")
     if isinstance(y, str) and is_streamed(X):  # a source with named columns, streamed in chunks
@@ -461,7 +463,7 @@ def private_glm(
         post = glm_posterior(rel, prior=prior, sampler=sampler, seed=seed, warn=warn)
     except DPInferError as exc:  # after the charge: say so, and keep the release (its budget is spent)
         exc.args = (f"{exc} {after_charge_note(rel)}",)
-        exc.release = rel  # type: ignore[attr-defined]
+        exc.release, exc.charged = rel, True  # type: ignore[attr-defined]
         raise
     name = y if isinstance(y, str) else getattr(y, "name", None)  # a column name, or a Series' name
     if isinstance(name, str) and name:

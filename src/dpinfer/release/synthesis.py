@@ -174,9 +174,14 @@ def release_covariate_model(
     eps = check_epsilon(epsilon, "covariate-model epsilon")
     relation = check_relation(neighbouring)
     lower, upper = _bounds(bounds, d)
-    flags = [bool(f) for f in _per_column(integer, d, "integer")]
+    flags = _per_column(integer, d, "integer")
+    if not all(isinstance(f, (bool, np.bool_)) for f in flags):  # "no" would be read as True
+        raise InvalidDataError(f"integer must be True/False, or one True/False per column, got {integer!r}.")
+    flags = [bool(f) for f in flags]
     if len(names) != d:
         raise InvalidDataError(f"{len(names)} column names for {d} covariate columns.")
+    if len(set(names)) != d:
+        raise InvalidDataError(f"column names must be distinct, got {list(names)}.")
     sizes: list[int] = []
     for j, b in enumerate(_per_column(bins, d, "bins")):
         if flags[j]:

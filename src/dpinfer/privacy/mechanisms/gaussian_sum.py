@@ -150,7 +150,9 @@ def noisy_centred_count(context: ReleaseContext, grads: Tensor, *, clip: float, 
     of radius ½ around the origin under either neighbouring relation).
 
     A row with a non-finite entry counts as a zero row (inside the ball). Plain floating-point
-    noise (:meth:`PrivacyRNG.normal`), like the gradient noise (module docstring).
+    noise (:meth:`PrivacyRNG.normal`), like the gradient noise (module docstring): the count is
+    used inside the fit only (the adaptive clip) and no per-step value of it is kept or shown
+    (:func:`dpinfer.release.dpvi.loop.clip_record` keeps aggregates only).
 
     Raises
     ------

@@ -102,13 +102,14 @@ options come in three groups (:mod:`dpinfer.release.dpvi.options`): ``privacy=Pr
 
 from __future__ import annotations
 
+import warnings
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
 from ...data.inputs import bind_dataset, is_source, release_data
-from ...errors import InvalidDataError, InvalidPrivacyParameterError
+from ...errors import InvalidDataError, InvalidPrivacyParameterError, NonPrivateResultWarning
 from ...execution.threads import torch_threads
 from ...privacy.context import ReleaseContext
 from .design import prepare_design
@@ -121,6 +122,13 @@ from .planning import check_ledger, epsilon_spent, fit_report, plan_fit, warn_wi
 from .result import DPVIResult
 from .sampling import draw_batch
 from .validation import FitSpec, validate_fit
+
+#: What a ``private=False`` fit says about itself (``config["privacy_warning"]`` and its warning).
+NON_PRIVATE_FIT = (
+    "NON-PRIVATE: fitted to the confidential data without noise; the result is NOT "
+    "differentially private: do not publish it or anything computed from it. For a private fit call "
+    "DPVI(...).fit(X, y, epsilon=..., delta=..., ledger=..., dataset=...) (private=True, the default)."
+)
 
 if TYPE_CHECKING:
     from .planning import PrivacyPlan
@@ -250,7 +258,9 @@ class DPVI:
             :meth:`privacy_spent`).
         private
             ``False`` runs the same algorithm without clipping (unless a numeric clip is given) or
-            noise and returns a result with ``privacy=None``: a non-private baseline only.
+            noise and returns a result with ``privacy=None``: a non-private baseline only. It warns
+            (:class:`~dpinfer.errors.NonPrivateResultWarning`) and the result says ``NON-PRIVATE``
+            (its summary and ``config["privacy_warning"]``).
         seed
             Simulation seed: Monte Carlo draws and initialisation only. The minibatches and the
             noise of a private fit never depend on it (module docstring).
@@ -367,6 +377,10 @@ class DPVI:
             result.config["feature_names"] = names
         if design is not None:
             result.config["design"] = design
+        if plan is None:  # a non-private baseline: fitted to the confidential data without noise
+            result.config["privacy_warning"] = NON_PRIVATE_FIT
+            warnings.warn(f"DPVI.fit(private=False): {NON_PRIVATE_FIT}", NonPrivateResultWarning,
+                          stacklevel=2)
         diag = diagnose(record, result.covariance, spec.steps)
         if diag is not None:
             result.config["diagnostics"] = diag.to_dict()

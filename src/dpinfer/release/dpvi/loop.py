@@ -275,14 +275,17 @@ def clip_record(dp: DPOptimizer) -> dict[str, Any]:
     """The private clipping record of a fit: only post-processing of the released counts.
 
     ``clipped_fraction`` is 1 − b̃ averaged over the last half of the steps (the adaptive clip
-    settles within tens of steps); the traces hold every step's estimate and clip norm.
+    settles within tens of steps) and ``clip_final`` the last clip norm. The per-step noisy counts
+    (and the per-step clip norms, from which they can be read back) are NOT kept (issue 35): each
+    is a float64 sum of a half-integer count and float Gaussian noise, whose low-order bits could
+    reveal the count (Mironov 2012), and the fit does not need them once it has run. What is kept
+    are aggregates of the whole transcript, post-processing like the fitted parameters, under the
+    floating-point caveat of :mod:`dpinfer.privacy.mechanisms.gaussian_sum`.
     """
     clipped = 1.0 - np.asarray(dp.unclipped_trace, dtype=np.float64)
     half = clipped[len(clipped) // 2 :]
     return {
         "clipped_fraction": float(np.clip(half.mean(), 0.0, 1.0)) if half.size else None,
-        "clipped_fraction_trace": clipped.tolist(),
-        "clip_trace": list(dp.clip_trace),
         "clip_final": float(dp.clip_norm),  # type: ignore[arg-type]
         "clip_quantile": dp.target_quantile if dp.adaptive else None,
         "gradient_noise_multiplier": dp.gradient_multiplier,

@@ -276,7 +276,9 @@ class DPOptimizer:
             if self.count_noise is None
             else gradient_noise_multiplier(self.noise_multiplier, self.count_noise)
         )
-        #: the private per-step estimates of the unclipped fraction (post-processing of releases)
+        #: the private per-step estimates of the unclipped fraction and the clip norms, held in
+        #: memory while the fit runs; a fit's report keeps only their aggregates
+        #: (:func:`dpinfer.release.dpvi.loop.clip_record`: the per-step floats are not released)
         self.unclipped_trace: list[float] = []
         self.clip_trace: list[float] = []
 

@@ -305,7 +305,7 @@ class DPVIResult(ResultFile):
 
     def summary(self, level: float = 0.9) -> str:
         """A short table: mean, posterior sd, noise sd and the widened ``level`` interval per
-        coordinate, the checks, and a one-line privacy statement (the per-step traces stay in
+        coordinate, the checks, and a one-line privacy statement (the other details are in
         ``privacy.details``)."""
         lines = [f"DPVI {self.family} posterior for model {self.model_name!r} (dim {self.dim})"]
         choice = self.config.get("family_choice")

@@ -104,6 +104,14 @@ def validate_fit(
         Bad clip, q, T, Monte Carlo draws, per-example split or sampling scheme, or a combination
         the privacy analysis does not cover.
     """
+    if not isinstance(private, (bool, np.bool_)):  # private="no" would run a private fit
+        raise InvalidPrivacyParameterError(f"private must be True or False, got {private!r}.")
+    if training.callback is not None and not callable(training.callback):
+        raise InvalidDataError(
+            f"callback must be callable as callback(step, params), got {training.callback!r}."
+        )
+    if not isinstance(training.average, (bool, np.bool_)):
+        raise InvalidDataError(f"average must be True or False, got {training.average!r}.")
     X, y = model.check_data(X, y)
     if X.shape[1] != model.dim + int(offset):
         extra = " (plus the offset column)" if offset else ""
