@@ -63,6 +63,16 @@ class Accountant(ABC):
     def _epsilon(self, event: PrivacyEvent, delta: float) -> float:
         """ε at ``delta`` for a supported event (may be ``math.inf``)."""
 
+    def analysis(self, leaf: PrivacyEvent) -> tuple[str, str]:
+        """(kind, method) of the analysis this accountant applies to one leaf event.
+
+        ``kind`` is ``"tight"`` (the leaf's exact privacy curve, up to a pessimistic
+        discretisation), ``"rdp"`` (its exact Rényi curve, converted to (ε, δ)), ``"basic"``
+        (its (ε, δ) added by basic composition) or ``"dominating"`` (a valid upper bound where no
+        tight analysis exists). The privacy report states the slack of every non-tight one.
+        """
+        return "bound", f"the {self.name!r} accountant's analysis"
+
     def supports(self, event: PrivacyEvent) -> bool:
         """Whether this accountant can interpret ``event``."""
         return all(self._leaf_supported(e) is None for e in flatten(event))

@@ -139,6 +139,25 @@ class PLDAccountant(Accountant):
             return None
         return "no PLD analysis for this event type."
 
+    def analysis(self, leaf: PrivacyEvent) -> tuple[str, str]:
+        if isinstance(leaf, DiscreteGaussianEvent) and leaf.dimension > 1:
+            return "dominating", (
+                "PLD from its zCDP curve (Canonne, Kamath & Steinke 2020, Thm 14): Rényi profile bound "
+                "(CKS 2020, Prop. 12) made a dominating pair by connect-the-dots (privacy.dominating)"
+            )
+        if isinstance(leaf, GaussianSparseVectorEvent):
+            return "dominating", (
+                "PLD from its Rényi curve (Zhu & Wang 2020, Thm 8): Rényi profile bound made a "
+                "dominating pair by connect-the-dots (privacy.dominating)"
+            )
+        if isinstance(leaf, SampledWithReplacementGaussianEvent):
+            return "dominating", "PLD of the pair that reveals the record's multiplicity (privacy.dominating)"
+        if self.leaf_basic(leaf) > 0.0:
+            return "tight", "pure ε, composed basically (Dwork & Roth 2014, Thm 3.16)"
+        if isinstance(leaf, KnownEvent):
+            return "tight", "worst-case PLD of its (ε, δ) guarantee"
+        return "tight", "exact PLD (dp-accounting, pessimistic discretisation)"
+
     # -- per-leaf analysis (the interface an incremental ledger composes with) ---------------
     def leaf_basic(self, leaf: PrivacyEvent) -> float:
         """The ε of ``leaf`` that is composed *basically*, outside the PLD (0 for most leaves).

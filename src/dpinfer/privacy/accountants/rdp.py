@@ -109,6 +109,20 @@ class RDPAccountant(Accountant):
             return None
         return "no RDP analysis for this event type."
 
+    def analysis(self, leaf: PrivacyEvent) -> tuple[str, str]:
+        if isinstance(leaf, KnownEvent) and leaf.delta > 0:
+            return "basic", "its (ε, δ) added by basic composition (Dwork & Roth 2014, Thm 3.16)"
+        if isinstance(leaf, PoissonSubsampledGaussianEvent) and leaf.neighbouring != ADD_REMOVE:
+            return "dominating", (
+                "Rényi divergence of the replace-one dominating pair, bounded by quadrature, and "
+                "Mironov 2017, Prop. 11 (privacy.dominating)"
+            )
+        if isinstance(leaf, SampledWithReplacementGaussianEvent):
+            return "dominating", (
+                "δ-approximate Rényi curve of the multiplicity-revealed pair (privacy.dominating)"
+            )
+        return "rdp", "Rényi curve, converted to (ε, δ) (Canonne, Kamath & Steinke 2020, Prop. 12)"
+
     # -- per-leaf analysis (the interface an incremental ledger composes with) ---------------
     def leaf_curve(self, leaf: PrivacyEvent, orders: np.ndarray) -> np.ndarray:
         """The Rényi curve of ONE leaf event at ``orders`` (zeros for a leaf whose guarantee is
