@@ -16,6 +16,7 @@ from ..events import (
     ADD_REMOVE,
     REPLACE_ONE,
     DiscreteGaussianEvent,
+    DiscreteLaplaceEvent,
     GaussianEvent,
     GaussianSparseVectorEvent,
     KnownEvent,
@@ -23,6 +24,8 @@ from ..events import (
     PoissonSubsampledGaussianEvent,
     PrivacyEvent,
     SampledWithReplacementGaussianEvent,
+    SparseVectorEvent,
+    compose,
     flatten,
 )
 from ..gaussian_svt import gaussian_svt_rdp
@@ -228,20 +231,59 @@ class RDPAccountant(Accountant):
             value, best = convert(orders, curve, target)
         return float(value)
 
+    @staticmethod
+    def pure_epsilon(leaf: PrivacyEvent) -> float:
+        """ε of a pure ε-DP leaf (Laplace, discrete Laplace, sparse vector, known (ε, 0)), else 0.
+
+        Such a leaf may enter the Rényi curve (min(ε, αε²/2)) or be composed basically; both are
+        valid, and :meth:`epsilon` takes the better of "all pure leaves in the curve" and "all
+        pure leaves basic" (Dwork & Roth 2014, Thm 3.16): in the curve, the pure leaves cost
+        their full ε at the large orders a Gaussian composition converts at, plus the
+        conversion's ln(1/δ)/(α - 1) term again.
+        """
+        if isinstance(leaf, (LaplaceEvent, DiscreteLaplaceEvent, SparseVectorEvent)) or (
+            isinstance(leaf, KnownEvent) and leaf.delta == 0.0
+        ):
+            return float(leaf.epsilon)
+        return 0.0
+
+    def _split_pure(self, event: PrivacyEvent) -> tuple[float, PrivacyEvent | None]:
+        """(Σε of the pure leaves, the other leaves composed) or (0, None) if either is empty."""
+        leaves = flatten(event)
+        pure = [leaf for leaf in leaves if self.pure_epsilon(leaf) > 0]
+        rest = [leaf for leaf in leaves if self.pure_epsilon(leaf) == 0]
+        if not pure or not rest:
+            return 0.0, None
+        return sum(self.pure_epsilon(leaf) for leaf in pure), compose(*rest)
+
     def _epsilon(self, event: PrivacyEvent, delta: float) -> float:
-        return self.epsilon_from_parts(
+        together = self.epsilon_from_parts(
             lambda orders: self.rdp_curve(event, orders), self.basic_part(event), delta
         )
+        pure, rest = self._split_pure(event)
+        if rest is None:
+            return together
+        apart = pure + self.epsilon_from_parts(
+            lambda orders: self.rdp_curve(rest, orders), self.basic_part(rest), delta
+        )
+        return min(together, apart)
 
     def delta(self, event: PrivacyEvent, epsilon: float) -> float:
         self.check_supported(event)
-        leaves = flatten(event)
-        if not leaves:
+        if not flatten(event):
             return 0.0
+        together = self._delta_of(event, float(epsilon))
+        pure, rest = self._split_pure(event)
+        if rest is None or float(epsilon) < pure:
+            return together
+        return min(together, self._delta_of(rest, float(epsilon) - pure))
+
+    def _delta_of(self, event: PrivacyEvent, epsilon: float) -> float:
         eps_b, delta_b = self.basic_part(event)
-        remaining = float(epsilon) - eps_b
+        remaining = epsilon - eps_b
         if remaining < 0:
             return 1.0
+
         def curve_of(orders: np.ndarray) -> np.ndarray:
             return self.rdp_curve(event, orders)
 
