@@ -176,20 +176,13 @@ def pld_from_privacy_profile(
     mass = hx[1:] * (right - slopes)
     mass = np.maximum(mass, 0.0)
     infinity_mass = float(hy[-1])
-    idx = np.ceil(np.log(hx[1:]) / vdi - 1e-9).astype(np.int64)  # round the loss UP
+    idx = np.ceil(np.log(hx[1:]) / vdi).astype(np.int64)  # round the loss UP (pessimistic)
     pmf: dict[int, float] = {}
     for i, m in zip(idx.tolist(), mass.tolist(), strict=True):
         if m > 0.0:
             pmf[i] = pmf.get(i, 0.0) + m
-    total = sum(pmf.values()) + infinity_mass
-    if total > 1.0:  # rounding: shave the lowest losses (moving mass away never lowers H)
-        excess = total - 1.0
-        for i in sorted(pmf):
-            take = min(pmf[i], excess)
-            pmf[i] -= take
-            excess -= take
-            if excess <= 0:
-                break
+    # the masses sum to g(0) = 1 up to rounding; a total a few ulp above 1 only raises every
+    # H_γ (the safe direction), so it is left as it is
     return pld_lib.PrivacyLossDistribution.create_from_rounded_probability(
         {k: v for k, v in pmf.items() if v > 0.0}, infinity_mass, vdi, pessimistic_estimate=True
     )
