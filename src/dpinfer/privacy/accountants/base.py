@@ -44,8 +44,9 @@ WITH_REPLACEMENT_REFUSAL = (
     "the release replace-one, or use Poisson sampling."
 )
 GAUSSIAN_SVT_REFUSAL = (
-    "the Gaussian sparse vector technique has only a Rényi-DP analysis (Zhu & Wang 2020, "
-    "Theorem 8); use the 'rdp' accountant (e.g. dpinfer budget init --accountant rdp)."
+    "the Gaussian sparse vector technique is not pure DP and has a Rényi-DP analysis only (Zhu & "
+    "Wang 2020, Theorem 8), which the 'rdp' accountant uses and the 'pld' accountant turns into a "
+    "dominating PLD."
 )
 _REGISTRY: dict[str, Callable[[], Accountant]] = {}
 

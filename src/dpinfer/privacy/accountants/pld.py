@@ -154,8 +154,10 @@ class PLDAccountant(Accountant):
             return "dominating", "PLD of the pair that reveals the record's multiplicity (privacy.dominating)"
         if self.leaf_basic(leaf) > 0.0:
             return "tight", "pure ε, composed basically (Dwork & Roth 2014, Thm 3.16)"
-        if isinstance(leaf, KnownEvent):
-            return "tight", "worst-case PLD of its (ε, δ) guarantee"
+        if isinstance(leaf, (KnownEvent, SparseVectorEvent)) or (
+            isinstance(leaf, DiscreteLaplaceEvent) and leaf.sensitivity > 2**17
+        ):
+            return "tight", "worst-case PLD of its (ε, δ) guarantee (tight for the guarantee itself)"
         return "tight", "exact PLD (dp-accounting, pessimistic discretisation)"
 
     # -- per-leaf analysis (the interface an incremental ledger composes with) ---------------
