@@ -72,3 +72,14 @@ def test_rdp_known_event_composes_basically():
     eps = acc.epsilon(compose(g, known), DELTA)
     assert acc.delta(compose(g, known), eps) == pytest.approx(DELTA, rel=1e-3)
     assert acc.delta(known, 0.29) == 1.0 and acc.delta(known, 0.3) == pytest.approx(2e-7)
+
+
+def test_rdp_takes_the_better_of_pure_leaves_in_the_curve_and_composed_basically():
+    acc = RDPAccountant()
+    g, pure = GaussianEvent(0.8), LaplaceEvent(0.3)
+    both = acc.epsilon(compose(g, pure), DELTA)
+    basic = acc.epsilon(g, DELTA) + 0.3
+    in_curve = acc.epsilon_from_parts(lambda o: acc.rdp_curve(compose(g, pure), o), (0.0, 0.0), DELTA)
+    assert both == pytest.approx(min(basic, in_curve), rel=1e-12)
+    assert both <= basic and both <= in_curve
+    assert acc.delta(compose(g, pure), both) <= DELTA * (1 + 1e-3)

@@ -92,8 +92,9 @@ def test_charges_refusals_and_history(target):
     with pytest.raises(UnknownDatasetError, match="budget init"):
         ledger.charge("other", LaplaceEvent(0.1)).__enter__()
     ledger.register("e", 1.0, accountant="pure")
-    with pytest.raises(NeighbouringRelationError):
-        ledger.charge("e", LaplaceEvent(0.1, "add-remove")).__enter__()
+    ledger.register("ar", 1.0, accountant="pure", neighbouring="add-remove")
+    with pytest.raises(NeighbouringRelationError):  # replace-one guarantees imply no add-remove one
+        ledger.charge("ar", LaplaceEvent(0.1)).__enter__()
     with pytest.raises(UnsupportedEventError):
         ledger.charge("e", GaussianEvent(3.0)).__enter__()
     with pytest.raises(InvalidPrivacyParameterError, match="already registered"):
@@ -101,7 +102,7 @@ def test_charges_refusals_and_history(target):
     ledger.register("f", 1.0, fingerprint=[1.0, 2.0])
     with pytest.raises(InvalidPrivacyParameterError, match="second budget"):
         ledger.register("g", 1.0, fingerprint=[1, 2])
-    assert ledger.datasets() == ["d", "e", "f"] and ledger.history("e") == []
+    assert ledger.datasets() == ["ar", "d", "e", "f"] and ledger.history("e") == ledger.history("ar") == []
 
 
 def test_a_newer_schema_version_is_refused_and_left_alone(target, request):

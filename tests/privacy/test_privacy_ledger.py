@@ -144,19 +144,21 @@ def test_ledger_refusals(tmp_path):
     with pytest.raises(UnknownDatasetError, match="budget init"):
         with ledger.charge("other", LaplaceEvent(0.1)):
             pass
-    with pytest.raises(NeighbouringRelationError, match="to_replace_one"):
-        with ledger.charge("d", LaplaceEvent(0.1, "add-remove")):
+    ledger.register("ar", 1.0, accountant="pure", neighbouring="add-remove")
+    with pytest.raises(NeighbouringRelationError, match="does not imply an add-remove"):
+        with ledger.charge("ar", LaplaceEvent(0.1)):  # replace-one: no add-remove analysis
             pass
-    with pytest.raises(UnsupportedEventError, match="GaussianEvent"):
+    with pytest.raises(UnsupportedEventError, match="GaussianEvent") as exc:
         with ledger.charge("d", GaussianEvent(3.0)):
             pass
+    assert "new" not in str(exc.value) and "ledger" not in str(exc.value)  # never: split the data
     with pytest.raises(InvalidPrivacyParameterError, match="already registered"):
         ledger.register("d", 5.0)
     for eps, delta in [(0.0, 0.0), (-1.0, 0.0), (float("nan"), 0.0), (1.0, 1.0)]:
         with pytest.raises(InvalidPrivacyParameterError):
             ledger.register("e", eps, delta)
-    assert ledger.history("d") == []
-    assert ledger.datasets() == ["d"]
+    assert ledger.history("d") == [] and ledger.history("ar") == []
+    assert ledger.datasets() == ["ar", "d"]
 
 
 # ---- one default accountant; budgets that cannot work refused at registration (finding 8) -------

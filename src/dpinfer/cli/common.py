@@ -79,23 +79,22 @@ def add_command(subparsers: Any, name: str, **kwargs: Any) -> argparse.ArgumentP
 
 
 def unsupported_event_advice(exc: Exception, args: argparse.Namespace) -> str:
-    """What to do when a budget's accountant cannot account a release (budgets cannot change)."""
+    """What to say when a budget's accountant cannot account a release (budgets cannot change).
+
+    Only budgets on the 'pure' or 'advanced' accountant refuse releases ('pld' and 'rdp' account
+    every release). The advice never suggests another data-set name or ledger for the same data:
+    that would leave the data set's total spend unbounded.
+    """
     ledger = getattr(args, "ledger", None)
     dataset = getattr(args, "dataset", None)
     if not ledger:
         return one_line(exc)
-    # the Gaussian sparse vector and the private GLM's multivariate discrete Gaussian: RDP only
-    acc = "rdp" if "accountant='rdp'" in str(exc) or "only a Rényi-DP analysis" in str(exc) else "pld"
-    head = one_line(exc).split(" Data set ")[0]  # the ledger's own advice is restated for the CLI below
+    head = one_line(exc).split(" The budget of ")[0]  # the ledger's own advice is restated below
     return (
-        f"{head} Nothing was charged or released. The budget of {dataset or 'this data set'!r} "
-        f"in {redact(ledger)} cannot be changed: register these data under a NEW data-set name with an "
-        "accountant "
-        "that accounts every release, e.g. `dpinfer budget init --ledger LEDGER --dataset NEW_NAME "
-        f"--epsilon E --delta 1e-6 --accountant {acc}`, and pass --dataset NEW_NAME. If the old budget was "
-        "registered with --data FILE (or this file was already charged to it), the file's fingerprint is "
-        "bound to it and refused under a second name in the same ledger: use a new ledger file "
-        "(--ledger NEW.db), and count the spend already recorded in the old one against these data yourself."
+        f"{head} Nothing was charged or released. The budget of {dataset or 'this data set'!r} in "
+        f"{redact(ledger)} keeps the accountant it was registered with, which cannot account this "
+        "release: make only releases it accounts from these data (a 'pure' budget: Laplace, "
+        "geometric and sparse-vector releases)."
     )
 
 

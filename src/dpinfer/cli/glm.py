@@ -3,7 +3,7 @@
 Example::
 
     dpinfer budget init --ledger budget.db --dataset patients --epsilon 2 --delta 1e-5 \\
-        --accountant rdp --data patients.csv
+        --data patients.csv
     dpinfer glm --data patients.csv --target event --family logistic \\
         --bounds age=18:90,bmi=15:50 --epsilon 1 --delta 1e-6 --ledger budget.db --out fit.npz
 

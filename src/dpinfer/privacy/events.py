@@ -17,7 +17,9 @@ an event are relative to the sensitivity *under that relation*:
 
 Accountants refuse to compose events under different relations: convert explicitly with
 :func:`~dpinfer.privacy.event_conversion.to_replace_one` (add-remove guarantees imply replace-one
-guarantees, not conversely). Serialisation and descriptions are in the same module.
+guarantees, not conversely). A ledger does this itself: :func:`dpinfer.privacy.admission.admit`
+converts a release to its budget's relation where a proven bound exists, or refuses it before the
+charge. Serialisation and descriptions are in :mod:`~dpinfer.privacy.event_conversion`.
 """
 
 from __future__ import annotations
@@ -106,7 +108,9 @@ class DiscreteGaussianEvent(PrivacyEvent):
     dimension (Theorem 14), i.e. has the Rényi curve of the continuous Gaussian, which is what the
     ``"rdp"`` accountant uses; in one dimension with an integer sensitivity its exact privacy
     curve is that of Theorem 7, which the ``"pld"`` accountant evaluates
-    (dp-accounting's discrete Gaussian PLD). The continuous Gaussian's curve is *not* assumed.
+    (dp-accounting's discrete Gaussian PLD). In more dimensions the ``"pld"`` accountant uses a
+    dominating PLD built from the zCDP curve (:mod:`dpinfer.privacy.dominating`). The
+    continuous Gaussian's curve is *not* assumed.
     """
 
     sigma: float
@@ -182,9 +186,10 @@ class GaussianSparseVectorEvent(PrivacyEvent):
     Threshold noise N(0, (``threshold_noise_multiplier``·Δ)²), query noise
     N(0, (``query_noise_multiplier``·Δ)²), Δ the queries' sensitivity, at most ``max_queries`` k
     queries answered (public, fixed before the run). With ``resample`` the threshold is redrawn
-    after each positive answer (c AboveThreshold rounds). Not pure DP: only the ``"rdp"``
-    accountant interprets it, through the Rényi curve of
-    :func:`dpinfer.privacy.gaussian_svt.gaussian_svt_rdp` (Zhu & Wang 2020, Theorem 8).
+    after each positive answer (c AboveThreshold rounds). Not pure DP: the ``"rdp"``
+    accountant uses the Rényi curve of :func:`dpinfer.privacy.gaussian_svt.gaussian_svt_rdp`
+    (Zhu & Wang 2020, Theorem 8), the ``"pld"`` accountant a dominating PLD built from it
+    (:mod:`dpinfer.privacy.dominating`).
     """
 
     c: int
@@ -280,11 +285,12 @@ class SampledWithReplacementGaussianEvent(_SubsampledGaussianEvent):
 
     The DPVI paper's sampling (Jälkö, Dikmen & Honkela 2017): each step draws B = ⌊q·N⌋ records
     uniformly with replacement (``sampling_rate`` = q), clips each contribution to norm C and adds
-    N(0, (noise_multiplier·C)²) noise. No tight analysis of this scheme is implemented: only the
-    ``"advanced"`` accountant accepts it, and it applies the *paper's convention*, which analyses
-    the batch as a q-subsample and ignores that a record can be drawn more than once in a batch
-    (probability about B²/(2N²) per step). The PLD and RDP accountants refuse it. It is its own
-    type, rather than a Poisson event, so that a ledger records what actually ran.
+    N(0, (noise_multiplier·C)²) noise. No tight analysis of this scheme is implemented. The
+    ``"advanced"`` accountant applies the *paper's convention*, which analyses the batch as a
+    q-subsample and ignores that a record can be drawn more than once in a batch (probability
+    about B²/(2N²) per step). The PLD and RDP accountants use a valid but loose dominating bound
+    that reveals the record's multiplicity (:mod:`dpinfer.privacy.dominating`; replace-one only).
+    It is its own type, rather than a Poisson event, so that a ledger records what actually ran.
     """
 
     neighbouring: str = REPLACE_ONE
@@ -354,10 +360,10 @@ def flatten(event: PrivacyEvent) -> list[PrivacyEvent]:
     return [event]
 
 
-#: The mechanism (leaf) event types of the privacy core, all of which the "pld", "rdp" and
-#: "advanced" accountants can analyse (each may refuse particular parameter choices).
-#: :class:`SampledWithReplacementGaussianEvent` is deliberately not among them: only the
-#: "advanced" accountant interprets it, by the DPVI paper's convention.
+#: The mechanism (leaf) event types of the privacy core that the "pld", "rdp" and "advanced"
+#: accountants all analyse (each may refuse particular parameter choices). The "pld" and "rdp"
+#: accountants also analyse :class:`GaussianSparseVectorEvent` and (replace-one)
+#: :class:`SampledWithReplacementGaussianEvent` (``accountants.base.ALL_LEAF_TYPES``).
 LEAF_EVENT_TYPES: tuple[type[PrivacyEvent], ...] = (
     LaplaceEvent,
     DiscreteLaplaceEvent,

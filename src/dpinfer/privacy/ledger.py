@@ -77,12 +77,11 @@ from ..errors import (
     LedgerFileError,
     LedgerNotFoundError,
     LedgerStatusWarning,
-    NeighbouringRelationError,
     PrivacyWarning,
     UnknownDatasetError,
-    UnsupportedEventError,
 )
 from .accountants import get_accountant
+from .admission import admit
 from .event_conversion import describe, event_from_dict, event_to_dict
 from .events import PrivacyEvent, compose
 from .fingerprint import as_fingerprint
@@ -406,7 +405,6 @@ class Ledger:
             raise InvalidPrivacyParameterError(
                 f"ledger.charge takes a PrivacyEvent, got {type(event).__name__}."
             )
-        record = json.dumps(event_to_dict(event))
         fp = as_fingerprint(fingerprint) if fingerprint is not None else self.data_fingerprint
 
         def charge(tx: Tx) -> tuple[int, float]:
@@ -417,30 +415,17 @@ class Ledger:
                 problem = self._binding_problem(tx, budget, fp)
                 if problem:
                     raise DataBindingError(problem + " Nothing was charged or released.")
-            if event.neighbouring != budget.neighbouring:
-                raise NeighbouringRelationError(
-                    f"dataset {dataset!r} is budgeted under {budget.neighbouring!r} but the "
-                    f"event is {event.neighbouring!r}; convert it explicitly (e.g. "
-                    "dpinfer.privacy.to_replace_one(event))."
-                )
+            # the event in the budget's relation, or a refusal, before anything is charged
+            admitted = admit(event, accountant=budget.accountant, neighbouring=budget.neighbouring,
+                             dataset=dataset)
+            record = json.dumps(event_to_dict(admitted))
             accountant = get_accountant(budget.accountant)
-            try:
-                accountant.check_supported(event)
-            except UnsupportedEventError as exc:
-                fits = [a for a in ("pld", "rdp") if get_accountant(a).supports(event)]
-                raise UnsupportedEventError(
-                    f"{exc} Data set {dataset!r} is budgeted with accountant {budget.accountant!r}, "
-                    "and a budget's accountant cannot be changed: register these data under a new "
-                    "data-set name (or in a new ledger) with "
-                    + (f"accountant={fits[0]!r}" if fits else "an accountant that handles this release")
-                    + ". Nothing was charged or released."
-                ) from None
             history = self._events(tx, dataset)
-            spent = accountant.epsilon(compose(*history, event), budget.delta)
+            spent = accountant.epsilon(compose(*history, admitted), budget.delta)
             if not math.isfinite(spent) or spent > budget.epsilon * (1 + _TOLERANCE):
                 before = accountant.epsilon(compose(*history), budget.delta)
                 raise BudgetExceededError(
-                    f"charging {describe(event)} to {dataset!r} would bring its spend to "
+                    f"charging {describe(admitted)} to {dataset!r} would bring its spend to "
                     f"epsilon={spent:.6g} (accountant '{budget.accountant}', delta="
                     f"{budget.delta:g}) over the budget epsilon={budget.epsilon:g}; "
                     f"already spent {before:.6g}. Nothing was charged or released. Use a "

@@ -157,7 +157,7 @@ class AdvancedCompositionAccountant(Accountant):
         if isinstance(event, DiscreteGaussianEvent):
             return (
                 "the discrete Gaussian's privacy curve is not the continuous one this accountant "
-                "assumes; use the 'pld' (one dimension) or 'rdp' accountant."
+                "assumes (the 'pld' and 'rdp' accountants analyse it)."
             )
         if isinstance(event, (*LEAF_EVENT_TYPES, SampledWithReplacementGaussianEvent)):
             return None

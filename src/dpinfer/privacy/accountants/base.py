@@ -44,8 +44,9 @@ WITH_REPLACEMENT_REFUSAL = (
     "the release replace-one, or use Poisson sampling."
 )
 GAUSSIAN_SVT_REFUSAL = (
-    "the Gaussian sparse vector technique has only a Rényi-DP analysis (Zhu & Wang 2020, "
-    "Theorem 8); use the 'rdp' accountant (e.g. dpinfer budget init --accountant rdp)."
+    "the Gaussian sparse vector technique is not pure DP and has a Rényi-DP analysis only (Zhu & "
+    "Wang 2020, Theorem 8), which the 'rdp' accountant uses and the 'pld' accountant turns into a "
+    "dominating PLD."
 )
 _REGISTRY: dict[str, Callable[[], Accountant]] = {}
 
@@ -62,6 +63,16 @@ class Accountant(ABC):
     @abstractmethod
     def _epsilon(self, event: PrivacyEvent, delta: float) -> float:
         """ε at ``delta`` for a supported event (may be ``math.inf``)."""
+
+    def analysis(self, leaf: PrivacyEvent) -> tuple[str, str]:
+        """(kind, method) of the analysis this accountant applies to one leaf event.
+
+        ``kind`` is ``"tight"`` (the leaf's exact privacy curve, up to a pessimistic
+        discretisation), ``"rdp"`` (its exact Rényi curve, converted to (ε, δ)), ``"basic"``
+        (its (ε, δ) added by basic composition) or ``"dominating"`` (a valid upper bound where no
+        tight analysis exists). The privacy report states the slack of every non-tight one.
+        """
+        return "bound", f"the {self.name!r} accountant's analysis"
 
     def supports(self, event: PrivacyEvent) -> bool:
         """Whether this accountant can interpret ``event``."""

@@ -139,6 +139,27 @@ class PLDAccountant(Accountant):
             return None
         return "no PLD analysis for this event type."
 
+    def analysis(self, leaf: PrivacyEvent) -> tuple[str, str]:
+        if isinstance(leaf, DiscreteGaussianEvent) and leaf.dimension > 1:
+            return "dominating", (
+                "PLD from its zCDP curve (Canonne, Kamath & Steinke 2020, Thm 14): Rényi profile bound "
+                "(CKS 2020, Prop. 12) made a dominating pair by connect-the-dots (privacy.dominating)"
+            )
+        if isinstance(leaf, GaussianSparseVectorEvent):
+            return "dominating", (
+                "PLD from its Rényi curve (Zhu & Wang 2020, Thm 8): Rényi profile bound made a "
+                "dominating pair by connect-the-dots (privacy.dominating)"
+            )
+        if isinstance(leaf, SampledWithReplacementGaussianEvent):
+            return "dominating", "PLD of the pair that reveals the record's multiplicity (privacy.dominating)"
+        if self.leaf_basic(leaf) > 0.0:
+            return "tight", "pure ε, composed basically (Dwork & Roth 2014, Thm 3.16)"
+        if isinstance(leaf, (KnownEvent, SparseVectorEvent)) or (
+            isinstance(leaf, DiscreteLaplaceEvent) and leaf.sensitivity > 2**17
+        ):
+            return "tight", "worst-case PLD of its (ε, δ) guarantee (tight for the guarantee itself)"
+        return "tight", "exact PLD (dp-accounting, pessimistic discretisation)"
+
     # -- per-leaf analysis (the interface an incremental ledger composes with) ---------------
     def leaf_basic(self, leaf: PrivacyEvent) -> float:
         """The ε of ``leaf`` that is composed *basically*, outside the PLD (0 for most leaves).
@@ -161,7 +182,9 @@ class PLDAccountant(Accountant):
         :meth:`leaf_basic` composes basically).
 
         The composition of the leaves' PLDs, plus the sum of their :meth:`leaf_basic` parts, is
-        what :meth:`epsilon` evaluates; PLDs on the same grid compose in any order.
+        what :meth:`epsilon` evaluates; PLDs on the same grid compose in any order. Choose
+        ``vdi`` >= :meth:`leaf_resolution` of the leaf (a with-replacement leaf asks for 1e-2: on
+        a 1e-4 grid its PLD takes about a minute to build).
         """
         self._check_leaf(leaf)
         if self.leaf_basic(leaf) > 0.0:

@@ -40,7 +40,8 @@ class PureAccountant(Accountant):
         if isinstance(event, GaussianSparseVectorEvent):
             return GAUSSIAN_SVT_REFUSAL
         return (
-            "it is not a pure/known-(ε, δ) event; use the 'pld' or 'rdp' accountant for Gaussian mechanisms."
+            "it is not a pure/known-(ε, δ) event (the 'pld' and 'rdp' accountants analyse Gaussian "
+            "mechanisms)."
         )
 
     def _epsilon(self, event: PrivacyEvent, delta: float) -> float:

@@ -16,6 +16,7 @@ from ..events import (
     ADD_REMOVE,
     REPLACE_ONE,
     DiscreteGaussianEvent,
+    DiscreteLaplaceEvent,
     GaussianEvent,
     GaussianSparseVectorEvent,
     KnownEvent,
@@ -23,6 +24,8 @@ from ..events import (
     PoissonSubsampledGaussianEvent,
     PrivacyEvent,
     SampledWithReplacementGaussianEvent,
+    SparseVectorEvent,
+    compose,
     flatten,
 )
 from ..gaussian_svt import gaussian_svt_rdp
@@ -54,15 +57,16 @@ def to_dp_accounting_event(event: PrivacyEvent) -> dp_accounting.DpEvent | None:
 
 
 @lru_cache(maxsize=64)
-def _replace_one_cached(q: float, sigma: float, steps: int, orders: tuple[float, ...]) -> np.ndarray:
-    out = replace_one_subsampled_gaussian_rdp(q, sigma, steps, np.asarray(orders))
+def _replace_one_cached(q: float, sigma: float, orders: tuple[float, ...]) -> np.ndarray:
+    """One step's replace-one curve (about 1 s to bound by quadrature; cached)."""
+    out = replace_one_subsampled_gaussian_rdp(q, sigma, 1, np.asarray(orders))
     out.setflags(write=False)
     return out
 
 
 def _replace_one_curve(leaf: PoissonSubsampledGaussianEvent, orders: np.ndarray) -> np.ndarray:
-    return np.array(_replace_one_cached(leaf.sampling_rate, leaf.noise_multiplier, leaf.steps,
-                                        tuple(float(o) for o in orders)))
+    one = _replace_one_cached(leaf.sampling_rate, leaf.noise_multiplier, tuple(float(o) for o in orders))
+    return leaf.steps * np.array(one)
 
 
 def pure_dp_rdp(epsilon: float, orders: np.ndarray) -> np.ndarray:
@@ -107,6 +111,20 @@ class RDPAccountant(Accountant):
         if isinstance(event, ALL_LEAF_TYPES):
             return None
         return "no RDP analysis for this event type."
+
+    def analysis(self, leaf: PrivacyEvent) -> tuple[str, str]:
+        if isinstance(leaf, KnownEvent) and leaf.delta > 0:
+            return "basic", "its (ε, δ) added by basic composition (Dwork & Roth 2014, Thm 3.16)"
+        if isinstance(leaf, PoissonSubsampledGaussianEvent) and leaf.neighbouring != ADD_REMOVE:
+            return "dominating", (
+                "Rényi divergence of the replace-one dominating pair, bounded by quadrature, and "
+                "Mironov 2017, Prop. 11 (privacy.dominating)"
+            )
+        if isinstance(leaf, SampledWithReplacementGaussianEvent):
+            return "dominating", (
+                "δ-approximate Rényi curve of the multiplicity-revealed pair (privacy.dominating)"
+            )
+        return "rdp", "Rényi curve, converted to (ε, δ) (Canonne, Kamath & Steinke 2020, Prop. 12)"
 
     # -- per-leaf analysis (the interface an incremental ledger composes with) ---------------
     def leaf_curve(self, leaf: PrivacyEvent, orders: np.ndarray) -> np.ndarray:
@@ -213,20 +231,59 @@ class RDPAccountant(Accountant):
             value, best = convert(orders, curve, target)
         return float(value)
 
+    @staticmethod
+    def pure_epsilon(leaf: PrivacyEvent) -> float:
+        """ε of a pure ε-DP leaf (Laplace, discrete Laplace, sparse vector, known (ε, 0)), else 0.
+
+        Such a leaf may enter the Rényi curve (min(ε, αε²/2)) or be composed basically; both are
+        valid, and :meth:`epsilon` takes the better of "all pure leaves in the curve" and "all
+        pure leaves basic" (Dwork & Roth 2014, Thm 3.16): in the curve, the pure leaves cost
+        their full ε at the large orders a Gaussian composition converts at, plus the
+        conversion's ln(1/δ)/(α - 1) term again.
+        """
+        if isinstance(leaf, (LaplaceEvent, DiscreteLaplaceEvent, SparseVectorEvent)) or (
+            isinstance(leaf, KnownEvent) and leaf.delta == 0.0
+        ):
+            return float(leaf.epsilon)
+        return 0.0
+
+    def _split_pure(self, event: PrivacyEvent) -> tuple[float, PrivacyEvent | None]:
+        """(Σε of the pure leaves, the other leaves composed) or (0, None) if either is empty."""
+        leaves = flatten(event)
+        pure = [leaf for leaf in leaves if self.pure_epsilon(leaf) > 0]
+        rest = [leaf for leaf in leaves if self.pure_epsilon(leaf) == 0]
+        if not pure or not rest:
+            return 0.0, None
+        return sum(self.pure_epsilon(leaf) for leaf in pure), compose(*rest)
+
     def _epsilon(self, event: PrivacyEvent, delta: float) -> float:
-        return self.epsilon_from_parts(
+        together = self.epsilon_from_parts(
             lambda orders: self.rdp_curve(event, orders), self.basic_part(event), delta
         )
+        pure, rest = self._split_pure(event)
+        if rest is None:
+            return together
+        apart = pure + self.epsilon_from_parts(
+            lambda orders: self.rdp_curve(rest, orders), self.basic_part(rest), delta
+        )
+        return min(together, apart)
 
     def delta(self, event: PrivacyEvent, epsilon: float) -> float:
         self.check_supported(event)
-        leaves = flatten(event)
-        if not leaves:
+        if not flatten(event):
             return 0.0
+        together = self._delta_of(event, float(epsilon))
+        pure, rest = self._split_pure(event)
+        if rest is None or float(epsilon) < pure:
+            return together
+        return min(together, self._delta_of(rest, float(epsilon) - pure))
+
+    def _delta_of(self, event: PrivacyEvent, epsilon: float) -> float:
         eps_b, delta_b = self.basic_part(event)
-        remaining = float(epsilon) - eps_b
+        remaining = epsilon - eps_b
         if remaining < 0:
             return 1.0
+
         def curve_of(orders: np.ndarray) -> np.ndarray:
             return self.rdp_curve(event, orders)
 

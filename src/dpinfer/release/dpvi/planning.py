@@ -301,9 +301,11 @@ def check_ledger(plan: PrivacyPlan | None, sampling: str, ledger: Ledger | None,
         budget_accountant = ledger.budget(dataset).accountant  # type: ignore[arg-type]
         if budget_accountant != "advanced":
             raise InvalidPrivacyParameterError(
-                f"the ledger accounts {dataset!r} with {budget_accountant!r}, which would treat the "
-                "paper's with-replacement batches as Poisson subsampling; use sampling='poisson' "
-                "(or a data set budgeted with the 'advanced' accountant)."
+                f"the ledger accounts {dataset!r} with {budget_accountant!r}: it bounds batches drawn "
+                "with replacement validly (repeated draws of a record included), far above the "
+                "paper's convention this fit's noise was calibrated to, so the charge would not "
+                "match the fit's report; use sampling='poisson' (Poisson subsampling, which every "
+                "accountant analyses tightly). Nothing was charged."
             )
 
 
