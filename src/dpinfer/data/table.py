@@ -332,7 +332,10 @@ def _arrow_reader(source: Any, columns: Sequence[str] | None, batch_rows: int) -
     else:
         import pyarrow.csv as pcsv
 
-        parse = pcsv.ParseOptions(delimiter="\t" if path.suffix.lower() == ".tsv" else ",")
+        delim = "\t" if path.suffix.lower() == ".tsv" else ","
+        # blank lines are refused, never skipped: a dropped record would change n and the noise
+        parse = pcsv.ParseOptions(delimiter=delim, ignore_empty_lines=False)
+        read = pcsv.ReadOptions(block_size=1 << 22, autogenerate_column_names=_headerless(path, delim))
         convert = pcsv.ConvertOptions(
             include_columns=None if columns is None else list(columns), strings_can_be_null=True
         )
@@ -341,11 +344,11 @@ def _arrow_reader(source: Any, columns: Sequence[str] | None, batch_rows: int) -
                 path,
                 parse_options=parse,
                 convert_options=convert,
-                read_options=pcsv.ReadOptions(block_size=1 << 22),
+                read_options=read,
             )
             yield from reader
         except pa.ArrowKeyError:
-            header = pcsv.open_csv(path, parse_options=parse).schema.names
+            header = pcsv.open_csv(path, parse_options=parse, read_options=read).schema.names
             _require(header, columns)
             raise
         except pa.ArrowInvalid:
@@ -353,6 +356,20 @@ def _arrow_reader(source: Any, columns: Sequence[str] | None, batch_rows: int) -
                 f"cannot parse {path.name!r} as CSV with a header line (ragged rows, or a column whose "
                 "values change type after the first block: declare its type in a schema)."
             ) from None
+
+
+def _headerless(path: Path, delim: str) -> bool:
+    """Whether a CSV file's first line is a record (every cell a number) rather than a header;
+    such a file's columns are then named ``f0, f1, ...``."""
+    with path.open("rb") as fh:
+        first = fh.readline(1 << 16).decode("utf-8", "replace").strip()
+    if not first:
+        return False
+    try:
+        [float(c.strip().strip('"')) for c in first.split(delim)]
+    except ValueError:
+        return False
+    return True
 
 
 def _require(names: Sequence[str], columns: Sequence[str] | None) -> None:
