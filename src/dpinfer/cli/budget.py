@@ -15,12 +15,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..data.fingerprint import data_file_fingerprint
 from ..errors import InvalidPrivacyParameterError
 from ..privacy import Ledger
 from ..privacy.event_conversion import describe, event_from_dict
 from ..privacy.ledger import DEFAULT_ACCOUNTANT, check_budget_accountant
 from .common import Refusal, add_command
-from .data_input import data_fingerprint
 
 
 def _init(args: argparse.Namespace) -> int:
@@ -48,7 +48,7 @@ def _init(args: argparse.Namespace) -> int:
     if args.data:
         if not Path(args.data).is_file():
             raise FileNotFoundError(f"data file {args.data} not found; nothing was registered.")
-        fingerprint = data_fingerprint(args.data)  # the file's records, not its bytes
+        fingerprint = data_file_fingerprint(args.data)  # the file's records, not its bytes
     ledger = Ledger.create(args.ledger)
     b = ledger.register(
         args.dataset, args.epsilon, args.delta, args.accountant, args.neighbouring, fingerprint=fingerprint

@@ -32,12 +32,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
+from ..data.fingerprint import data_file_fingerprint
 from ..errors import DPInferError, InvalidDataError, PrivacyWarning, UnsupportedEventError
 from ..models.shipped.registry import MODEL_HELP, MODELS, load_release, model_args
 from ..privacy import Ledger
 from ..privacy.ledger import DataBindingError, LedgerFileError, LedgerNotFoundError
 from ..privacy.ledger_store import redact
-from .data_input import data_fingerprint
 
 
 class Refusal(Exception):
@@ -359,7 +359,7 @@ def open_release_ledger(
     path = Path(data_file)
     if not path.is_file():
         raise FileNotFoundError(f"data file {path} not found; nothing was charged or released.")
-    fingerprint = data_fingerprint(path, ledger=ledger, dataset=dataset)  # the file's records
+    fingerprint = data_file_fingerprint(path, ledger=ledger, dataset=dataset)  # the file's records
     try:
         ledger.check_data(dataset, fingerprint)
     except DataBindingError as exc:

@@ -19,16 +19,15 @@ from __future__ import annotations
 import argparse
 import csv
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from ..data import Schema, SchemaError, file_format, read_table, record_fingerprint
-from ..errors import DPInferError, InvalidDataError
-from ..privacy.fingerprint import file_fingerprint
+from ..data import Schema, SchemaError, file_format, read_table
+from ..errors import InvalidDataError
+from .common import Refusal
 
 __all__ = [
-    "add_schema_option", "data_fingerprint", "file_columns", "is_table_file", "load_schema",
+    "add_schema_option", "file_columns", "is_table_file", "load_schema",
     "read_numeric", "schema_dataset",
 ]
 
@@ -39,24 +38,6 @@ def is_table_file(path: str | Path) -> bool:
         return file_format(path) in ("parquet", "arrow")
     except InvalidDataError:
         return False
-
-
-def data_fingerprint(path: str | Path, *, ledger: Any = None, dataset: str | None = None) -> str:
-    """The fingerprint a command binds ``path``'s budget to (module docstring)."""
-    try:
-        fp = record_fingerprint(path)
-    except (DPInferError, OSError, ValueError):
-        return file_fingerprint(path)  # not a table: its bytes
-    if ledger is not None and dataset is not None:
-        try:
-            registered = ledger.budget(dataset).fingerprint
-        except DPInferError:
-            registered = None
-        if registered is not None and registered != fp:
-            legacy = file_fingerprint(path)
-            if registered == legacy:  # a budget bound to the file's bytes by an earlier version
-                return legacy
-    return fp
 
 
 def file_columns(path: str | Path) -> list[str]:
@@ -98,8 +79,14 @@ def add_schema_option(p: argparse.ArgumentParser) -> None:
 
 
 def load_schema(args: argparse.Namespace) -> Schema | None:
+    """``--schema FILE`` loaded (a malformed schema: a refusal, exit 2, nothing charged)."""
     path = getattr(args, "schema", None)
-    return None if not path else Schema.load(path)
+    if not path:
+        return None
+    try:
+        return Schema.load(path)
+    except SchemaError as exc:
+        raise Refusal(str(exc)) from None
 
 
 def schema_dataset(args: argparse.Namespace, schema: Schema | None) -> None:
@@ -108,7 +95,7 @@ def schema_dataset(args: argparse.Namespace, schema: Schema | None) -> None:
         return
     given = getattr(args, "dataset", None)
     if given and given != schema.dataset:
-        raise SchemaError(
+        raise Refusal(
             f"--dataset {given} but the schema describes data set {schema.dataset!r}: one data set has one "
             "budget; drop --dataset or use that data set's schema. Nothing was charged or released."
         )
@@ -119,4 +106,7 @@ def schema_dataset(args: argparse.Namespace, schema: Schema | None) -> None:
 def validate_file(path: str | Path, schema: Schema | None) -> None:
     """Refuse a data file that does not match its schema (before anything is charged)."""
     if schema is not None:
-        read_table(path, schema=schema)
+        try:
+            read_table(path, schema=schema)
+        except InvalidDataError as exc:  # SchemaError included: a refusal, exit 2
+            raise Refusal(str(exc)) from None
