@@ -508,12 +508,18 @@ def feature_matrix(
 ) -> tuple[np.ndarray, tuple[str, ...] | None]:
     """(the columns of ``X`` as one 2-D array, their labels or None) for a release's features.
 
-    Labels are ``names`` if declared, else the container's own string labels
+    Labels are ``names`` if declared (a labelled container's columns are then selected by those
+    labels when it has them all, else named in order), else the container's own string labels
     (:func:`~dpinfer.data.labels.column_labels`; a numpy array has none). Numeric columns become
     float64; a table with a text column gives an object array, which the release refuses.
     """
     labels = column_labels(X, declared=names)
     kind = container_kind(X)
+    own = column_labels(X) if names is not None and kind != "array" and not isinstance(X, Table) else None
+    if own is not None and labels is not None and set(labels) <= set(own) and labels != own:
+        # declared names that are the container's own labels select those columns, by label
+        table = _in_memory(X, list(labels), None)
+        return feature_matrix(table)[0], labels
     labelled = kind in ("pyarrow", "polars", "pandas", "mapping", "duckdb")
     if isinstance(X, Table) or (names is None and labelled):
         table = X if isinstance(X, Table) else _in_memory(X, None, None)
