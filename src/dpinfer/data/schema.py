@@ -377,7 +377,7 @@ def _fmt(v: float | None) -> str:
 
 def file_arrow_schema(path: Path) -> Any:
     """A data file's Arrow schema (names and types; a CSV's types inferred from its first block)."""
-    from .table import file_format
+    from .formats import file_format
 
     fmt = file_format(path)
     if fmt == "parquet":

@@ -31,13 +31,12 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidDataError
+from .formats import file_format
 from .labels import check_names, column_labels, container_kind
+from .schema import SchemaError
 
 __all__ = ["DuckDBQuery", "Table", "duckdb_query", "file_format", "iter_chunks", "read_table"]
 
-PARQUET = (".parquet", ".pq")
-ARROW = (".arrow", ".feather", ".ipc")
-CSV = (".csv", ".tsv", ".txt")
 
 
 @dataclass(frozen=True)
@@ -116,18 +115,6 @@ class Table:
 
 def _kind_name(col: np.ndarray) -> str:
     return {"f": "float", "i": "int", "u": "int", "b": "bool"}.get(col.dtype.kind, "string")
-
-
-def file_format(path: str | os.PathLike[str]) -> str:
-    """``"parquet"``, ``"arrow"`` or ``"csv"`` from a file's extension (refused otherwise)."""
-    suffix = Path(path).suffix.lower()
-    for fmt, exts in (("parquet", PARQUET), ("arrow", ARROW), ("csv", CSV)):
-        if suffix in exts:
-            return fmt
-    raise InvalidDataError(
-        f"cannot read {Path(path).name!r}: the data file must be Parquet ({', '.join(PARQUET)}), Arrow IPC "
-        f"({', '.join(ARROW)}) or CSV ({', '.join(CSV)})."
-    )
 
 
 def _pa() -> Any:
@@ -463,16 +450,40 @@ def iter_chunks(
     columns: Sequence[str] | None,
     chunk_rows: int,
     names: Sequence[str] | None = None,
+    schema: Any = None,
 ) -> Iterator[dict[str, np.ndarray]]:
     """Yield the source's rows in chunks of ``chunk_rows`` (the last may be shorter), each a dict
     name -> numpy column (as :class:`Table`'s columns), in the source's row order.
 
     Files and DuckDB queries are streamed (module docstring): memory is bounded by the chunk size;
-    in-memory sources are sliced. ``columns=None`` reads every column.
+    in-memory sources are sliced. ``columns=None`` reads every column. With a ``schema``
+    (:class:`~dpinfer.data.Schema`), every chunk's columns that the schema declares are validated
+    against it, and the running row count against its ``rows.max``; a mismatch raises
+    :class:`~dpinfer.data.SchemaError` (column and rule, never a value) when its chunk is read, so
+    a streaming release must read every chunk before it charges.
     """
     if not isinstance(chunk_rows, (int, np.integer)) or isinstance(chunk_rows, bool) or chunk_rows < 1:
         raise InvalidDataError(f"chunk_rows must be a positive integer, got {chunk_rows!r}.")
-    chunk_rows = int(chunk_rows)
+    chunks = _iter_chunks(source, columns, int(chunk_rows), names)
+    if schema is None:
+        yield from chunks
+        return
+    seen = 0
+    for chunk in chunks:
+        declared = [c for c in chunk if c in schema.columns]
+        schema.validate(chunk, columns=declared)
+        seen += len(next(iter(chunk.values()))) if chunk else 0
+        if schema.max_rows is not None and seen > schema.max_rows:
+            raise SchemaError(
+                f"the data do not match the schema of {schema.dataset!r}: more than rows.max = "
+                f"{schema.max_rows} rows (rule: row count). Nothing was charged or released."
+            )
+        yield chunk
+
+
+def _iter_chunks(
+    source: Any, columns: Sequence[str] | None, chunk_rows: int, names: Sequence[str] | None
+) -> Iterator[dict[str, np.ndarray]]:
     if isinstance(source, DuckDBQuery) or _is_path(source) or container_kind(source) in ("pyarrow", "duckdb"):
         if container_kind(source) == "pyarrow":
             batches = iter(source.to_batches() if hasattr(source, "to_batches") else [source])
