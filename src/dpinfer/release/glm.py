@@ -189,7 +189,7 @@ def release_glm_statistics(
     if bounds is None:
         raise InvalidDataError("bounds= (public, per feature) or a schema declaring them is needed. Nothing "
                                "was charged.")
-    dataset = bind_dataset(rd.schema, context, dataset)
+    dataset = bind_dataset(rd.schema, context, dataset, relation="replace-one")  # n is public
     ctx = ReleaseContext.of(context, ledger=ledger, dataset=dataset, privacy_rng=privacy_rng, label=label)
     if family not in FAMILIES:
         raise InvalidDataError(f"family must be one of {FAMILIES}, got {family!r}. Nothing was charged.")

@@ -136,7 +136,7 @@ def release_covariate_model(
     if bounds is None:
         raise InvalidDataError("bounds= (public, per column) or a schema declaring them is needed. Nothing "
                                "was charged.")
-    dataset = bind_dataset(rd.schema, context, dataset)
+    dataset = bind_dataset(rd.schema, context, dataset, relation=neighbouring)
     ctx = ReleaseContext.of(context, ledger=ledger, dataset=dataset, privacy_rng=privacy_rng, label=label)
     arr = np.asarray(rd.X)
     if arr.dtype.kind not in "biuf":
