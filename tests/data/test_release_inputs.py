@@ -96,3 +96,19 @@ def test_dpvi_reads_a_file_with_its_schema(files):
                                           training=TrainingOptions(steps=20))
     assert fit.param_names == ("intercept", "age", "bmi")
     assert fit.config["design"]["bounds"] == [[20.0, 80.0], [18.0, 40.0]]
+
+
+def test_a_release_under_another_relation_than_the_schema_is_refused(files, tmp_path):
+    tmp, _ = files
+    add_remove = Schema.from_dict({**SCHEMA, "neighbouring": "add-remove"})
+    with pytest.raises(SchemaError, match="declares add-remove neighbours"):
+        _stat(tmp / "d.parquet", "event", schema=add_remove)  # the GLM's n is public: replace-one
+    from dpinfer.release.synthesis import release_covariate_model
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = release_covariate_model(tmp / "d.parquet", schema=add_remove, neighbouring="add-remove",
+                                    epsilon=1.0, columns=["age", "bmi"], privacy_rng=prng(0))
+    assert m.privacy.neighbouring == "add-remove"
+    with pytest.raises(SchemaError, match="declares add-remove"):
+        release_covariate_model(tmp / "d.parquet", schema=add_remove, epsilon=1.0, columns=["age", "bmi"])

@@ -145,3 +145,20 @@ def test_the_draft_holds_names_and_types_and_no_value_from_the_data(tmp_path):
         assert s.columns["age"].lower is None and not s.columns["region"].release
         with pytest.raises(SchemaError, match="placeholders"):
             s.bounds(["age"])
+
+
+def test_iter_chunks_validates_every_chunk_and_the_running_row_count(tmp_path):
+    from dpinfer.data import iter_chunks
+
+    t = _table(40)
+    t["age"][33] = 120 + SECRET  # in the last chunk
+    pq.write_table(pa.table(t), tmp_path / "d.parquet")
+    chunks = iter_chunks(tmp_path / "d.parquet", columns=["age", "bmi"], chunk_rows=16,
+                         schema=Schema.from_dict(DOC))
+    assert len(next(chunks)["age"]) == 16 and len(next(chunks)["age"]) == 16
+    with pytest.raises(SchemaError, match=r"column 'age'.*rule: bounds") as e:
+        next(chunks)
+    assert "151" not in str(e.value)
+    capped = Schema.from_dict({**DOC, "rows": {"max": 20}})
+    with pytest.raises(SchemaError, match="rule: row count"):
+        list(iter_chunks(tmp_path / "d.parquet", columns=["bmi"], chunk_rows=16, schema=capped))

@@ -39,6 +39,7 @@ COMMAND_MODULES: list[tuple[str, str]] = [
     ("dpinfer.cli.check", "dpinfer.inference"),  # check (calibration)
     ("dpinfer.cli.runs", "dpinfer.execution"),  # runs list, runs show
     ("dpinfer.cli.synthesize", "dpinfer.models"),  # synthesize
+    ("dpinfer.cli.schema", "dpinfer.data"),  # schema draft, schema check
 ]
 
 

@@ -5,7 +5,7 @@
 charges the ledger, runs Algorithm 1 and writes only the released indicators (as accepted
 positions), the accepted θ and the privacy report. Either ``--ledger`` or an explicit
 ``--no-ledger`` (an unaccounted release) is required; if the data set was registered with
-``dpinfer budget init --data data.csv``, ``--observed`` must be that very file (same bytes). The
+``dpinfer budget init --data data.csv``, ``--observed`` must hold the same records. The
 simulations come from ``dpinfer simulate`` (:mod:`dpinfer.cli.simulate`).
 """
 
@@ -22,6 +22,15 @@ import numpy as np
 from ..distances import RFFMMD, ExactMMD
 from ..errors import InvalidDataError, InvalidPrivacyParameterError
 from .common import add_command, add_ledger_options, mark_unaccounted, open_release_ledger, release_notices
+from .data_input import (
+    add_schema_option,
+    file_columns,
+    is_table_file,
+    load_schema,
+    read_numeric,
+    schema_dataset,
+    validate_file,
+)
 
 
 def _memmap_npz_member(path: Path, name: str) -> np.ndarray | None:
@@ -100,6 +109,14 @@ def load_observed(path: str | Path, columns: str | None = None) -> np.ndarray:
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"observed data file {p} not found.")
+    if is_table_file(p):  # Parquet / Arrow IPC (dpinfer.data): named columns, or all of them
+        names = file_columns(p)
+        picked = [c.strip() for c in columns.split(",")] if columns else names
+        picked = [names[int(c)] if c.isdigit() and c not in names else c for c in picked]
+        missing = [c for c in picked if c not in names]
+        if missing:
+            raise InvalidDataError(f"{p}: no column(s) {missing} (columns: {names}).")
+        return read_numeric(p, picked)
     lines = p.read_text().splitlines()
     while lines and not lines[-1].strip():  # trailing newlines at the end of the file are no records
         lines.pop()
@@ -156,7 +173,9 @@ def load_observed(path: str | Path, columns: str | None = None) -> np.ndarray:
 
 
 def _header(path: str | Path) -> list[str] | None:
-    """The CSV's header (None if its first line is numbers)."""
+    """The CSV's header (None if its first line is numbers); a Parquet/Arrow file's column names."""
+    if is_table_file(path):
+        return file_columns(path)
     with open(path) as fh:
         first = [c.strip() for c in fh.readline().split(",")]
     try:
@@ -196,8 +215,11 @@ def _abcdp(args: argparse.Namespace) -> int:
     from ..release.abcdp import ABCDPOptions, abcdp
 
     # refusals first: nothing is read, charged or released without a ledger decision
+    schema = load_schema(args)
+    schema_dataset(args, schema)  # the budget is the schema's data set
     ledger, dataset = open_release_ledger(args, args.observed)
     theta, sims, meta = load_simulations(args.simulations)
+    validate_file(args.observed, schema)  # refused before anything is charged
     observed = load_observed(args.observed, args.columns)
     if sims.ndim == 3 and observed.shape[1] != sims.shape[2]:
         header = _header(args.observed)
@@ -245,7 +267,8 @@ def register(subparsers: Any) -> None:
     ab = add_command(subparsers, "abcdp", help="data owner: private rejection ABC (ABCDP, sparse vector)")
     ab.add_argument("--observed", required=True,
         help="CSV of the confidential observed data: one record per line, numbers only, optional header; "
-                    "blank lines and empty cells are refused")
+                    "blank lines and empty cells are refused (or a Parquet / Arrow IPC file)")
+    add_schema_option(ab)
     ab.add_argument(
         "--columns", default=None,
         help="comma-separated columns of the CSV to use, by header name or 0-based index (None: all)",

@@ -19,7 +19,7 @@ mean-field).
 
 A private fit needs ``--ledger PATH`` (charged to ``--dataset``, default: the file stem, before
 any noise is drawn) or an explicit ``--no-ledger`` (released unaccounted). If the data set was
-registered with ``--data FILE``, ``--data`` must be that very file (same bytes).
+registered with ``--data FILE``, ``--data`` must hold the same records (any format or order).
 
 ``--non-private`` fits the confidential data without noise: the output is not a release and
 offers no privacy at all. It is never charged (``--ledger`` is refused) and, like an unaccounted
@@ -28,7 +28,10 @@ release, needs the explicit ``--no-ledger``; the output file says ``NON-PRIVATE`
 
 The CSV has a header row; every column other than ``--target`` (or those listed in
 ``--features``) is a feature and must be numeric. Features are used as given: scale them with
-*public* bounds beforehand (standardising with the data's own statistics is itself a release).
+*public* bounds beforehand (standardising with the data's own statistics is itself a release), or
+give ``--schema FILE`` (:class:`dpinfer.data.Schema`): its public bounds then scale every feature
+to [-1, 1], the budget is its data set, and a file that does not match it is refused before
+anything is charged. ``--data`` may also be a Parquet or Arrow IPC file.
 ``--data abalone`` uses the shipped Abalone set with the DPVI authors' preprocessing and reports
 the test accuracy.
 """
@@ -55,6 +58,15 @@ from .common import (
     pick,
     release_notices,
 )
+from .data_input import (
+    add_schema_option,
+    file_columns,
+    is_table_file,
+    load_schema,
+    read_numeric,
+    schema_dataset,
+    validate_file,
+)
 
 # options passed to DPVI.fit under their own names
 # the options passed on unchanged into DPVI.fit's groups (PrivacyOptions, OptimizerOptions, TrainingOptions)
@@ -66,10 +78,21 @@ _TRAINING_OPTIONS = ("sampling_rate", "steps", "per_example", "mc_samples")
 def read_csv(
     path: str | Path, target: str, features: list[str] | None = None
 ) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """Features, target and feature names from a CSV file with a header row."""
+    """Features, target and feature names from a CSV file with a header row (or a Parquet/Arrow
+    file, read by :mod:`dpinfer.data`)."""
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"data file {p} not found.")
+    if is_table_file(p):
+        header = file_columns(p)
+        if target not in header:
+            raise InvalidDataError(f"target column {target!r} not in {p} (columns: {header}).")
+        names = features or [h for h in header if h != target]
+        missing = [f for f in names if f not in header]
+        if missing:
+            raise InvalidDataError(f"feature column(s) {missing} not in {p} (columns: {header}).")
+        out = read_numeric(p, [*names, target])
+        return out[:, :-1], out[:, -1], names
     with p.open(newline="") as fh:
         reader = csv.reader(fh)
         try:
@@ -160,6 +183,11 @@ def _data(args: argparse.Namespace) -> tuple[np.ndarray, np.ndarray, list[str] |
     if not args.target:
         raise InvalidDataError("--target COLUMN is required with a CSV file.")
     feats = [f.strip() for f in args.features.split(",")] if args.features else None
+    schema = load_schema(args)
+    validate_file(args.data, schema)
+    if feats is None and schema is not None:
+        feats = [n for n, c in schema.columns.items()
+                 if c.release and c.type in ("float", "int", "bool") and n != args.target]
     X, y, names = read_csv(args.data, args.target, feats)
     return X, y, names, None
 
@@ -188,6 +216,8 @@ def _run(args: argparse.Namespace) -> int:
     from ..release.dpvi.options import OptimizerOptions, PrivacyOptions, TrainingOptions
 
     private = not args.non_private
+    schema = load_schema(args)
+    schema_dataset(args, schema)  # the budget is the schema's data set
     ledger, dataset = _ledger(args, private)
     X, y, names, test = _data(args)
     if private and args.epsilon is None and args.noise_multiplier is None:
@@ -215,6 +245,8 @@ def _run(args: argparse.Namespace) -> int:
             private=private,
             seed=args.seed,
             context=ReleaseContext(ledger=ledger, dataset=dataset),
+            # with a schema, its public bounds scale the features to [-1, 1]
+            schema=schema, feature_names=names if schema is not None else None,
         )
     mark_unaccounted(fit, ledger)
     if not private:
@@ -270,7 +302,9 @@ def register(subparsers: Any) -> None:
         help="differentially private variational inference (logistic / Poisson regression)",
         description=__doc__,
     )
-    p.add_argument("--data", required=True, help="CSV file with a header row, or 'abalone' (shipped)")
+    p.add_argument("--data", required=True,
+                   help="CSV file with a header row, a Parquet or Arrow IPC file, or 'abalone' (shipped)")
+    add_schema_option(p)
     p.add_argument("--target", help="target column of the CSV (required for a CSV)")
     p.add_argument("--features", help="comma-separated feature columns (default: all but the target)")
     p.add_argument("--model", default="logistic", choices=("logistic", "poisson"), help="GLM likelihood")

@@ -1,4 +1,4 @@
-"""``dpinfer glm``: a noise-aware private GLM fitted to a CSV file.
+"""``dpinfer glm``: a noise-aware private GLM fitted to a CSV, Parquet or Arrow file.
 
 Example::
 
@@ -16,6 +16,11 @@ post-processing (:func:`dpinfer.inference.glm.glm_posterior`). ``--family poisso
 ``--family linear`` needs ``--y-bounds LO:HI``. The coefficients are those of the features scaled
 to [-1, 1]; the output file (``dpinfer.result``) keeps the release and its privacy report.
 
+With ``--schema FILE`` (:class:`dpinfer.data.Schema`) the bounds of the features, the response and
+the offset default to the schema's (explicit options override them), the budget is the schema's
+data set, and a file that does not match the schema is refused before anything is charged
+(:mod:`dpinfer.cli.data_input`).
+
 Refusals and bad input (a missing column, a value outside its bounds, a malformed option, a bad
 sampler option, seed or output path) exit with status 2 and one line on standard error; nothing is
 charged: every option, the posterior's included, is checked before the release. An error after the
@@ -26,7 +31,6 @@ was charged.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 from pathlib import Path
 from typing import Any
@@ -40,20 +44,27 @@ from .common import (
     open_release_ledger,
     release_notices,
 )
+from .data_input import add_schema_option, file_columns, load_schema, schema_dataset, validate_file
 
 FAMILIES = ("logistic", "probit", "poisson", "linear")
 
 
-def _read(path: Path, columns: list[str] | None, target: str, offset: str | None) -> tuple[Any, ...]:
+def _read(
+    path: Path, columns: list[str] | None, target: str, offset: str | None, schema: Any = None
+) -> tuple[Any, ...]:
     """Features, target, offset and feature names: the DPVI command's reader (header row, no
     blank lines, no missing or non-numeric cells, no cell ever shown), with the offset column
-    read as one more feature and split off."""
+    read as one more feature and split off. Parquet/Arrow files are read by dpinfer.data; with a
+    schema, the features default to its releasable numeric columns and the file is validated."""
     from .dpvi import read_csv
 
     if not path.exists():
         raise Refusal(f"data file {path} not found (nothing was charged).")
-    with path.open(newline="") as fh:
-        header = [h.strip() for h in next(csv.reader(fh), [])]
+    validate_file(path, schema)
+    header = file_columns(path)
+    if columns is None and schema is not None:
+        columns = [n for n, c in schema.columns.items()
+                   if c.release and c.type in ("float", "int", "bool") and n not in (target, offset)]
     names = columns or [h for h in header if h not in (target, offset)]
     if not names and header:
         raise Refusal(f"{path} has no feature columns besides the target.")
@@ -91,11 +102,20 @@ def _run(args: argparse.Namespace) -> int:
     from ..inference.glm import GLMSamplerOptions
     from ..release.glm import private_glm
 
+    schema = load_schema(args)
+    schema_dataset(args, schema)  # the budget is the schema's data set
     ledger, dataset = open_release_ledger(args, Path(args.data), Path(args.data).stem)
     feats = [f.strip() for f in args.features.split(",")] if args.features else None
-    X, y, off, names = _read(Path(args.data), feats, args.target, args.offset)
-    bounds = _bounds(args.bounds, names)
+    X, y, off, names = _read(Path(args.data), feats, args.target, args.offset, schema)
+    if args.bounds is None and schema is None:
+        raise Refusal("--bounds is required (public feature bounds), or --schema FILE declaring them.")
+    bounds = _bounds(args.bounds, names) if args.bounds is not None else None  # None: the schema's
     y_bounds: Any = None
+    if schema is not None and args.y_bounds is None and args.family in ("poisson", "linear"):
+        y_bounds = schema.bounds([args.target])[0]
+    off_bounds: Any = None
+    if schema is not None and args.offset and args.offset_bounds is None:
+        off_bounds = schema.bounds([args.offset])[0]
     if args.y_bounds is not None:
         y_bounds = _range(args.y_bounds, "--y-bounds") if ":" in args.y_bounds else args.y_bounds
         if not isinstance(y_bounds, tuple):
@@ -103,13 +123,14 @@ def _run(args: argparse.Namespace) -> int:
                 y_bounds = float(y_bounds)
             except ValueError:
                 raise Refusal(f"--y-bounds must be YMAX or LO:HI, got {args.y_bounds!r}.") from None
-    off_bounds = _range(args.offset_bounds, "--offset-bounds") if args.offset_bounds else None
+    if args.offset_bounds:
+        off_bounds = _range(args.offset_bounds, "--offset-bounds")
     try:
         with release_notices(accounted=ledger is not None):
             fit = private_glm(
                 X, y, family=args.family, bounds=bounds, epsilon=args.epsilon, delta=args.delta,
                 y_bounds=y_bounds, offset=off, offset_bounds=off_bounds, intercept=not args.no_intercept,
-                feature_names=names, ledger=ledger, dataset=dataset, seed=args.seed,
+                feature_names=names, schema=schema, ledger=ledger, dataset=dataset, seed=args.seed,
                 sampler=GLMSamplerOptions(method=args.sampler, proposals=args.proposals),
             )
     except InvalidDataError as exc:
@@ -136,12 +157,15 @@ def register(subparsers: Any) -> None:
     """Add ``dpinfer glm`` to the CLI."""
     p = add_command(subparsers, "glm", help="noise-aware private GLM (logistic, probit, Poisson, linear)",
                     description=__doc__)
-    p.add_argument("--data", required=True, help="CSV file with a header row")
+    p.add_argument("--data", required=True,
+                   help="the confidential records: CSV (header row), Parquet or Arrow IPC (.arrow/.feather)")
     p.add_argument("--target", required=True, help="response column")
     p.add_argument("--features", help="comma-separated feature columns (default: all but target and offset)")
     p.add_argument("--family", default="logistic", choices=FAMILIES, help="GLM family")
-    p.add_argument("--bounds", required=True,
-                   help="public feature bounds: LO:HI for all, or NAME=LO:HI,NAME=LO:HI,... per column")
+    p.add_argument("--bounds",
+                   help="public feature bounds: LO:HI for all, or NAME=LO:HI,NAME=LO:HI,... per column "
+                   "(required unless --schema declares them; overrides the schema's)")
+    add_schema_option(p)
     p.add_argument("--y-bounds", help="response bounds: YMAX (poisson) or LO:HI (linear)")
     p.add_argument("--offset", help="offset column (enters the linear predictor with coefficient 1)")
     p.add_argument("--offset-bounds", help="public bounds LO:HI of the offset")

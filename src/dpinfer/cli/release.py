@@ -38,6 +38,15 @@ from .common import (
     release_notices,
     write_text_atomic,
 )
+from .data_input import (
+    add_schema_option,
+    file_columns,
+    is_table_file,
+    load_schema,
+    read_numeric,
+    schema_dataset,
+    validate_file,
+)
 
 #: model -> (the columns its statistic reads, in order, and how they become the statistic's inputs)
 RELEASABLE = {
@@ -56,6 +65,12 @@ def read_columns(path: str | Path, columns: list[str]) -> np.ndarray:
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"data file {p} not found.")
+    if is_table_file(p):  # Parquet / Arrow IPC (dpinfer.data)
+        header = file_columns(p)
+        missing = [c for c in columns if c not in header]
+        if missing:
+            raise InvalidDataError(f"column(s) {missing} not in {p} (columns: {header}); pass --columns.")
+        return read_numeric(p, columns)
     with p.open(newline="") as fh:
         rows = list(csv.reader(fh))
     if not rows:
@@ -156,7 +171,13 @@ def _release(args: argparse.Namespace) -> int:
             "your own as package.module:factory whose mechanism is a clamped_release."
         )
     check_output_path(args.out)  # written whole after the release: refused now if it cannot be
+    schema = load_schema(args)
+    schema_dataset(args, schema)  # the budget is the schema's data set
     ledger, dataset = open_release_ledger(args, args.data)  # refusals first: nothing read before
+    validate_file(args.data, schema)  # a file that does not match its schema: refused, nothing charged
+    if schema is not None and args.model == "gaussian-mean" and "clamp" not in model_args:
+        column = (args.columns or RELEASABLE[args.model][0]).strip()
+        model_args = {**model_args, "clamp": list(schema.bounds([column])[0])}  # the schema's bounds
     if user:
         rel, model_args, n = _user_release(args, model_args, ledger, dataset)
         return _write(args, rel, model_args, n, ledger, dataset)
@@ -238,7 +259,9 @@ def register(subparsers: Any) -> None:
         help=f"the private-data model: {', '.join(sorted(RELEASABLE))}, or package.module:factory "
         "(a model of your own whose mechanism is a clamped_release; one --columns column)",
     )
-    p.add_argument("--data", required=True, help="CSV file of the confidential records (header row)")
+    p.add_argument("--data", required=True,
+                   help="the confidential records: CSV (header row), Parquet or Arrow IPC (.arrow/.feather)")
+    add_schema_option(p)
     p.add_argument("--columns", default=None, help="comma-separated columns (default: the model's, above)")
     p.add_argument("--epsilon", type=float, required=True, help="privacy level of the release (pure DP)")
     p.add_argument(

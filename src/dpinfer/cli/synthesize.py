@@ -16,7 +16,7 @@ Its covariates come from exactly one of:
 * ``--covariates FILE --covariate-epsilon E --covariate-bounds B`` (the data owner): releases a
   DP product-of-marginals model of the confidential covariates in FILE
   (:func:`dpinfer.release.synthesis.release_covariate_model`), charged to ``--ledger/--dataset``
-  (bound to FILE's SHA-256) or explicitly unaccounted with ``--no-ledger``, writes it to
+  (bound to FILE's records) or explicitly unaccounted with ``--no-ledger``, writes it to
   ``OUT.covariates.json`` and samples from it;
 * ``--public-covariates FILE``: covariates the user declares public in their own right; their rows
   are copied, and the output says they are NOT protected.
@@ -35,6 +35,15 @@ import numpy as np
 
 from ..errors import InvalidDataError
 from .common import Refusal, add_command, add_ledger_options, count, open_release_ledger, release_notices
+from .data_input import (
+    add_schema_option,
+    file_columns,
+    is_table_file,
+    load_schema,
+    read_numeric,
+    schema_dataset,
+    validate_file,
+)
 
 COVARIATE_OPTIONS = ("covariates", "public_covariates", "covariate_model")
 
@@ -63,6 +72,15 @@ def read_covariates(path: str, d: int, names: tuple[str, ...] | None) -> tuple[n
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"covariates file {p} not found.")
+    if is_table_file(p):  # Parquet / Arrow IPC (dpinfer.data)
+        header = file_columns(p)
+        if names and all(n in header for n in names):
+            cols = tuple(names)
+        elif len(header) == d:
+            cols = tuple(header)
+        else:
+            raise InvalidDataError(f"{p} has columns {header}, but the fit needs {d} covariate columns.")
+        return read_numeric(p, list(cols)), cols
     with p.open(newline="") as fh:
         rows = list(csv.reader(fh))
     if len(rows) < 2:
@@ -135,15 +153,18 @@ def _covariate_source(args: argparse.Namespace, result: Any, ledger: Any, datase
         return PublicCovariates(X, source=f"file {Path(args.public_covariates).name}", columns=cols)
     from ..release.synthesis import release_covariate_model
 
+    schema = load_schema(args)
+    validate_file(args.covariates, schema)  # refused before anything is charged
     X, cols = read_covariates(args.covariates, d, names)
     unknown = sorted(_integer_columns(args) - set(cols))
     if unknown:  # before the covariate model is released and charged
         raise Refusal(f"--covariate-integer names column(s) {unknown} that are not covariates "
                       f"({list(cols)}). Nothing was charged or written.")
     integer = [c in _integer_columns(args) for c in cols]
+    bounds = _bounds(args.covariate_bounds, cols) if args.covariate_bounds else None  # None: the schema's
     with release_notices(ledger is not None):
         model = release_covariate_model(
-            X, bounds=_bounds(args.covariate_bounds, cols), epsilon=args.covariate_epsilon,
+            X, bounds=bounds, epsilon=args.covariate_epsilon, schema=schema,
             bins=args.covariate_bins, integer=integer, columns=cols, ledger=ledger, dataset=dataset,
             label=f"synthesize: covariate marginals eps={args.covariate_epsilon:g}",
         )
@@ -166,7 +187,7 @@ def _refusals(args: argparse.Namespace) -> tuple[Any, Any]:
             + " contradict each other."
         )
     if args.covariates:
-        if args.covariate_epsilon is None or not args.covariate_bounds:
+        if args.covariate_epsilon is None or not (args.covariate_bounds or args.schema):
             raise Refusal(
                 f"--covariates {args.covariates} reads confidential covariates, and synthetic data never "
                 "copy them: release a DP model of them instead by adding --covariate-epsilon E and "
@@ -174,6 +195,7 @@ def _refusals(args: argparse.Namespace) -> tuple[Any, Any]:
                 "(or --no-ledger); or, if the file is public in its own right, pass it as "
                 "--public-covariates FILE (copied, and stated NOT protected). Nothing was written."
             )
+        schema_dataset(args, load_schema(args))  # the budget is the schema's data set
         return open_release_ledger(args, args.covariates)
     if args.ledger or args.no_ledger or args.dataset:
         raise Refusal(
@@ -254,7 +276,8 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument(
         "--covariates",
-        help="DPVI / GLM, data owner: the CONFIDENTIAL covariates CSV (header row): a DP model of them is "
+        help="DPVI / GLM, data owner: the CONFIDENTIAL covariates (CSV with a header row, Parquet or Arrow): "
+        "a DP model of them is "
         "released "
         "(needs --covariate-epsilon, --covariate-bounds and a ledger decision); its rows are never copied",
     )
@@ -273,6 +296,7 @@ def register(subparsers: Any) -> None:
         help="public bounds of the covariates (JSON): [lo, hi] for all, [[lo, hi], ...] per column, or "
         '{"column": [lo, hi]}; declared from the domain, never from the data; values are clamped',
     )
+    add_schema_option(p)
     p.add_argument(
         "--covariate-bins", type=count, default=20,
         help="equal-width bins per continuous covariate of the DP covariate model",

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..privacy.fingerprint import RecordFingerprint
+from ..errors import DPInferError
+from ..privacy.fingerprint import RecordFingerprint, file_fingerprint
 from .table import iter_chunks
 
-__all__ = ["record_fingerprint"]
+__all__ = ["data_file_fingerprint", "record_fingerprint"]
 
 CHUNK_ROWS = 1 << 16
 
@@ -33,3 +34,26 @@ def record_fingerprint(source: Any, *, chunk_rows: int = CHUNK_ROWS) -> str:
     for chunk in iter_chunks(source, columns=None, chunk_rows=chunk_rows, names=names):
         fp.update(list(chunk.values()))
     return fp.hexdigest()
+
+
+def data_file_fingerprint(path: Any, *, ledger: Any = None, dataset: str | None = None) -> str:
+    """The fingerprint a data file's budget is bound to: its records (:func:`record_fingerprint`).
+
+    A file that cannot be parsed as a table is identified by its bytes (its release is refused by
+    the reader anyway); a budget that an earlier version bound to the file's SHA-256 (``ledger``
+    and ``dataset`` given) keeps being matched by it.
+    """
+    try:
+        fp = record_fingerprint(path)
+    except (DPInferError, OSError, ValueError):
+        return file_fingerprint(path)  # not a table: its bytes
+    if ledger is not None and dataset is not None:
+        try:
+            registered = ledger.budget(dataset).fingerprint
+        except DPInferError:
+            registered = None
+        if registered is not None and registered != fp:
+            legacy = file_fingerprint(path)
+            if registered == legacy:  # bound to the file's bytes by an earlier version
+                return legacy
+    return fp

@@ -146,16 +146,28 @@ def _numeric_chunk(chunk: dict[str, Any]) -> dict[str, np.ndarray]:
     return out
 
 
-def bind_dataset(schema: Schema | None, context: Any, dataset: str | None) -> str | None:
+def bind_dataset(
+    schema: Schema | None, context: Any, dataset: str | None, *, relation: str | None = None
+) -> str | None:
     """The data set a release is charged to: the schema's name unless one is given (they must agree).
+
+    ``relation``: the release's neighbouring relation, which must be the schema's (a release whose
+    guarantee is stated for another relation is refused here, before anything is charged).
 
     Raises
     ------
     SchemaError
-        A ``dataset`` (or a context's) other than the schema's: one data set has one budget.
+        A ``dataset`` (or a context's) other than the schema's: one data set has one budget; or a
+        release under another neighbouring relation than the schema declares.
     """
     if schema is None:
         return dataset
+    if relation is not None and relation != schema.neighbouring:
+        raise SchemaError(
+            f"the schema of {schema.dataset!r} declares {schema.neighbouring} neighbours but this release's "
+            f"guarantee is {relation}; release it under the schema's relation (where the release offers "
+            "it) or correct the schema. Nothing was charged or released."
+        )
     given = dataset if dataset is not None else getattr(context, "dataset", None)
     if given is not None and given != schema.dataset:
         raise SchemaError(

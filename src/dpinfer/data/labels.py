@@ -27,7 +27,8 @@ __all__ = ["check_names", "column_labels", "container_kind"]
 
 
 def container_kind(X: Any) -> str:
-    """``"pyarrow"``, ``"polars"``, ``"pandas"``, ``"mapping"``, ``"duckdb"`` or ``"array"``.
+    """``"pyarrow"``, ``"polars"``, ``"pandas"``, ``"mapping"``, ``"duckdb"``, ``"table"`` (a
+    :class:`~dpinfer.data.Table`) or ``"array"``.
 
     Decided from the type's module, so no optional library is imported to ask.
     """
@@ -39,6 +40,8 @@ def container_kind(X: Any) -> str:
         return "polars"
     if top == "pandas" and type(X).__name__ == "DataFrame":
         return "pandas"
+    if mod == "dpinfer.data.table" and type(X).__name__ == "Table":
+        return "table"
     if top == "duckdb" and hasattr(X, "fetch_record_batch"):
         return "duckdb"
     if isinstance(X, Mapping):
@@ -88,6 +91,8 @@ def column_labels(X: Any, *, declared: Sequence[Any] | None = None) -> tuple[str
         return check_names(list(X.columns), "the data frame's column labels")
     if kind == "mapping":
         return check_names(list(X.keys()), "the mapping's keys")
+    if kind == "table":
+        return tuple(X.names)
     if kind == "duckdb":
         return check_names([c[0] for c in X.description], "the query's column names")
     if hasattr(X, "columns") or hasattr(X, "column_names"):

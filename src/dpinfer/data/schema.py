@@ -380,8 +380,9 @@ def _fmt(v: float | None) -> str:
 # -------------------------------------------------------------------- draft
 
 
-def _arrow_schema(path: Path) -> Any:
-    from .table import file_format
+def file_arrow_schema(path: Path) -> Any:
+    """A data file's Arrow schema (names and types; a CSV's types inferred from its first block)."""
+    from .formats import file_format
 
     fmt = file_format(path)
     if fmt == "parquet":
@@ -428,7 +429,7 @@ def draft_schema(source: str | os.PathLike[str], *, dataset: str | None = None) 
     path = Path(source)
     if not path.is_file():
         raise SchemaError(f"no data file at {str(path)!r}.")
-    schema = _arrow_schema(path)
+    schema = file_arrow_schema(path)
     names = check_names(list(schema.names), "the file's column names")
     name = dataset or path.stem
     lines = [

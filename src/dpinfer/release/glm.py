@@ -345,7 +345,7 @@ def release_glm_statistics(
     if bounds is None:
         raise InvalidDataError("bounds= (public, per feature) or a schema declaring them is needed. Nothing "
                                "was charged.")
-    dataset = bind_dataset(sch, context, dataset)
+    dataset = bind_dataset(sch, context, dataset, relation="replace-one")  # n is public
     ctx = ReleaseContext.of(context, ledger=ledger, dataset=dataset, privacy_rng=privacy_rng, label=label)
     D = len(names)
     fb = _bounds(bounds, names)

@@ -169,7 +169,7 @@ def release_covariate_model(
     if bounds is None:
         raise InvalidDataError("bounds= (public, per column) or a schema declaring them is needed. Nothing "
                                "was charged.")
-    dataset = bind_dataset(sch, context, dataset)
+    dataset = bind_dataset(sch, context, dataset, relation=neighbouring)
     ctx = ReleaseContext.of(context, ledger=ledger, dataset=dataset, privacy_rng=privacy_rng, label=label)
     eps = check_epsilon(epsilon, "covariate-model epsilon")
     relation = check_relation(neighbouring)
