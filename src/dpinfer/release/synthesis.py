@@ -181,9 +181,9 @@ def release_covariate_model(
         raise InvalidDataError("the covariates hold no record. Nothing was charged.")
     nonfinite = sums.flags["nonfinite"]
     if any(nonfinite):
-        cols = [j for j, c in enumerate(nonfinite) if c]
+        where = [j for j, c in enumerate(nonfinite) if c]
         raise InvalidDataError(
-            f"covariates hold {sum(nonfinite)} missing or non-finite value(s) (in column(s) {cols}); "
+            f"covariates hold {sum(nonfinite)} missing or non-finite value(s) (in column(s) {where}); "
             "impute or remove those records first. Nothing was charged or released."
         )
     for j, bad in enumerate(sums.flags["kind"]):
