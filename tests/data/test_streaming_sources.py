@@ -109,10 +109,11 @@ def test_records_outside_the_bounds_in_a_file_are_refused_before_any_charge(tmp_
     with pytest.raises(InvalidDataError, match=r"column\(s\) bmi \(2\)") as info:
         _glm(path, "event", ledger=ledger, dataset="d", chunk_rows=100)
     assert "77" not in str(info.value)
-    with pytest.raises(InvalidDataError, match=r"no column\(s\) \['smoker'\]"):
+    with pytest.raises(InvalidDataError, match=r"no column.*'smoker'"):
         _glm(path, "smoker", ledger=ledger, dataset="d")
     with pytest.raises(InvalidDataError, match="feature_names"):
-        release_glm_statistics(path, "event", family="logistic", bounds=(0, 1), epsilon=1.0, delta=1e-6)
+        release_glm_statistics(path, "event", family="logistic", bounds=(0, 1), epsilon=1.0, delta=1e-6,
+                               chunk_rows=100)
     assert ledger.spent("d") == 0 and ledger.history("d") == []
 
 

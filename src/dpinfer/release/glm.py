@@ -45,7 +45,7 @@ import numpy as np
 
 from ..data.inputs import bind_dataset, release_data, with_schema
 from ..data.schema import Schema
-from ..data.streaming import accumulate, is_streamed
+from ..data.streaming import DEFAULT_CHUNK_ROWS, accumulate, is_streamed
 from ..data.table import feature_matrix
 from ..errors import DPInferError, InvalidDataError
 from ..inference.glm import (
@@ -73,7 +73,7 @@ def _matrix(X: Any, declared: Sequence[str] | None = None) -> tuple[np.ndarray, 
         arr = arr[:, None]
     if arr.dtype.kind not in "biuf":
         raise InvalidDataError(f"features must be numeric, got dtype {arr.dtype}. Nothing was charged.")
-    arr = arr.astype(np.float64)
+    arr = arr.astype(np.float64, copy=False)
     if arr.ndim != 2 or arr.shape[0] < 2 or arr.shape[1] < 1:
         raise InvalidDataError(f"features must be a 2-D array (n, D), n >= 2, got shape {arr.shape}.")
     return arr, names
@@ -148,9 +148,11 @@ def _source_columns(
 
 
 def _memory_columns(
-    X: Any, y: Any, offset: Any, feature_names: Sequence[str] | None
-) -> tuple[dict[str, np.ndarray], tuple[str, ...], tuple[str, ...], str, str | None]:
-    """Arrays in memory, checked for shape and type, as one chunk under internal keys."""
+    X: Any, y: Any, offset: Any, feature_names: Sequence[str] | None, chunk_rows: int | None
+) -> tuple[Any, tuple[str, ...], tuple[str, ...], str, str | None]:
+    """Arrays in memory, checked for shape and type, as row blocks of ``chunk_rows`` records
+    (default :data:`~dpinfer.data.streaming.DEFAULT_CHUNK_ROWS`) under internal keys: the same
+    computation as a streamed source, with one transposed block alive at a time."""
     Xa, cols = _matrix(X, feature_names)
     n, D = Xa.shape
     names = cols or tuple(f"x{j + 1}" for j in range(D))
@@ -164,16 +166,23 @@ def _memory_columns(
     if ya.shape != (n,):
         raise InvalidDataError(f"y must hold one value per record ({n}), got shape {np.asarray(y).shape}.")
     keys = tuple(f"\0x{j}" for j in range(D))
-    XT = np.ascontiguousarray(Xa.T)  # one copy, each feature a contiguous column
-    chunk = {k: XT[j] for j, k in enumerate(keys)} | {"\0y": ya}
-    o_key = None
+    oa = None
     if offset is not None:
         oa = np.asarray(offset)
         if oa.dtype.kind not in "biuf" or oa.size != n:
             raise InvalidDataError(f"offset must be {n} numbers, one per record.")
-        o_key = "\0offset"
-        chunk[o_key] = oa.reshape(-1)
-    return chunk, keys, names, "\0y", o_key
+        oa = oa.reshape(-1)
+    rows = DEFAULT_CHUNK_ROWS if chunk_rows is None else int(chunk_rows)
+
+    def chunks() -> Any:  # row blocks of X transposed one at a time: contiguous columns, no full copy
+        for s in range(0, n, max(rows, 1)):
+            XT = np.ascontiguousarray(Xa[s:s + rows].T)
+            chunk = {k: XT[j] for j, k in enumerate(keys)} | {"\0y": ya[s:s + rows]}
+            if oa is not None:
+                chunk["\0offset"] = oa[s:s + rows]
+            yield chunk
+
+    return chunks(), keys, names, "\0y", None if oa is None else "\0offset"
 
 
 def _response_scaling(
@@ -306,8 +315,9 @@ def release_glm_statistics(
         (:class:`~dpinfer.privacy.context.ReleaseContext`). Without a ledger the release warns
         that it is unaccounted.
     chunk_rows
-        Records per chunk of the pass over the data (default: arrays in one chunk, sources in
-        :data:`~dpinfer.data.streaming.DEFAULT_CHUNK_ROWS`). The released value does not depend on it.
+        Records per chunk of the pass over the data (default
+        :data:`~dpinfer.data.streaming.DEFAULT_CHUNK_ROWS`, 2¹⁸; arrays of fewer records are one
+        chunk). The released value does not depend on it.
 
     Returns
     -------
@@ -340,7 +350,12 @@ def release_glm_statistics(
         bounds = bounds if bounds is not None else rd.bounds  # an explicit argument overrides the schema
         y_bounds = y_bounds if y_bounds is not None else rd.y_bounds
         offset_bounds = offset_bounds if offset_bounds is not None or offset is None else rd.offset_bounds
-        source, keys, names, y_col, o_col = _memory_columns(rd.X, rd.y, rd.offset, rd.names or feature_names)
+        if chunk_rows is not None and (isinstance(chunk_rows, bool) or int(chunk_rows) != chunk_rows
+                                       or chunk_rows < 1):
+            raise InvalidDataError(f"chunk_rows must be a positive integer, got {chunk_rows!r}.")
+        source, keys, names, y_col, o_col = _memory_columns(
+            rd.X, rd.y, rd.offset, rd.names or feature_names, chunk_rows
+        )
         bounds_schema = None  # release_data checked the records against the schema
     if bounds is None:
         raise InvalidDataError("bounds= (public, per feature) or a schema declaring them is needed. Nothing "
@@ -363,7 +378,7 @@ def release_glm_statistics(
         raise InvalidDataError("offset_bounds given without an offset.")
     lo_, hi_, center, inv, kind = (tuple(c) for c in zip(*cols, strict=True))
     spec = GLMSums(keys, y_col, o_col, lo_, hi_, center, inv, kind, has_y2=family == "linear")
-    sums = accumulate(spec, source, chunk_rows=chunk_rows)
+    sums = accumulate(spec, source, chunk_rows=chunk_rows if isinstance(y, str) else None)
     n = sums.rows
     if n < 2:
         raise InvalidDataError(f"a GLM needs at least 2 records, got {n}. Nothing was charged.")
