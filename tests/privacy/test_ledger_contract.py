@@ -215,7 +215,7 @@ def test_the_race_catches_a_backend_without_its_lock(pg_server, monkeypatch):
     _without_the_charge_function(monkeypatch)
     target = pg_server.new_database()
     outcomes = _race_outcomes(target)
-    assert outcomes.count("ok") > 6 and Ledger(target).spent("d") > 1.0  # what the lock prevents
+    assert outcomes.count("ok") > 6 and Ledger(target).recompute("d")["recomputed"] > 1.0  # overspent
 
 
 def test_a_second_connection_sees_a_charge_at_once(target):
@@ -232,17 +232,17 @@ def test_a_second_connection_sees_a_charge_at_once(target):
 
 # ---- crashes ------------------------------------------------------------------------------------
 def _stall_inside_the_transaction(ledger: Ledger, inside, seconds: float) -> None:
-    """Make ``ledger``'s next charge stop for ``seconds`` after reading the history: inside its
-    transaction, holding the data set's lock, before the insert and the commit."""
-    read = Ledger._events
+    """Make ``ledger``'s next charge stop for ``seconds`` after reading the composed state: inside
+    its transaction, holding the data set's lock, before the insert and the commit."""
+    read = Ledger._composed
 
-    def slow(tx, dataset):
-        events = read(tx, dataset)
+    def slow(tx, budget):
+        found = read(ledger, tx, budget)
         inside.set()
         time.sleep(seconds)
-        return events
+        return found
 
-    ledger._events = slow
+    ledger._composed = slow
 
 
 def _charge_stalled(target, inside, released):

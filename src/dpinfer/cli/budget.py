@@ -167,13 +167,16 @@ def _retire(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     ledger = Ledger(args.ledger)
     names = [args.dataset] if args.dataset else ledger.datasets()
-    reports = [ledger.recompute(name) for name in names]
+    reports = [ledger.recompute(name, full=not args.no_full) for name in names]
     if args.json:
         print(json.dumps(reports, indent=2))
     for r in reports if not args.json else ():
         print(
-            f"{r['dataset']:20s} {r['charges']:6d} charges  recorded {r['recorded']:.6g}  recomputed "
-            f"{r['recomputed']:.6g}  " + ("ok" if r["ok"] else f"{len(r['understated'])} UNDERSTATED")
+            f"{r['dataset']:20s} {r['charges']:6d} charges  recorded {r['recorded']:.6g}  replayed "
+            f"{r['recomputed']:.6g}"
+            + ("" if r["full"] is None else f"  full recomposition {r['full']:.6g}")
+            + "  " + ("ok" if r["ok"] else f"{len(r['understated'])} UNDERSTATED" if r["understated"]
+                      else "FULL RECOMPOSITION ABOVE THE RECORDED SPEND")
         )
         for u in r["understated"]:
             print(
@@ -297,6 +300,10 @@ def register(subparsers: Any) -> None:
     check.add_argument("--ledger", required=True, help="an existing ledger: SQLite file or postgresql:// URL")
     check.add_argument("--dataset", help="the data set (default: all)")
     check.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    check.add_argument(
+        "--no-full", action="store_true",
+        help="skip the accountant's full recomposition (replay the charges' incremental composition only)",
+    )
     check.set_defaults(func=_check)
     grant = add_command(
         bsub, "grant",

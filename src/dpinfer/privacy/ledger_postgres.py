@@ -7,11 +7,13 @@ from the standard environment (``PGHOST``, ``PGUSER``, ``PGPASSWORD``, ``PGSERVI
 
 Concurrency
 -----------
-A charge is one transaction that first locks the data set's row (``SELECT ... FOR UPDATE``), then
-reads the recorded history, composes it with the new event under the budget's accountant and
-inserts the charge only if the total stays within the budget. The row lock serialises the charges
-of one data set across every connection and host; as the transaction runs at READ COMMITTED, the
-history read *after* the lock is granted includes every charge committed before it. A
+A charge is one transaction that first locks the data set's row (``SELECT ... FOR UPDATE``, through
+``dpinfer.lock_budget``), then reads the budget's composed state, composes the new event into it
+under the budget's accountant and inserts the charge (with the new state) only if the total stays
+within the budget. The row lock serialises the charges of one data set across every connection
+and host; as the transaction runs at READ COMMITTED, the state read *after* the lock is granted
+includes every charge committed before it (and ``dpinfer.charge`` refuses a state that does not
+end with the data set's last charge, which the client then composes again). A
 transaction aborted by a serialisation failure or a deadlock is retried from the start (with a
 random back-off); a transaction that waits longer than the ledger's ``timeout`` for the lock is
 refused (``lock_timeout``), and a client that stalls inside a transaction loses it
