@@ -4,6 +4,7 @@ rebuild it, and ``recompute`` catches a state that went wrong."""
 
 from __future__ import annotations
 
+import math
 import sqlite3
 
 import numpy as np
@@ -54,6 +55,24 @@ def test_the_pure_fold_is_exact_and_the_serialisation_lossless():
     with pytest.raises(ValueError):
         ls.loads(b"something else")
     assert ls.empty("advanced") is None
+
+
+def test_the_vectorised_epsilon_is_dp_accountings():
+    """The state's ε is dp-accounting's get_epsilon_for_delta of the same PLD, computed with
+    cumulative sums (both directions of an asymmetric PLD, several δ, a state with mass at +inf)."""
+    states = [ls.build("pld", _mixed(30)), ls.build("pld", [PoissonSubsampledGaussianEvent(0.1, 1.0, 5)])]
+    states.append(ls.build("pld", [LaplaceEvent(0.3), GaussianEvent(0.8)]))
+    for state in states:
+        pld = state._pld()
+        for delta in (1e-9, 1e-6, 1e-3, 0.3):
+            # equal up to the float error of dp-accounting's running loss (repeated subtraction of the grid)
+            expected = pld.get_epsilon_for_delta(delta)
+            assert state.epsilon(delta) == pytest.approx(expected, rel=1e-9, abs=1e-12)
+    inf = ls.loads(ls.dumps(states[0]))
+    inf.remove = (inf.remove[0], inf.remove[1] * (1 - 1e-5), 1e-5)
+    assert inf.epsilon(1e-6) == math.inf and inf.epsilon(1e-4) == pytest.approx(
+        inf._pld().get_epsilon_for_delta(1e-4), rel=1e-9
+    )
 
 
 def test_coarsening_rounds_losses_up():

@@ -603,9 +603,9 @@ class Ledger:
             and previous is not None and int(stored[0][0]) == previous
         ):
             try:
-                state = ledger_state.loads(stored[0][2])
-                if state.kind == budget.accountant:
-                    return state, previous, recorded
+                found = ledger_state.loads(stored[0][2])
+                if found.kind == budget.accountant:
+                    return found, previous, recorded
             except ValueError:
                 pass  # not a state this version reads: rebuilt below
         state = ledger_state.empty(budget.accountant)
