@@ -702,12 +702,10 @@ class Ledger:
                 new_state: ledger_state.ComposedState | None = state.add(event)
                 assert new_state is not None
                 spent = new_state.epsilon(budget.delta)
-                before = state.epsilon(budget.delta)
             else:  # an accountant that is not a fold (advanced): recompose the history
                 new_state = None
                 history = self._events(tx, dataset)
                 spent = accountant.epsilon(compose(*history, event), budget.delta)
-                before = recorded
             # a charge never lowers the recorded spend (a ledger migrated from full recomposition
             # may round differently by a hair): the larger, pessimistic value counts
             spent = max(spent, recorded)
@@ -716,7 +714,7 @@ class Ledger:
                     f"charging {describe(event)} to {dataset!r} would bring its spend to "
                     f"epsilon={spent:.6g} (accountant '{budget.accountant}', delta="
                     f"{budget.delta:g}) over the budget epsilon={budget.epsilon:g}; "
-                    f"already spent {before:.6g}. Nothing was charged or released. Use a "
+                    f"already spent {recorded:.6g}. Nothing was charged or released. Use a "
                     "smaller epsilon for this release or stop querying this data set."
                 )
             charge_id = tx.record_charge(
