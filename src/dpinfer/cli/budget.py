@@ -83,6 +83,8 @@ def _show(args: argparse.Namespace) -> int:
                 "epsilon_remaining": max(b.epsilon - spent, 0.0),
                 "charges": len(ledger.history(name)),
                 "fingerprint": b.fingerprint,
+                "owner": b.owner,
+                "retired": b.retired,
             }
         )
     if args.json:
@@ -101,6 +103,7 @@ def _show(args: argparse.Namespace) -> int:
             f"{r['epsilon_spent']:10.4g} {r['epsilon_remaining']:10.4g} {r['charges']:7d}  "
             f"{r['accountant']} ({r['neighbouring']})"
             + (f"  data {r['fingerprint'][:12]}" if r["fingerprint"] else "  unbound")
+            + ("  RETIRED" if r["retired"] else "")
         )
     return 0
 
