@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import subprocess
@@ -262,6 +263,8 @@ def main() -> None:
     finally:
         if server is not None:
             server.close()
+    out["load_average_at_end"] = list(os.getloadavg())  # timings on a shared machine are noisy
+    out["cpus"] = os.cpu_count()
     path = Path(__file__).parent / "results" / "ledger_charge_cost.json"
     path.write_text(json.dumps(out, indent=2) + "\n")
     print(f"wrote {path}")
