@@ -62,7 +62,9 @@ attributed and detectable rather than pretend to prevent it: the charge keeps th
 as claimed next to the spend claimed and the role that made the claim, and
 :meth:`~dpinfer.privacy.ledger.Ledger.recompute` (``dpinfer budget check``, run by the owner)
 recomposes every charge from its recorded event with dpinfer's accountant and names each charge
-whose recorded spend is below the recomputed one, with its role. Preventing the lie needs the
+whose recorded spend is below the recomputed one, with its role. The same holds for a forged
+composed state passed to the function: later honest charges compose onto it and record too
+little, and the replay names them all, the forger's charge first. Preventing the lie needs the
 arithmetic to run where the analyst has no control: the owner's release service (issue #38),
 which charges as the owner's role, is the way to give analysts releases they cannot under-charge.
 Direct ``EXECUTE`` grants fit analysts the owner trusts to run dpinfer unmodified.
