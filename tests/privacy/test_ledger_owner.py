@@ -359,3 +359,26 @@ def test_over_budget_is_still_refused_with_identity(target):
     with pytest.raises(BudgetExceededError):
         ledger.charge("d", LaplaceEvent(1.5), charged_by="x").__enter__()
     assert ledger.history("d") == []
+
+
+def test_a_forged_state_is_found_by_check(pg_server):
+    """An analyst passes the charge function an empty composed state (under-stating both its own
+    charge and, through the state, later honest ones): `budget check` replays the recorded events
+    and names the forger's charge first."""
+    from dpinfer.privacy import ledger_state as ls
+
+    url = pg_server.new_database()
+    owner = Ledger.create(url)
+    owner.register("d", 5.0, accountant="pld")
+    with owner.charge("d", LaplaceEvent(0.5)) as first:
+        pass
+    analyst_url = _analyst(pg_server, url, "forger")
+    role = analyst_url.split("//")[1].split("@")[0]
+    lap = {"type": "LaplaceEvent", "epsilon": 0.5, "neighbouring": "replace-one"}
+    forged = _call_charge(pg_server, analyst_url, "d", lap, first.epsilon_spent, first.id,
+                          ls.dumps(ls.empty("pld")))
+    with owner.charge("d", LaplaceEvent(0.5)):
+        pass
+    report = owner.recompute("d")
+    assert not report["ok"] and report["recomputed"] > report["recorded"] + 0.3
+    assert report["understated"][0]["id"] == forged and report["understated"][0]["authenticated_as"] == role
