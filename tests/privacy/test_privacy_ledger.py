@@ -135,7 +135,10 @@ def test_ledger_composes_with_the_registered_accountant(tmp_path):
     from dpinfer.privacy import compose, get_accountant
 
     expected = get_accountant("pld").epsilon(compose(event, GaussianEvent(5.0, "add-remove")), 1e-5)
-    assert ledger.spent("d") == pytest.approx(expected)
+    # the ledger composes incrementally; the 200-step subsampled Gaussian's support is wide enough
+    # for its state to merge grid pairs (Δ 1e-4 -> 2e-4, losses rounded up): pessimistic, within Δ
+    # per charge of the accountant's own composition
+    assert expected <= ledger.spent("d") <= expected + 2 * 2e-4
 
 
 def test_ledger_refusals(tmp_path):
