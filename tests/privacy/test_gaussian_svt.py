@@ -305,8 +305,8 @@ def test_cli_abcdp_gaussian_noise(tmp_path, capsys):
     capsys.readouterr()
     argv = [*base, "--delta", "1e-6", "--out", str(tmp_path / "r2.json")]
     argv[argv.index("d", argv.index("--dataset"))] = "p"
-    other = tmp_path / "obs2.csv"  # obs.csv itself is charged to 'd': it cannot be charged to 'p'
-    other.write_text((tmp_path / "obs.csv").read_text() + "\n")
+    other = tmp_path / "obs2.csv"  # obs.csv's records are charged to 'd': other records for 'p'
+    other.write_text((tmp_path / "obs.csv").read_text() + "\n1.000000\n")
     argv[argv.index(str(tmp_path / "obs.csv"))] = str(other)
     assert main(argv) == 0
     assert len(Ledger(ledger).history("p")) == 1

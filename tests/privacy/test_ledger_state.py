@@ -96,7 +96,7 @@ def test_coarsening_rounds_losses_up():
 def test_a_leaf_that_needs_a_coarser_grid_coarsens_the_state():
     state = ls.build("pld", [LaplaceEvent(0.5), GaussianEvent(0.01)])  # tiny multiplier: grid 0.3
     acc = get_accountant("pld")
-    assert state.vdi >= acc._resolution([GaussianEvent(0.01)])
+    assert state.vdi >= acc.leaf_resolution(GaussianEvent(0.01))
     full = acc.epsilon(compose(LaplaceEvent(0.5), GaussianEvent(0.01)), 1e-6)
     assert state.epsilon(1e-6) >= full - 1e-9
 
