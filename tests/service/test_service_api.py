@@ -1,0 +1,151 @@
+"""The data owner's service over real HTTP: one server process for the module (fast suite).
+
+Releases end to end through the client (the same types as the local calls), the dry run, bad
+requests (4xx naming the field, nothing charged) and allowances. The authorisation matrix, the
+canary search and the remote GLM are in ``test_service_security.py`` (slow).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("argon2")
+
+from service_helpers import (  # noqa: E402
+    BAD_BODIES,
+    call,
+    headers,
+    ledger_state,
+    make_site,
+    start_site,
+    tok,
+    url,
+)
+
+import dpinfer  # noqa: E402
+from dpinfer.errors import BudgetExceededError, InvalidDataError  # noqa: E402
+from dpinfer.privacy import Ledger  # noqa: E402
+from dpinfer.privacy.mechanisms.base import PrivateRelease  # noqa: E402
+from dpinfer.privacy.mechanisms.clamped import clamped_release  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    s = start_site(tmp_path_factory.mktemp("svc"))
+    yield s
+    s.extra["server"].stop()
+
+
+def test_datasets_show_the_public_schema_and_n_only(site):
+    with dpinfer.connect(url(site), tok(site, "alice")) as svc:
+        (ds,) = svc.datasets()
+        assert ds["name"] == "survey" and ds["n"] == 400 and ds["neighbouring"] == "replace-one"
+        assert svc.schema("survey")["columns"]["bmi"] == {"type": "float", "lower": 10.0, "upper": 60.0}
+        assert svc.schema("survey")["columns"]["name"]["release"] is False
+        assert "repr" not in repr(svc) and tok(site, "alice") not in repr(svc)
+    text = httpx.get(f"{url(site)}/v1/datasets", headers=headers(tok(site, "alice"))).text
+    assert "secret-records-dir" not in text and "survey.csv" not in text
+
+
+def test_clamped_mean_end_to_end_is_a_private_release_charged_to_the_analyst(site):
+    before = ledger_state(site)
+    with dpinfer.connect(url(site), tok(site, "alice")) as svc:
+        spent0 = svc.me()["allowances"]["survey"]["spent"]
+        rel = svc.mean("survey", "bmi", epsilon=0.5, purpose="test")
+        assert isinstance(rel, PrivateRelease) and rel.value.shape == (1,)
+        # the same mechanism the library builds locally: same report apart from nothing
+        local = clamped_release("mean", 10, 60, 0.5, n=400, data_range=(10, 60))
+        assert rel.privacy.to_dict()["events"] == local.privacy_report().to_dict()["events"]
+        assert rel.privacy.accounted and rel.privacy.details["noise_scale"] == local.inner.scale
+        assert rel.details["release_file"]["model_args"] == {"clamp": [10.0, 60.0], "n": 400}
+        again = svc.retrieve(rel.details["id"])
+        assert isinstance(again, PrivateRelease) and np.array_equal(again.value, rel.value)
+        me = svc.me()["allowances"]["survey"]
+        assert me["spent"] > spent0 and math.isclose(me["remaining"], me["allowance"] - me["spent"])
+        hist = svc.history()
+        assert hist[-1]["id"] == rel.details["id"] and hist[-1]["status"] == "released"
+    after = ledger_state(site)
+    assert after[0] == before[0] + 1 and after[1] > before[1]
+    last = Ledger(site.root / "budget.db").history("survey")[-1]
+    assert rel.details["id"] in last["label"] and "alice" in last["label"]
+
+
+def test_a_dry_run_answers_for_free_on_the_dummy_data(site):
+    before = ledger_state(site)
+    with dpinfer.connect(url(site), tok(site, "bob")) as svc:
+        spent0 = svc.me()["allowances"]["survey"]["spent"]
+        rel = svc.mean("survey", "bmi", epsilon=3.9, dry_run=True)
+        assert rel.details["dry_run"] is True and rel.details["id"] is None
+        assert not rel.privacy.accounted
+        hist = svc.histogram("survey", "region", epsilon=1.0, dry_run=True)
+        assert hist.details["labels"] == ["north", "south", "east", "west"]
+        assert svc.me()["allowances"]["survey"]["spent"] == spent0
+        # a dry run is free even beyond the allowance
+        svc.mean("survey", "age", epsilon=50.0, dry_run=True)
+    assert ledger_state(site) == before
+
+
+def test_bad_requests_are_4xx_naming_the_field_and_charge_nothing(site):
+    before = ledger_state(site)
+    n_requests = len(call(site, "GET", "/v1/requests", None, tok(site, "alice")).json()["requests"])
+    for kind, body, field in BAD_BODIES[::4]:
+        r = call(site, "POST", f"/v1/releases/{kind}", body, tok(site, "alice"))
+        assert 400 <= r.status_code < 500, (kind, body, r.status_code, r.text)
+        err = r.json()["error"]
+        assert err["field"] == field, (kind, body, err)
+    h = {**headers(tok(site, "alice")), "Content-Type": "application/json"}
+    for raw, field in (
+        (b"{not json", "body"),
+        (b"[1, 2]", "body"),
+        (b'{"dataset": "survey", "column": "bmi", "epsilon": NaN}', "body"),
+    ):
+        r = httpx.post(f"{url(site)}/v1/releases/clamped", content=raw, headers=h)
+        assert r.status_code == 422 and r.json()["error"]["field"] in (field, "epsilon"), raw
+    r = httpx.post(f"{url(site)}/v1/releases/clamped", content=b"{" + b" " * 70000 + b"}", headers=h)
+    assert r.status_code == 413 and r.json()["error"]["field"] == "body"
+    r = call(site, "POST", "/v1/releases/median", {"dataset": "survey"}, tok(site, "alice"))
+    assert r.status_code == 404
+    assert ledger_state(site) == before
+    assert len(call(site, "GET", "/v1/requests", None, tok(site, "alice")).json()["requests"]) == n_requests
+
+
+def test_a_release_over_the_allowance_is_refused_before_any_work(site):
+    before = ledger_state(site)
+    with dpinfer.connect(url(site), tok(site, "dave")) as svc:
+        svc.mean("survey", "bmi", epsilon=0.2)
+        mid = ledger_state(site)
+        with pytest.raises(BudgetExceededError) as info:
+            svc.mean("survey", "bmi", epsilon=0.2)
+        assert info.value.code == "allowance_exceeded" and info.value.field == "epsilon"
+        with pytest.raises(InvalidDataError) as info2:
+            svc.mean("survey", "nope", epsilon=0.01)
+        assert info2.value.field == "column"
+        statuses = [q["status"] for q in svc.history()]
+    assert mid[0] == before[0] + 1 and ledger_state(site) == mid
+    assert statuses == ["released"]
+
+
+def test_rate_limiter_and_token_rules_without_a_server():
+    from dpinfer.service.auth import RateLimiter
+
+    lim = RateLimiter(rate=1.0, burst=3)
+    assert [lim.allow("t") for _ in range(4)] == [True, True, True, False]
+    assert lim.allow("other")
+
+
+def test_the_config_refuses_what_cannot_work(tmp_path):
+    from dpinfer.service.config import load_config
+
+    site = make_site(tmp_path / "a", allowances={"alice": 50.0})
+    with pytest.raises(InvalidDataError, match="exceeds its budget"):
+        load_config(site.config)
+    text = site.config.read_text().replace("survey = 50.0", "other = 1.0")
+    Path(site.config).write_text(text)
+    with pytest.raises(InvalidDataError, match="unknown data set"):
+        load_config(site.config)
