@@ -5,8 +5,9 @@ transaction so that threads and processes share it safely; every write runs in `
 
 Requests and allowances
 -----------------------
-A request's life: ``reserved`` → ``charged`` → ``released`` (or ``aborted`` when it is refused
-before the ledger charge; ``failed`` when the library raised after it). :meth:`Store.reserve`
+A request's life: ``reserved`` → ``released`` (or ``aborted`` when it is refused before the
+ledger charge; ``failed`` when the library raised after it; ``charged`` is a state of older
+databases, treated like ``reserved``). :meth:`Store.reserve`
 checks the analyst's allowance and inserts the ``reserved`` row in **one** ``BEGIN IMMEDIATE``
 transaction: the check "ε of the composition of this analyst's reserved, charged and released
 events plus the new one <= allowance" and the insert are one atomic step across every thread and
@@ -14,18 +15,22 @@ process of the service, so concurrent requests cannot overspend an allowance. A 
 is not charged is released again (``aborted``) and stops counting.
 
 The release is stored with :meth:`Store.finish` right after the draw, before the response is
-sent. A server killed between the ledger charge and :meth:`finish` leaves a ``reserved`` or
-``charged`` row whose charge is in the ledger: :mod:`dpinfer.service.app` completes it when it
-starts again (:func:`dpinfer.service.releases.recover`).
+sent, in a synced commit. A server killed between the ledger charge and :meth:`finish` leaves a
+``reserved`` row whose charge is in the ledger: the service completes it when it starts again
+(:meth:`dpinfer.service.core.Service.recover`). Durability: the service database is in WAL mode;
+the reservation commits without an fsync (``synchronous=NORMAL``: it survives the process being
+killed, and the synced :meth:`finish` writes it to disk before any answer leaves), the release
+with one. Only a power loss between the ledger's commit and :meth:`finish` can leave a charge
+without its request row: counted against the budget, nothing released (the safe side).
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -84,31 +89,37 @@ class Store:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._connect() as conn:
-            conn.execute("PRAGMA journal_mode=WAL")
-            for stmt in SCHEMA:
-                conn.execute(stmt)
+        self._local = threading.local()
+        conn = self._conn()
+        conn.execute("PRAGMA journal_mode=WAL")
+        for stmt in SCHEMA:
+            conn.execute(stmt)
 
-    @contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
-        conn = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
+    def _conn(self) -> sqlite3.Connection:
+        """This thread's connection (kept open: closing the last connection of a WAL database
+        checkpoints it, an fsync per transaction)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=60.0, isolation_level=None, check_same_thread=True)
+            self._local.conn = conn
+        return conn
+
+    def tx(self, body: Callable[[sqlite3.Connection], T], *, write: bool = True, durable: bool = True) -> T:
+        """Run ``body(conn)`` in one transaction (``BEGIN IMMEDIATE`` for writes).
+
+        ``durable=False`` commits without waiting for the disk (``synchronous=NORMAL`` in WAL
+        mode: safe when the process is killed, may lose the last commits if the machine loses
+        power); used for the reservation (module docstring)."""
+        conn = self._conn()
+        conn.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
+        conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
         try:
-            conn.execute("PRAGMA synchronous=FULL")
-            yield conn
-        finally:
-            conn.close()
-
-    def tx(self, body: Callable[[sqlite3.Connection], T], *, write: bool = True) -> T:
-        """Run ``body(conn)`` in one transaction (``BEGIN IMMEDIATE`` for writes)."""
-        with self._connect() as conn:
-            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-            try:
-                out = body(conn)
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
-            return out
+            out = body(conn)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        return out
 
     def rows(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         return self.tx(lambda c: c.execute(sql, args).fetchall(), write=False)
@@ -182,7 +193,7 @@ class Store:
             )
             return after
 
-        return self.tx(body)
+        return self.tx(body, durable=False)
 
     def set_status(
         self, rid: str, status: str, *, charge_id: int | None = None, error: str | None = None
@@ -218,6 +229,7 @@ class Store:
             if audit is not None:
                 c.execute("INSERT INTO audit (at, actor, action, detail) VALUES (?, ?, ?, ?)", (now, *audit))
 
+        # synced before the answer is sent (and with it the reservation's commit before it)
         self.tx(body)
 
     _COLS = (
