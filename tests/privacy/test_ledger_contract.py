@@ -167,20 +167,54 @@ def test_sixteen_processes_race_for_one_budget(target):
     assert ledger.spent("d") <= 1.0
 
 
-def test_the_race_catches_a_backend_without_its_lock(pg_server, monkeypatch):
-    """Known-broken variant: PostgreSQL charges without the data set's row lock overspend."""
+def _without_the_charge_function(monkeypatch):
+    """Known-broken backend: PostgreSQL charges inserted directly (as the owner may), skipping
+    the checks ``dpinfer.charge`` repeats inside the database."""
     from dpinfer.privacy.ledger_postgres import _PostgresTx
 
-    monkeypatch.setattr(_PostgresTx, "lock_row", "")
-    target = pg_server.new_database()
+    def insert(self, c):
+        return self.insert(
+            "INSERT INTO charges (dataset, event, label, epsilon_spent, status, created, pid, insecure, host,"
+            " fingerprint) VALUES (?, ?, ?, ?, 'charged', ?, ?, ?, ?, ?)",
+            (c["dataset"], c["event"], c["label"], c["epsilon_spent"], c["created"], c["pid"],
+             c["insecure"], c["host"], c["fingerprint"]),
+        )
+
+    monkeypatch.setattr(_PostgresTx, "record_charge", insert)
+
+
+def _race_outcomes(target, n=8, stall=0.5):
     Ledger.create(target).register("d", epsilon=1.0, accountant="pure")
-    barrier, results = FORK.Barrier(8), FORK.Queue()
-    procs = [FORK.Process(target=_race, args=(target, barrier, results, 0.5)) for _ in range(8)]
+    barrier, results = FORK.Barrier(n), FORK.Queue()
+    procs = [FORK.Process(target=_race, args=(target, barrier, results, stall)) for _ in range(n)]
     for p in procs:
         p.start()
     outcomes = [results.get(timeout=60) for _ in procs]
     for p in procs:
         p.join(10)
+    return outcomes
+
+
+def test_without_the_client_lock_the_charge_function_still_serialises(pg_server, monkeypatch):
+    """The client's row lock removed, ``dpinfer.charge`` (row lock + "composed with the latest
+    charge?" check, else a retry) still keeps 8 racing processes within the budget."""
+    from dpinfer.privacy.ledger_postgres import _PostgresTx
+
+    monkeypatch.setattr(_PostgresTx, "lock_budget", lambda self, dataset: None)
+    target = pg_server.new_database()
+    outcomes = _race_outcomes(target, stall=0.3)
+    assert sorted(outcomes) == ["ok"] * 6 + ["refused"] * 2 and Ledger(target).spent("d") <= 1.0
+
+
+def test_the_race_catches_a_backend_without_its_lock(pg_server, monkeypatch):
+    """Known-broken variant: PostgreSQL charges without the data set's row lock (neither the
+    client's nor the charge function's) overspend."""
+    from dpinfer.privacy.ledger_postgres import _PostgresTx
+
+    monkeypatch.setattr(_PostgresTx, "lock_budget", lambda self, dataset: None)
+    _without_the_charge_function(monkeypatch)
+    target = pg_server.new_database()
+    outcomes = _race_outcomes(target)
     assert outcomes.count("ok") > 6 and Ledger(target).spent("d") > 1.0  # what the lock prevents
 
 
@@ -316,9 +350,9 @@ def test_passwords_never_appear(pg_server, tmp_path, capsys, monkeypatch):
     with pytest.raises(LedgerConnectionError, match="GRANT USAGE") as err:  # not yet allowed
         Ledger(right)
     assert PASSWORD not in str(err.value)
-    for grant in ("USAGE ON SCHEMA dpinfer", "SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA dpinfer",
-                  "USAGE ON ALL SEQUENCES IN SCHEMA dpinfer"):
-        pg_server.sql(db, f"GRANT {grant} TO secret")
+    with pytest.raises(LedgerConnectionError, match="dpinfer budget grant"):
+        Ledger(right)
+    assert main(["budget", "grant", "--ledger", url, "--analyst", "secret"]) == 0
     ledger = Ledger(right)
     with ledger.charge("d", LaplaceEvent(0.1)):
         pass
@@ -401,6 +435,8 @@ def test_a_fingerprint_bound_to_one_budget_cannot_be_charged_to_another(target):
 def test_the_binding_check_is_what_refuses_finding_6(target, monkeypatch):
     """Known-broken variant: without the cross-data-set lookup the finding-6 release goes through."""
     monkeypatch.setattr(Ledger, "_binding_problem", lambda self, tx, budget, fp: None)
+    if target.startswith("postgresql://"):
+        _without_the_charge_function(monkeypatch)
     ledger = Ledger.create(target)
     ledger.register("a", 1.0, fingerprint=F)
     ledger.register("b", 1.0)
@@ -453,8 +489,20 @@ def test_the_binding_race_catches_a_backend_without_the_fingerprint_lock(pg_serv
     from dpinfer.privacy.ledger_postgres import _PostgresTx
 
     monkeypatch.setattr(_PostgresTx, "lock_fingerprint", lambda self, fp: None)
+    _without_the_charge_function(monkeypatch)
     _, charged = _race_for_one_file(pg_server.new_database())
     assert charged["x"] > 0 and charged["y"] > 0
+
+
+def test_the_charge_function_checks_the_binding_itself(pg_server, monkeypatch):
+    """The client's binding check removed, ``dpinfer.charge`` still refuses a's data on b."""
+    monkeypatch.setattr(Ledger, "_binding_problem", lambda self, tx, budget, fp: None)
+    ledger = Ledger.create(pg_server.new_database())
+    ledger.register("a", 1.0, fingerprint=F)
+    ledger.register("b", 1.0)
+    with pytest.raises(DataBindingError, match="bound to dataset a"):
+        ledger.charge("b", LaplaceEvent(0.1), fingerprint=F).__enter__()
+    assert ledger.history("b") == []
 
 
 def test_an_older_postgres_ledger_gains_charge_fingerprints(pg_server):
@@ -467,7 +515,11 @@ def test_an_older_postgres_ledger_gains_charge_fingerprints(pg_server):
     pg_server.sql(db, "DROP INDEX IF EXISTS dpinfer.charges_fingerprint")
     pg_server.sql(db, "UPDATE dpinfer.ledger_meta SET value = '3' WHERE key = 'schema_version'")
     ledger = Ledger(target)
-    assert pg_server.sql(db, "SELECT value FROM dpinfer.ledger_meta WHERE key = 'schema_version'") == [("4",)]
+    from dpinfer.privacy.ledger_store import SCHEMA_VERSION
+
+    assert pg_server.sql(db, "SELECT value FROM dpinfer.ledger_meta WHERE key = 'schema_version'") == [
+        (str(SCHEMA_VERSION),)
+    ]
     with ledger.charge("d", LaplaceEvent(0.25), fingerprint=F):
         pass
     assert [h["fingerprint"] for h in ledger.history("d")] == [None, F] and ledger.integrity_check()

@@ -1,10 +1,14 @@
-"""``dpinfer budget init | show | history``: the privacy-budget ledger.
+"""``dpinfer budget init | show | history | raise | retire | check | grant``: the budget ledger.
 
 ``init`` registers a data set with its total budget (creating the ledger: a SQLite file, or the
 ``dpinfer`` schema in the PostgreSQL database of a ``postgresql://`` URL), bound to the SHA-256 of
 its data file (``--data FILE``; the same file cannot then be charged to any other budget of the
 ledger) or, explicitly, to nothing (``--unbound``); ``show`` lists budget, spent and remaining per
-data set; ``history`` lists every charge of one data set. A URL's password is never printed.
+data set; ``history`` lists every change of one data set's budget (registration, raises,
+retirement: who, when, why) and every charge (who charged, for what purpose). ``raise`` and
+``retire`` are the owner's (a reason is required); ``grant`` gives a PostgreSQL role the analyst's
+privileges (charge and read; no table writes); ``check`` recomposes every charge from its recorded
+event and names any charge that under-stated its spend. A URL's password is never printed.
 """
 
 from __future__ import annotations
@@ -101,20 +105,96 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _who(by: Any, authenticated: Any) -> str:
+    """``by`` as recorded, with the authenticated identity where it differs (or is unknown)."""
+    if by is None and authenticated is None:
+        return "(unrecorded)"
+    if by is None or by == authenticated:
+        return str(authenticated)
+    return f"{by} (as {authenticated or 'unrecorded'})"
+
+
 def _history(args: argparse.Namespace) -> int:
     ledger = Ledger(args.ledger)
+    budget = ledger.budget(args.dataset)
+    changes = ledger.budget_history(args.dataset)
     hist = ledger.history(args.dataset)
     if args.json:
-        print(json.dumps(hist, indent=2))
+        print(json.dumps(changes if args.changes else hist, indent=2))
         return 0
-    if not hist:
-        print(f"no charges on {args.dataset!r}")
-    for h in hist:
+    if not args.changes:
+        if not hist:
+            print(f"no charges on {args.dataset!r}")
+        for h in hist:
+            print(
+                f"#{h['id']:<4d} {h['created']}  {h['status']:8s} eps_after={h['epsilon_spent_after']:.4g}"
+                f"  {h['label'] or '-'}  {describe(event_from_dict(h['event']))}"
+                f"  by {_who(h['charged_by'], h['authenticated_as'])}"
+                + (f"  purpose: {h['purpose']}" if h.get("purpose") else "")
+                + ("  [INSECURE RNG: no privacy]" if h.get("insecure") else "")
+            )
+    print(
+        f"budget of {args.dataset!r}: epsilon={budget.epsilon:g}, owner {budget.owner or '(unrecorded)'}"
+        + (", RETIRED" if budget.retired else "") + "; changes:"
+    )
+    for c in changes:
+        before = "" if c["previous"] is None else f" (was {c['previous']:g})"
         print(
-            f"#{h['id']:<4d} {h['created']}  {h['status']:8s} eps_after={h['epsilon_spent_after']:.4g}"
-            f"  {h['label'] or '-'}  {describe(event_from_dict(h['event']))}"
-            + ("  [INSECURE RNG: no privacy]" if h.get("insecure") else "")
+            f"  {c['created']}  {c['action']:8s} epsilon={c['epsilon']:g}{before}  by "
+            f"{_who(c['by'], c['authenticated_as'])}  {c['reason'] or '-'}"
         )
+    return 0
+
+
+def _raise(args: argparse.Namespace) -> int:
+    ledger = Ledger(args.ledger)
+    before = ledger.budget(args.dataset)
+    b = ledger.raise_budget(args.dataset, epsilon=args.epsilon, reason=args.reason)
+    print(
+        f"raised {b.dataset!r} in {ledger.location}: epsilon {before.epsilon:g} -> {b.epsilon:g} "
+        f"(recorded in `dpinfer budget history`)"
+    )
+    return 0
+
+
+def _retire(args: argparse.Namespace) -> int:
+    ledger = Ledger(args.ledger)
+    b = ledger.retire(args.dataset, reason=args.reason)
+    print(f"retired {b.dataset!r} in {ledger.location}: it refuses every further charge")
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    ledger = Ledger(args.ledger)
+    names = [args.dataset] if args.dataset else ledger.datasets()
+    reports = [ledger.recompute(name) for name in names]
+    if args.json:
+        print(json.dumps(reports, indent=2))
+    for r in reports if not args.json else ():
+        print(
+            f"{r['dataset']:20s} {r['charges']:6d} charges  recorded {r['recorded']:.6g}  recomputed "
+            f"{r['recomputed']:.6g}  " + ("ok" if r["ok"] else f"{len(r['understated'])} UNDERSTATED")
+        )
+        for u in r["understated"]:
+            print(
+                f"  charge #{u['id']} by {_who(u['charged_by'], u['authenticated_as'])} recorded "
+                f"{u['recorded']:.6g}, its events compose to {u['recomputed']:.6g}"
+            )
+    return 0 if all(r["ok"] for r in reports) else 1
+
+
+def _grant(args: argparse.Namespace) -> int:
+    ledger = Ledger(args.ledger)
+    if ledger.backend != "postgresql":
+        raise Refusal(
+            f"{ledger.location} is a SQLite ledger: it has no roles. Whoever can write the file is its "
+            "owner in effect; keep it writable by the data owner only. Nothing was granted."
+        )
+    ledger.grant(args.analyst)
+    print(
+        f"role {args.analyst!r} may now charge and read the ledger {ledger.location} (EXECUTE on "
+        "dpinfer.charge, lock_budget, set_status; SELECT on its tables; no table writes)"
+    )
     return 0
 
 
@@ -129,7 +209,9 @@ ACCOUNTANT_HELP = (
 
 def register(subparsers: Any) -> None:
     """Add ``budget`` (with the actions ``init``, ``show``, ``history``) to the command line."""
-    budget = add_command(subparsers, "budget", help="privacy-budget ledger: init, show, history")
+    budget = add_command(
+        subparsers, "budget", help="privacy-budget ledger: init, show, history, raise, retire, grant"
+    )
     bsub = budget.add_subparsers(dest="budget_command", metavar="ACTION", required=True)
     init = add_command(
         bsub, "init", help="register a data set with its total budget (creates the ledger if missing)"
@@ -175,7 +257,7 @@ def register(subparsers: Any) -> None:
     init.set_defaults(func=_init)
     for action, dataset_required, help_text, func in (
         ("show", False, "budget, spent and remaining per data set", _show),
-        ("history", True, "every charge of a data set", _history),
+        ("history", True, "every change of a data set's budget and every charge", _history),
     ):
         p = add_command(bsub, action, help=help_text)
         p.add_argument(
@@ -186,4 +268,44 @@ def register(subparsers: Any) -> None:
             help="the data set" + ("" if dataset_required else " (default: all)"),
         )
         p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+        if action == "history":
+            p.add_argument(
+                "--changes", action="store_true",
+                help="only the budget's changes (registration, raises, retirement: who, when, why); with "
+                "--json, these instead of the charges",
+            )
         p.set_defaults(func=func)
+    for action, help_text, func in (
+        ("raise", "raise a data set's total epsilon (its owner only; recorded in the history)", _raise),
+        ("retire", "retire a data set's budget: every later charge is refused (its owner only)", _retire),
+    ):
+        p = add_command(bsub, action, help=help_text)
+        p.add_argument("--ledger", required=True, help="an existing ledger: SQLite file or postgresql:// URL")
+        p.add_argument("--dataset", required=True, help="the data set")
+        if action == "raise":
+            p.add_argument(
+                "--epsilon", type=float, required=True,
+                help="the new total epsilon: above the current one (a budget is never lowered)",
+            )
+        p.add_argument("--reason", required=True, help="why (kept in the budget's history)")
+        p.set_defaults(func=func)
+    check = add_command(
+        bsub, "check",
+        help="recompose every charge from its recorded event and name any charge that under-stated its "
+        "spend (exit status 1 if one did)",
+    )
+    check.add_argument("--ledger", required=True, help="an existing ledger: SQLite file or postgresql:// URL")
+    check.add_argument("--dataset", help="the data set (default: all)")
+    check.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    check.set_defaults(func=_check)
+    grant = add_command(
+        bsub, "grant",
+        help="PostgreSQL: let a database role charge and read the ledger, and nothing more (owner only)",
+    )
+    grant.add_argument("--ledger", required=True, help="the ledger's postgresql:// URL, as its owner")
+    grant.add_argument(
+        "--analyst", required=True,
+        help="the role: gets SELECT on the ledger's tables and EXECUTE on its charge functions; every "
+        "other privilege it held on the tables is revoked",
+    )
+    grant.set_defaults(func=_grant)

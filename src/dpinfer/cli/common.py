@@ -246,6 +246,11 @@ def add_ledger_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="release WITHOUT charging any ledger: nothing bounds the total spend on these data",
     )
+    parser.add_argument(
+        "--purpose",
+        default="",
+        help="why this release is made (free text, recorded with its charge in the ledger's history)",
+    )
 
 
 def add_release_options(parser: argparse.ArgumentParser) -> None:
@@ -363,7 +368,7 @@ def open_release_ledger(
         ledger.check_data(dataset, fingerprint)
     except DataBindingError as exc:
         raise Refusal(f"{path}: {exc}") from None
-    return ledger.for_data(fingerprint), dataset
+    return ledger.for_data(fingerprint).acting(purpose=getattr(args, "purpose", "") or ""), dataset
 
 
 # --- files written by the commands ----------------------------------------------------------

@@ -49,16 +49,29 @@ class ReleaseContext:
         numpy Generators are refused: a user's seed never determines privacy noise.
     label
         The ledger label of the release.
+    purpose
+        Why the release is made (free text, recorded with its charge).
+    charged_by
+        An application identity recorded with the charge (e.g. the analyst a service acts for),
+        next to the OS user or database role the ledger authenticates; None: that identity alone.
     """
 
     ledger: Ledger | None = None
     dataset: str | None = None
     privacy_rng: Any = None
     label: str = ""
+    purpose: str = ""
+    charged_by: str | None = None
     _gen: PrivacyRNG = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_gen", as_privacy_rng(self.privacy_rng))
+        if self.ledger is not None and (self.purpose or self.charged_by is not None):
+            # every charge through this context's ledger (also those made by privacy's release
+            # functions that take the ledger itself) records the purpose and identity
+            object.__setattr__(
+                self, "ledger", self.ledger.acting(purpose=self.purpose, charged_by=self.charged_by)
+            )
         if self.ledger is not None and not self.dataset:
             raise InvalidPrivacyParameterError(
                 "a ledger charge needs the dataset name: pass dataset=... with ledger=...."
@@ -73,19 +86,23 @@ class ReleaseContext:
         dataset: str | None = None,
         privacy_rng: Any = None,
         label: str = "",
+        purpose: str = "",
+        charged_by: str | None = None,
     ) -> ReleaseContext:
         """A context from either an existing one or the flat keywords (not both)."""
         if context is not None:
             if not isinstance(context, ReleaseContext):
                 raise TypeError(f"context must be a ReleaseContext, got {type(context).__name__}.")
-            if ledger is not None or dataset is not None or privacy_rng is not None:
+            if (ledger is not None or dataset is not None or privacy_rng is not None or purpose
+                    or charged_by is not None):
                 raise InvalidPrivacyParameterError(
-                    "pass either context=ReleaseContext(...) or ledger/dataset/privacy_rng, not both."
+                    "pass either context=ReleaseContext(...) or ledger/dataset/privacy_rng/purpose/"
+                    "charged_by, not both."
                 )
             return context if not label or context.label else cls(
-                context.ledger, context.dataset, context._gen, label
+                context.ledger, context.dataset, context._gen, label, context.purpose, context.charged_by
             )
-        return cls(ledger, dataset, privacy_rng, label)
+        return cls(ledger, dataset, privacy_rng, label, purpose, charged_by)
 
     @property
     def insecure(self) -> bool:
@@ -116,7 +133,7 @@ class ReleaseContext:
             raise InvalidPrivacyParameterError(f"a release needs a PrivacyEvent, got {type(event).__name__}.")
         with charge_or_warn(
             self.ledger, self.dataset, event, label=label or self.label or what, insecure=self.insecure,
-            what=what, stacklevel=stacklevel,
+            what=what, stacklevel=stacklevel, purpose=self.purpose, charged_by=self.charged_by,
         ):
             return draw(self._gen)
 

@@ -55,6 +55,24 @@ no longer be changed): the pure accountant with ``delta > 0`` and the PLD/RDP ac
 
 A charge for a release whose noise came from a deterministic test RNG is stored with
 ``insecure=True`` and shown as such by :meth:`Ledger.history` and ``dpinfer budget history``.
+
+Who charged, and who may change a budget
+----------------------------------------
+Every charge records who made it and why: ``authenticated_as`` is the identity the ledger
+authenticated (the OS user of the process on SQLite, the database role that logged in on
+PostgreSQL; a caller cannot choose it), ``charged_by`` an application identity the caller may
+pass (e.g. the analyst a service acts for; by default the authenticated identity), and
+``purpose`` free text (``charge(..., charged_by=..., purpose=...)``, ``ReleaseContext(...,
+purpose=..., charged_by=...)``, ``--purpose`` on the releasing commands).
+
+A budget is created (:meth:`Ledger.register`), raised (:meth:`Ledger.raise_budget`) and retired
+(:meth:`Ledger.retire`; a retired budget refuses every charge) by its owner only; it is never
+lowered below what was spent, and a retired budget stays retired. Every change is an append-only,
+timestamped entry of :meth:`Ledger.budget_history`, written by a trigger inside the database.
+On PostgreSQL the owner is the role owning the ledger's schema, and analysts hold no table
+writes (:mod:`dpinfer.privacy.ledger_postgres` says exactly what they hold and what the charge
+function can and cannot check). On SQLite the file's permissions protect the budget: whoever can
+write the file is its owner in effect (:mod:`dpinfer.privacy.ledger_sqlite`).
 """
 
 from __future__ import annotations
@@ -66,7 +84,7 @@ import socket
 import warnings
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -87,12 +105,21 @@ from .event_conversion import describe, event_from_dict, event_to_dict
 from .events import PrivacyEvent, compose
 from .fingerprint import as_fingerprint
 from .ledger_open import open_store
-from .ledger_store import Tx, is_database_url, now
+from .ledger_store import (
+    BudgetChangeError,
+    BudgetOwnerError,
+    BudgetRetiredError,
+    DataBindingError,
+    Tx,
+    is_database_url,
+    now,
+)
 from .validation import check_delta, check_epsilon, check_relation
 
 __all__ = [
-    "DEFAULT_ACCOUNTANT", "DEFAULT_DELTA", "Budget", "Charge", "DataBindingError", "Ledger",
-    "LedgerConnectionError", "LedgerFileError", "LedgerNotFoundError", "check_budget_accountant",
+    "DEFAULT_ACCOUNTANT", "DEFAULT_DELTA", "Budget", "BudgetChangeError", "BudgetOwnerError",
+    "BudgetRetiredError", "Charge", "DataBindingError", "Ledger", "LedgerConnectionError",
+    "LedgerFileError", "LedgerNotFoundError", "check_budget_accountant",
 ]
 
 #: The accountant of a budget registered without one (Python and ``dpinfer budget init``): it
@@ -108,11 +135,6 @@ _NEEDS_DELTA = frozenset({"pld", "rdp"})
 _TOLERANCE = 1e-9
 # Which machine recorded a charge (with its pid), for ledgers shared by many hosts.
 _HOST = socket.gethostname()
-
-
-class DataBindingError(InvalidPrivacyParameterError):
-    """A registration or charge refused because the data's fingerprint is bound to another
-    budget, or the data set is bound to other data (nothing was registered, charged or released)."""
 
 
 def check_budget_accountant(accountant: str, delta: float | None) -> tuple[str, float]:
@@ -154,6 +176,25 @@ class Budget:
     accountant: str
     neighbouring: str
     fingerprint: str | None = None
+    #: who registered it (OS user or database role); None for budgets registered before owners
+    owner: str | None = None
+    #: retired by its owner: refuses every charge
+    retired: bool = False
+
+
+_BUDGET_COLUMNS = "name, epsilon, delta, accountant, neighbouring, fingerprint, owner, retired"
+
+
+def _text(value: Any, name: str, limit: int = 1000) -> str:
+    """A free-text field of the ledger (purpose, reason, identity): a string, at most ``limit``
+    characters, no control characters but newlines."""
+    if not isinstance(value, str):
+        raise InvalidPrivacyParameterError(f"{name} must be a string, got {type(value).__name__}.")
+    if len(value) > limit or any(ord(c) < 32 and c not in "\n\t" for c in value):
+        raise InvalidPrivacyParameterError(
+            f"{name} must be at most {limit} characters of text (no control characters)."
+        )
+    return value
 
 
 @dataclass(frozen=True)
@@ -166,6 +207,8 @@ class Charge:
     epsilon_spent: float
     label: str
     insecure: bool = False
+    charged_by: str | None = None
+    purpose: str = ""
 
 
 class Ledger:
@@ -224,8 +267,15 @@ class Ledger:
         neighbouring: str = "replace-one",
         *,
         fingerprint: Any = None,
+        reason: str = "",
+        registered_by: str | None = None,
     ) -> Budget:
         """Register ``dataset`` with a total budget (ε, δ) interpreted by ``accountant``.
+
+        The identity registering it (OS user, or database role on PostgreSQL) becomes the
+        budget's owner, the only one who may later :meth:`raise_budget` or :meth:`retire` it; the
+        registration is the first entry of :meth:`budget_history` (with ``reason``, and
+        ``registered_by``, an application identity recorded next to the authenticated one).
 
         ``delta=None`` is :data:`DEFAULT_DELTA` (1e-6) under the default ``"pld"`` accountant and
         0 under ``"pure"``; combinations that cannot work are refused here
@@ -249,8 +299,11 @@ class Ledger:
             check_relation(neighbouring),
             as_fingerprint(fingerprint),
         )
+        reason = _text(reason, "reason")
+        if registered_by is not None:
+            registered_by = _text(registered_by, "registered_by", 200)
 
-        def insert(tx: Tx) -> None:
+        def insert(tx: Tx) -> Budget:
             tx.lock_datasets()
             if tx.rows("SELECT 1 FROM datasets WHERE name = ?", (dataset,)):
                 raise InvalidPrivacyParameterError(
@@ -270,14 +323,144 @@ class Ledger:
                         f"{self.location}: the same data cannot get a second budget. Charge releases "
                         f"of these data to {holder!r}. Nothing was registered."
                     )
+            owner = tx.user()
+            sqlite = self.backend == "sqlite"  # PostgreSQL's trigger records session_user itself
             tx.rows(
                 "INSERT INTO datasets (name, epsilon, delta, accountant, neighbouring, created,"
-                " fingerprint) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (dataset, budget.epsilon, budget.delta, budget.accountant, budget.neighbouring, now(), fp),
+                " fingerprint, owner, retired, change_reason, changed_by" + (", changed_as" if sqlite else "")
+                + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?" + (", ?" if sqlite else "") + ")",
+                (dataset, budget.epsilon, budget.delta, budget.accountant, budget.neighbouring, now(), fp,
+                 owner, reason, registered_by or (owner if sqlite else None)) + ((owner,) if sqlite else ()),
+            )
+            return replace(budget, owner=owner)
+
+        return self._store.transaction(insert, write=True, what=f"registering {dataset!r}")
+
+    # -- owner-only changes of a budget ------------------------------------------------------
+    def _change(self, dataset: str, what: str, body: Any) -> Budget:
+        def change(tx: Tx) -> Budget:
+            tx.lock_budget(dataset)
+            budget = self._budget(tx, dataset)
+            if not tx.is_owner(budget.owner):
+                raise BudgetOwnerError(
+                    f"{what} {dataset!r} in {self.location}: only its owner ({budget.owner}) may change a "
+                    f"budget, not {tx.user()}. Nothing was changed."
+                )
+            if budget.retired:
+                raise BudgetChangeError(
+                    f"{what} {dataset!r} in {self.location}: the budget is retired and stays retired. "
+                    "Nothing was changed."
+                )
+            body(tx, budget)
+            return self._budget(tx, dataset)
+
+        return self._store.transaction(change, write=True, what=f"{what} {dataset!r}")
+
+    def _set_budget_row(self, tx: Tx, dataset: str, column: str, value: Any, reason: str,
+                        by: str | None) -> None:
+        if self.backend == "sqlite":
+            me = tx.user()
+            tx.rows(
+                f"UPDATE datasets SET {column} = ?, change_reason = ?, changed_by = ?, changed_as = ? "
+                "WHERE name = ?",
+                (value, reason, by or me, me, dataset),
+            )
+        else:  # the trigger records session_user and clears the reason after logging it
+            tx.rows(
+                f"UPDATE datasets SET {column} = ?, change_reason = ?, changed_by = ? WHERE name = ?",
+                (value, reason, by, dataset),
             )
 
-        self._store.transaction(insert, write=True, what=f"registering {dataset!r}")
-        return budget
+    def raise_budget(
+        self, dataset: str, *, epsilon: float, reason: str, changed_by: str | None = None
+    ) -> Budget:
+        """Raise ``dataset``'s total ε to ``epsilon`` (its owner only; ``reason`` is required and
+        recorded in :meth:`budget_history`, with the owner's identity and ``changed_by``).
+
+        Raises
+        ------
+        BudgetOwnerError
+            Not the budget's owner (PostgreSQL: not a member of the schema's owner role).
+        BudgetChangeError
+            ``epsilon`` is not above the current budget, or the budget is retired.
+        """
+        epsilon = check_epsilon(epsilon, "budget epsilon")
+        reason = self._reason(reason)
+        if changed_by is not None:
+            changed_by = _text(changed_by, "changed_by", 200)
+
+        def body(tx: Tx, budget: Budget) -> None:
+            spent = self._last_spent(tx, dataset)
+            if epsilon <= budget.epsilon:
+                raise BudgetChangeError(
+                    f"raising {dataset!r}: the new budget epsilon={epsilon:g} is not above the current "
+                    f"{budget.epsilon:g} (spent {spent:.6g}); a budget is only ever raised (never "
+                    "lowered below what was spent). Nothing was changed."
+                )
+            self._set_budget_row(tx, dataset, "epsilon", epsilon, reason, changed_by)
+
+        return self._change(dataset, "raising", body)
+
+    def retire(self, dataset: str, *, reason: str, changed_by: str | None = None) -> Budget:
+        """Retire ``dataset``'s budget (its owner only): every later charge is refused
+        (:class:`BudgetRetiredError`); recorded in :meth:`budget_history`. Irreversible."""
+        reason = self._reason(reason)
+        if changed_by is not None:
+            changed_by = _text(changed_by, "changed_by", 200)
+        return self._change(
+            dataset, "retiring",
+            lambda tx, budget: self._set_budget_row(tx, dataset, "retired", 1, reason, changed_by),
+        )
+
+    @staticmethod
+    def _reason(reason: Any) -> str:
+        reason = _text(reason, "reason")
+        if not reason.strip():
+            raise InvalidPrivacyParameterError(
+                "a budget change needs a reason (it is kept in the budget history)."
+            )
+        return reason
+
+    @staticmethod
+    def _last_spent(tx: Tx, dataset: str) -> float:
+        """The spend recorded by the data set's last charge (0 without charges)."""
+        rows = tx.rows(
+            "SELECT epsilon_spent FROM charges WHERE dataset = ? ORDER BY id DESC LIMIT 1", (dataset,)
+        )
+        return float(rows[0][0]) if rows else 0.0
+
+    def budget_history(self, dataset: str) -> list[dict[str, Any]]:
+        """Every change of ``dataset``'s budget, oldest first: ``action`` (``register``, ``raise``,
+        ``retire``; ``lower`` only for a raw-SQL change above the spend), ``epsilon`` after and
+        ``previous`` before, ``reason``, ``by`` (the application identity given, else the
+        authenticated one), ``authenticated_as`` (OS user / database role), ``created`` (UTC).
+        Written by a trigger inside the database and append-only (updates and deletes refused)."""
+
+        def read(tx: Tx) -> list[tuple[Any, ...]]:
+            self._budget(tx, dataset)
+            return tx.rows(
+                "SELECT id, action, epsilon, previous, reason, by_user, authenticated_as, created "
+                "FROM budget_events WHERE dataset = ? ORDER BY id",
+                (dataset,),
+            )
+
+        keys = ("id", "action", "epsilon", "previous", "reason", "by", "authenticated_as", "created")
+        return [dict(zip(keys, r, strict=True)) for r in self._read(read)]
+
+    def grant(self, analyst: str) -> None:
+        """PostgreSQL: let the role ``analyst`` charge this ledger and read it, and nothing more
+        (:data:`~dpinfer.privacy.ledger_postgres.ANALYST_GRANTS`: ``SELECT`` on the tables,
+        ``EXECUTE`` on the charge functions, every other privilege on the tables revoked). Run by
+        the ledger's owner. A SQLite ledger has no roles: its file's permissions decide."""
+        if not isinstance(analyst, str) or not analyst.strip():
+            raise InvalidPrivacyParameterError("grant needs the analyst's database role name.")
+        grant = getattr(self._store, "grant", None)
+        if grant is None:
+            raise InvalidPrivacyParameterError(
+                f"{self.location} is a SQLite ledger: it has no roles to grant. Whoever can write the "
+                "file is its owner in effect; keep it writable by the data owner only."
+            )
+        grant(analyst)
 
     # -- data bound to budgets ---------------------------------------------------------------
     def for_data(self, data: Any) -> Ledger:
@@ -294,6 +477,16 @@ class Ledger:
         bound = object.__new__(Ledger)
         bound.__dict__.update(self.__dict__)
         bound.__dict__["_data_fingerprint"] = fingerprint
+        return bound
+
+    def acting(self, *, purpose: str = "", charged_by: str | None = None) -> Ledger:
+        """This ledger, with every charge made through it recording ``purpose`` and the
+        application identity ``charged_by`` (unless the charge passes its own). Nothing is read
+        or written here."""
+        bound = object.__new__(Ledger)
+        bound.__dict__.update(self.__dict__)
+        bound.__dict__["_purpose"] = _text(purpose, "purpose")
+        bound.__dict__["_charged_by"] = None if charged_by is None else _text(charged_by, "charged_by", 200)
         return bound
 
     @property
@@ -358,18 +551,17 @@ class Ledger:
         return self._store.transaction(body, write=False, what="reading the ledger")
 
     def _budget(self, tx: Tx, dataset: str, lock: bool = False) -> Budget:
-        rows = tx.rows(
-            "SELECT name, epsilon, delta, accountant, neighbouring, fingerprint FROM datasets "
-            "WHERE name = ?" + (tx.lock_row if lock else ""),
-            (dataset,),
-        )
+        if lock:
+            tx.lock_budget(dataset)
+        rows = tx.rows(f"SELECT {_BUDGET_COLUMNS} FROM datasets WHERE name = ?", (dataset,))
         if not rows:
             known = [r[0] for r in tx.rows("SELECT name FROM datasets ORDER BY name")]
             raise UnknownDatasetError(
                 f"dataset {dataset!r} is not registered in ledger {self.location} (known: {known}). "
                 "Register it first: `dpinfer budget init --ledger PATH --dataset NAME --epsilon E`."
             )
-        return Budget(*rows[0])
+        r = rows[0]
+        return Budget(r[0], r[1], r[2], r[3], r[4], r[5], r[6], bool(r[7]))
 
     @staticmethod
     def _events(tx: Tx, dataset: str) -> list[PrivacyEvent]:
@@ -386,6 +578,8 @@ class Ledger:
         *,
         insecure: bool = False,
         fingerprint: Any = None,
+        charged_by: str | None = None,
+        purpose: str = "",
     ) -> Iterator[Charge]:
         """Charge ``event`` to ``dataset``, then run the body (the release).
 
@@ -401,6 +595,12 @@ class Ledger:
         names the data released; a charge of data bound to another budget, or to a data set bound
         to other data, is refused in the same transaction (:class:`DataBindingError`, module
         docstring), and the fingerprint is recorded with the charge.
+
+        The charge records the identity the ledger authenticated (OS user / database role), and
+        ``charged_by`` (an application identity, e.g. the analyst a service acts for; default:
+        the authenticated identity, or this ledger's :meth:`acting` identity) and ``purpose``
+        (default: this ledger's :meth:`acting` purpose). A retired budget refuses every charge
+        (:class:`BudgetRetiredError`).
         """
         if not isinstance(event, PrivacyEvent):
             raise InvalidPrivacyParameterError(
@@ -408,11 +608,21 @@ class Ledger:
             )
         record = json.dumps(event_to_dict(event))
         fp = as_fingerprint(fingerprint) if fingerprint is not None else self.data_fingerprint
+        purpose = _text(purpose, "purpose") or self.__dict__.get("_purpose", "")
+        if charged_by is not None:
+            charged_by = _text(charged_by, "charged_by", 200)
+        else:
+            charged_by = self.__dict__.get("_charged_by")
 
         def charge(tx: Tx) -> tuple[int, float]:
             if fp is not None:
                 tx.lock_fingerprint(fp)  # before the row lock: registrations take it after theirs
             budget = self._budget(tx, dataset, lock=True)  # excludes every other charge of dataset
+            if budget.retired:
+                raise BudgetRetiredError(
+                    f"the budget of {dataset!r} in {self.location} was retired by its owner: it refuses "
+                    "every charge. Nothing was charged or released."
+                )
             if fp is not None:
                 problem = self._binding_problem(tx, budget, fp)
                 if problem:
@@ -435,6 +645,9 @@ class Ledger:
                     + (f"accountant={fits[0]!r}" if fits else "an accountant that handles this release")
                     + ". Nothing was charged or released."
                 ) from None
+            # the last charge composed with: read with the history, before composing (the
+            # PostgreSQL charge function refuses the insert if another charge came in between)
+            previous = tx.rows("SELECT max(id) FROM charges WHERE dataset = ?", (dataset,))[0][0]
             history = self._events(tx, dataset)
             spent = accountant.epsilon(compose(*history, event), budget.delta)
             if not math.isfinite(spent) or spent > budget.epsilon * (1 + _TOLERANCE):
@@ -446,15 +659,18 @@ class Ledger:
                     f"already spent {before:.6g}. Nothing was charged or released. Use a "
                     "smaller epsilon for this release or stop querying this data set."
                 )
-            charge_id = tx.insert(
-                "INSERT INTO charges (dataset, event, label, epsilon_spent, status, created, pid,"
-                " insecure, host, fingerprint) VALUES (?, ?, ?, ?, 'charged', ?, ?, ?, ?, ?)",
-                (dataset, record, label, spent, now(), os.getpid(), int(bool(insecure)), _HOST, fp),
+            charge_id = tx.record_charge(
+                {
+                    "dataset": dataset, "event": record, "label": label, "epsilon_spent": spent,
+                    "created": now(), "pid": os.getpid(), "insecure": int(bool(insecure)), "host": _HOST,
+                    "fingerprint": fp, "charged_by": charged_by, "purpose": purpose,
+                    "previous": previous, "accountant": budget.accountant, "state": None,
+                }
             )
             return charge_id, spent
 
         charge_id, spent = self._store.transaction(charge, write=True, what=f"charging {dataset!r}")
-        charged = Charge(charge_id, dataset, event, spent, label, bool(insecure))
+        charged = Charge(charge_id, dataset, event, spent, label, bool(insecure), charged_by, purpose)
         try:
             yield charged
         except BaseException:
@@ -467,7 +683,7 @@ class Ledger:
         all the same) and a :class:`LedgerStatusWarning` says so."""
         try:
             self._store.transaction(
-                lambda tx: tx.rows("UPDATE charges SET status = ? WHERE id = ?", (status, charge_id)),
+                lambda tx: tx.set_status(charge_id, status),
                 write=True,
                 what=f"marking charge #{charge_id} {status}",
             )
@@ -495,14 +711,18 @@ class Ledger:
 
     def history(self, dataset: str) -> list[dict[str, Any]]:
         """All charges of ``dataset`` in order, as dictionaries (``insecure``: the release's
-        noise came from a deterministic test RNG; ``host`` and ``pid``: who charged it;
-        ``fingerprint``: of the data released, None if the release did not say)."""
+        noise came from a deterministic test RNG; ``host`` and ``pid``: where it was charged;
+        ``authenticated_as``: the OS user or database role that charged it; ``charged_by``: the
+        application identity given with it (else the authenticated one); ``purpose``;
+        ``fingerprint``: of the data released, None if the release did not say). Charges made
+        before schema version 5 have no identity (None)."""
 
         def read(tx: Tx) -> list[tuple[Any, ...]]:
             self._budget(tx, dataset)
             return tx.rows(
                 "SELECT id, event, label, epsilon_spent, status, created, pid, insecure, host, "
-                "fingerprint FROM charges WHERE dataset = ? ORDER BY id",
+                "fingerprint, charged_by, authenticated_as, purpose FROM charges WHERE dataset = ? "
+                "ORDER BY id",
                 (dataset,),
             )
 
@@ -518,9 +738,55 @@ class Ledger:
                 "insecure": bool(r[7]),
                 "host": r[8],
                 "fingerprint": r[9],
+                "charged_by": r[10],
+                "authenticated_as": r[11],
+                "purpose": r[12],
             }
             for r in self._read(read)
         ]
+
+    def recompute(self, dataset: str) -> dict[str, Any]:
+        """Recompose every charge of ``dataset`` from its recorded event with dpinfer's accountant
+        and compare with what each charge recorded (``dpinfer budget check``).
+
+        Returns a dictionary: ``charges``, ``recorded`` (the spend the last charge recorded),
+        ``recomputed`` (the spend recomposed from all recorded events), and ``understated``: one
+        entry (``id``, ``authenticated_as``, ``charged_by``, ``recorded``, ``recomputed``) per
+        charge whose recorded spend is below the spend recomposed up to it -- a charge made by a
+        caller that under-stated its ε (e.g. an analyst calling the PostgreSQL charge function by
+        hand) or by a broken client. ``ok`` is true when there is none.
+        """
+        budget, rows = self._read(
+            lambda tx: (
+                self._budget(tx, dataset),
+                tx.rows(
+                    "SELECT id, event, epsilon_spent, authenticated_as, charged_by FROM charges "
+                    "WHERE dataset = ? ORDER BY id",
+                    (dataset,),
+                ),
+            )
+        )
+        accountant = get_accountant(budget.accountant)
+        events: list[PrivacyEvent] = []
+        understated = []
+        spent = 0.0
+        for charge_id, record, recorded, who, by in rows:
+            events.append(event_from_dict(json.loads(record)))
+            spent = accountant.epsilon(compose(*events), budget.delta)
+            if float(recorded) < spent * (1 - 1e-6) - 1e-9:
+                understated.append(
+                    {"id": charge_id, "authenticated_as": who, "charged_by": by,
+                     "recorded": float(recorded), "recomputed": spent}
+                )
+        return {
+            "dataset": dataset,
+            "accountant": budget.accountant,
+            "charges": len(rows),
+            "recorded": float(rows[-1][2]) if rows else 0.0,
+            "recomputed": spent,
+            "understated": understated,
+            "ok": not understated,
+        }
 
     def integrity_check(self) -> bool:
         """The backend's consistency check (SQLite: ``PRAGMA integrity_check``; PostgreSQL:
@@ -547,6 +813,8 @@ def charge_or_warn(
     insecure: bool,
     what: str = "release",
     stacklevel: int = 3,
+    purpose: str = "",
+    charged_by: str | None = None,
 ) -> AbstractContextManager[Any]:
     """The context a release runs in: :meth:`Ledger.charge` before the body, or, without a ledger,
     a :class:`~dpinfer.errors.PrivacyWarning` that the release ``what label`` is unaccounted (its
@@ -565,4 +833,6 @@ def charge_or_warn(
         return nullcontext()
     if not dataset:
         raise InvalidPrivacyParameterError("a ledger charge needs the dataset name.")
-    return ledger.charge(dataset, event, label=label, insecure=insecure)
+    return ledger.charge(
+        dataset, event, label=label, insecure=insecure, purpose=purpose, charged_by=charged_by
+    )

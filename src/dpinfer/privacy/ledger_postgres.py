@@ -24,6 +24,46 @@ the charge is absent and, since the caller's release runs only after the commit,
 released. If the connection is lost during ``COMMIT`` itself, the outcome is unknown to the
 client: :class:`~dpinfer.errors.LedgerConnectionError` says so (the charge is then either fully
 recorded or absent; ``dpinfer budget history`` tells which). No message ever contains the password.
+
+Owner and analysts
+------------------
+The role that runs ``dpinfer budget init`` owns the schema ``dpinfer`` and its tables: it alone
+creates, raises and retires budgets (:meth:`~dpinfer.privacy.ledger.Ledger.raise_budget`,
+:meth:`~dpinfer.privacy.ledger.Ledger.retire`). An analyst role gets, from
+``dpinfer budget grant --ledger URL --analyst ROLE`` (:data:`ANALYST_GRANTS`), ``SELECT`` on the
+tables (the budgets, charges, history and composed state, which hold no data values), and
+``EXECUTE`` on three ``SECURITY DEFINER`` functions with a fixed ``search_path``:
+``dpinfer.lock_budget`` (the data set's row lock), ``dpinfer.charge`` and ``dpinfer.set_status``
+(marks the role's own charge released or failed) -- and no table writes. Triggers (:data:`_GUARDS`)
+refuse every write to the tables by a role that is not a member of the schema's owner, so the
+grants of older READMEs (``INSERT, UPDATE ON ALL TABLES``) no longer let an analyst change a
+budget either; they also refuse deleting a budget, lowering it below what was spent, un-retiring
+it, and editing or deleting charges or history, and they write every budget change (even one made
+with raw SQL by the owner) to ``budget_events`` with ``session_user``.
+
+What ``dpinfer.charge`` checks, and what it cannot
+--------------------------------------------------
+Inside the database, under the data set's row lock, the function checks everything SQL can
+check: the budget exists and is not retired; the caller composed with the data set's latest
+charge (``p_previous``; otherwise SQLSTATE 40001 and the client composes again); the spend after
+the charge is finite, never below the spend recorded before it (composition never lowers ε) and
+within the budget; the data binding of the fingerprint (as in the module docstring of
+:mod:`~dpinfer.privacy.ledger`); the event is a JSON object with a type. It records
+``session_user`` (which a caller cannot choose) next to any application identity the caller
+passes, and stores the caller's composed state atomically with the charge.
+
+It cannot recompute the ε of the composition: the PLD accountant composes by FFT in Python
+(dp-accounting), which PL/pgSQL cannot run. An analyst who calls ``dpinfer.charge`` with
+arbitrary arguments can therefore *claim* a smaller spend than the event implies (e.g. charge a
+Laplace release at ε = 0.5 with a spend increased by 0.01). We chose to make that lie recorded,
+attributed and detectable rather than pretend to prevent it: the charge keeps the event exactly
+as claimed next to the spend claimed and the role that made the claim, and
+:meth:`~dpinfer.privacy.ledger.Ledger.recompute` (``dpinfer budget check``, run by the owner)
+recomposes every charge from its recorded event with dpinfer's accountant and names each charge
+whose recorded spend is below the recomputed one, with its role. Preventing the lie needs the
+arithmetic to run where the analyst has no control: the owner's release service (issue #38),
+which charges as the owner's role, is the way to give analysts releases they cannot under-charge.
+Direct ``EXECUTE`` grants fit analysts the owner trusts to run dpinfer unmodified.
 """
 
 from __future__ import annotations
@@ -33,8 +73,23 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from ..errors import LedgerConnectionError, LedgerFileError, LedgerNotFoundError
-from .ledger_store import HOW_TO_CREATE, SCHEMA_VERSION, check_version, redact
+from ..errors import (
+    BudgetExceededError,
+    LedgerConnectionError,
+    LedgerFileError,
+    LedgerNotFoundError,
+    UnknownDatasetError,
+)
+from .ledger_store import (
+    HOW_TO_CREATE,
+    SCHEMA_VERSION,
+    BudgetChangeError,
+    BudgetOwnerError,
+    BudgetRetiredError,
+    DataBindingError,
+    check_version,
+    redact,
+)
 
 T = TypeVar("T")
 
@@ -72,11 +127,272 @@ _DDL: tuple[str, ...] = (
     "CREATE TABLE ledger_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
 )
 _TABLES = ("datasets", "charges", "ledger_meta")
+_FIXED = "SET search_path = dpinfer, pg_catalog, pg_temp"
+_OWNER = (
+    "pg_has_role(current_user, (SELECT nspowner FROM pg_catalog.pg_namespace WHERE nspname = 'dpinfer'),"
+    " 'MEMBER')"
+)
+
+
+def _refuse(message: str, code: str = "DP006") -> str:
+    return f"RAISE EXCEPTION 'dpinfer: {message}' USING ERRCODE = '{code}';"
+
+
+# Version 5: who charged and why, owners, retirement, history, composed state, the guards and the
+# analysts' functions (module docstring). Every statement idempotent; run at creation and upgrade.
+_GUARDS: tuple[str, ...] = (
+    "ALTER TABLE datasets ADD COLUMN IF NOT EXISTS owner TEXT",
+    "ALTER TABLE datasets ADD COLUMN IF NOT EXISTS retired INTEGER NOT NULL DEFAULT 0",
+    "ALTER TABLE datasets ADD COLUMN IF NOT EXISTS change_reason TEXT NOT NULL DEFAULT ''",
+    "ALTER TABLE datasets ADD COLUMN IF NOT EXISTS changed_by TEXT",
+    "ALTER TABLE charges ADD COLUMN IF NOT EXISTS charged_by TEXT",
+    "ALTER TABLE charges ADD COLUMN IF NOT EXISTS authenticated_as TEXT",
+    "ALTER TABLE charges ADD COLUMN IF NOT EXISTS purpose TEXT NOT NULL DEFAULT ''",
+    """CREATE TABLE IF NOT EXISTS budget_events (
+    id BIGSERIAL PRIMARY KEY,
+    dataset TEXT NOT NULL,
+    action TEXT NOT NULL,
+    epsilon DOUBLE PRECISION NOT NULL,
+    previous DOUBLE PRECISION,
+    reason TEXT NOT NULL DEFAULT '',
+    by_user TEXT,
+    authenticated_as TEXT,
+    created TEXT NOT NULL
+)""",
+    """CREATE TABLE IF NOT EXISTS budget_state (
+    dataset TEXT PRIMARY KEY REFERENCES datasets(name),
+    accountant TEXT NOT NULL,
+    last_charge BIGINT NOT NULL,
+    spent DOUBLE PRECISION NOT NULL,
+    state BYTEA,
+    updated TEXT NOT NULL
+)""",
+    "INSERT INTO budget_events (dataset, action, epsilon, previous, reason, by_user, authenticated_as,"
+    " created) SELECT name, 'register', epsilon, NULL, 'registered before budget history was kept"
+    " (schema < 5)', NULL, NULL, created FROM datasets d"
+    " WHERE NOT EXISTS (SELECT 1 FROM budget_events e WHERE e.dataset = d.name)",
+    """CREATE OR REPLACE FUNCTION utc_now() RETURNS text LANGUAGE sql STABLE AS
+$$ SELECT to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"') $$""",
+    f"""CREATE OR REPLACE FUNCTION require_owner() RETURNS void LANGUAGE plpgsql {_FIXED} AS $$
+BEGIN
+    IF NOT {_OWNER} THEN
+        RAISE EXCEPTION 'dpinfer: only the ledger''s owner (the role owning schema dpinfer) may %',
+            'change a budget or write the ledger''s tables; role ' || session_user
+            || ' may not (analysts charge through dpinfer.charge)' USING ERRCODE = '42501';
+    END IF;
+END $$""",
+    f"""CREATE OR REPLACE FUNCTION guard_datasets() RETURNS trigger LANGUAGE plpgsql {_FIXED} AS $$
+DECLARE
+    v_spent double precision;
+    v_action text;
+BEGIN
+    PERFORM require_owner();
+    IF TG_OP = 'DELETE' THEN {_refuse("a budget is never deleted (retire it)")} END IF;
+    IF TG_OP = 'INSERT' THEN
+        v_action := 'register';
+    ELSE
+        IF (NEW.name, NEW.delta, NEW.accountant, NEW.neighbouring, NEW.fingerprint, NEW.created,
+            NEW.owner) IS DISTINCT FROM (OLD.name, OLD.delta, OLD.accountant, OLD.neighbouring,
+            OLD.fingerprint, OLD.created, OLD.owner) THEN
+            {_refuse("only a budget''s epsilon and retirement may change")}
+        END IF;
+        IF OLD.retired <> 0 AND NEW.retired = 0 THEN {_refuse("a retired budget stays retired")} END IF;
+        SELECT c.epsilon_spent INTO v_spent FROM charges c WHERE c.dataset = NEW.name
+            ORDER BY c.id DESC LIMIT 1;
+        IF NEW.epsilon < coalesce(v_spent, 0) THEN
+            RAISE EXCEPTION 'dpinfer: a budget is never lowered below what was spent (%)', v_spent
+                USING ERRCODE = 'DP006';
+        END IF;
+        v_action := CASE WHEN NEW.retired IS DISTINCT FROM OLD.retired THEN 'retire'
+                         WHEN NEW.epsilon > OLD.epsilon THEN 'raise'
+                         WHEN NEW.epsilon < OLD.epsilon THEN 'lower' END;
+    END IF;
+    IF v_action IS NOT NULL THEN  -- every change of the budget is in its history, with its role
+        INSERT INTO budget_events (dataset, action, epsilon, previous, reason, by_user,
+                                   authenticated_as, created)
+        VALUES (NEW.name, v_action, NEW.epsilon, CASE WHEN TG_OP = 'UPDATE' THEN OLD.epsilon END,
+                coalesce(NEW.change_reason, ''), coalesce(NEW.changed_by, session_user), session_user,
+                utc_now());
+    END IF;
+    NEW.change_reason := '';  -- a later change made without a reason never inherits this one
+    NEW.changed_by := NULL;
+    RETURN NEW;
+END $$""",
+    f"""CREATE OR REPLACE FUNCTION guard_charges() RETURNS trigger LANGUAGE plpgsql {_FIXED} AS $$
+BEGIN
+    IF TG_OP = 'DELETE' THEN {_refuse("charges are never deleted")} END IF;
+    PERFORM require_owner();
+    IF TG_OP = 'UPDATE' AND (OLD.status <> 'charged' OR NEW.status NOT IN ('released', 'failed') OR
+        (NEW.id, NEW.dataset, NEW.event, NEW.label, NEW.epsilon_spent, NEW.created, NEW.pid, NEW.insecure,
+         NEW.host, NEW.fingerprint, NEW.charged_by, NEW.authenticated_as, NEW.purpose)
+        IS DISTINCT FROM (OLD.id, OLD.dataset, OLD.event, OLD.label, OLD.epsilon_spent, OLD.created, OLD.pid,
+         OLD.insecure, OLD.host, OLD.fingerprint, OLD.charged_by, OLD.authenticated_as, OLD.purpose)) THEN
+        {_refuse("a charge is never edited (only its status moves once from charged to released or failed)")}
+    END IF;
+    RETURN NEW;
+END $$""",
+    f"""CREATE OR REPLACE FUNCTION guard_history() RETURNS trigger LANGUAGE plpgsql {_FIXED} AS $$
+BEGIN
+    IF TG_OP <> 'INSERT' THEN {_refuse("the budget history is append-only")} END IF;
+    PERFORM require_owner();
+    RETURN NEW;
+END $$""",
+    f"""CREATE OR REPLACE FUNCTION guard_state() RETURNS trigger LANGUAGE plpgsql {_FIXED} AS $$
+BEGIN
+    PERFORM require_owner();
+    RETURN coalesce(NEW, OLD);
+END $$""",
+    f"""CREATE OR REPLACE FUNCTION refuse_truncate() RETURNS trigger LANGUAGE plpgsql {_FIXED} AS $$
+BEGIN
+    {_refuse("the ledger''s tables are never truncated")}
+END $$""",
+    *(
+        statement
+        for table, guard in (("datasets", "guard_datasets"), ("charges", "guard_charges"),
+                             ("budget_events", "guard_history"), ("budget_state", "guard_state"))
+        for statement in (
+            f"DROP TRIGGER IF EXISTS guard ON {table}",
+            f"CREATE TRIGGER guard BEFORE INSERT OR UPDATE OR DELETE ON {table} FOR EACH ROW "
+            f"EXECUTE FUNCTION {guard}()",
+        )
+    ),
+    *(
+        statement
+        for table in ("datasets", "charges", "budget_events")
+        for statement in (
+            f"DROP TRIGGER IF EXISTS no_truncate ON {table}",
+            f"CREATE TRIGGER no_truncate BEFORE TRUNCATE ON {table} FOR EACH STATEMENT "
+            "EXECUTE FUNCTION refuse_truncate()",
+        )
+    ),
+    f"""CREATE OR REPLACE FUNCTION lock_budget(p_dataset text) RETURNS boolean LANGUAGE plpgsql
+SECURITY DEFINER {_FIXED} AS $$
+BEGIN
+    PERFORM 1 FROM datasets WHERE name = p_dataset FOR UPDATE;
+    RETURN FOUND;
+END $$""",
+    f"""CREATE OR REPLACE FUNCTION charge(
+    p_dataset text, p_event text, p_label text, p_epsilon_spent double precision, p_previous bigint,
+    p_state bytea, p_pid integer, p_insecure integer, p_host text, p_fingerprint text,
+    p_charged_by text, p_purpose text
+) RETURNS bigint LANGUAGE plpgsql SECURITY DEFINER {_FIXED} AS $$
+DECLARE
+    b datasets%ROWTYPE;
+    v_event jsonb;
+    v_last bigint;
+    v_spent double precision;
+    v_holder text;
+    v_id bigint;
+BEGIN
+    IF p_fingerprint IS NOT NULL THEN
+        IF p_fingerprint !~ '^[0-9a-f]{{16,128}}$' THEN
+            {_refuse("a fingerprint is a hex digest", "DP003")}
+        END IF;
+        PERFORM pg_advisory_xact_lock(('x0' || substr(p_fingerprint, 1, 15))::bit(64)::bigint);
+    END IF;
+    SELECT * INTO b FROM datasets WHERE name = p_dataset FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'dpinfer: dataset % is not registered', p_dataset USING ERRCODE = 'DP004';
+    END IF;
+    IF b.retired <> 0 THEN
+        RAISE EXCEPTION 'dpinfer: the budget of % was retired by its owner: it refuses every charge',
+            p_dataset USING ERRCODE = 'DP001';
+    END IF;
+    BEGIN
+        v_event := p_event::jsonb;
+    EXCEPTION WHEN others THEN
+        {_refuse("the event is not JSON")}
+    END;
+    IF jsonb_typeof(v_event) <> 'object' OR v_event->'type' IS NULL THEN
+        {_refuse("the event has no type")}
+    END IF;
+    SELECT c.id, c.epsilon_spent INTO v_last, v_spent FROM charges c WHERE c.dataset = p_dataset
+        ORDER BY c.id DESC LIMIT 1;
+    IF v_last IS DISTINCT FROM p_previous THEN
+        RAISE EXCEPTION 'dpinfer: another charge of % was committed meanwhile; compose again', p_dataset
+            USING ERRCODE = '40001';
+    END IF;
+    IF p_epsilon_spent IS NULL OR p_epsilon_spent = 'NaN'::float8 OR p_epsilon_spent = 'Infinity'::float8 THEN
+        {_refuse("the spend after a charge must be finite", "DP002")}
+    END IF;
+    IF p_epsilon_spent < coalesce(v_spent, 0) THEN
+        RAISE EXCEPTION 'dpinfer: a charge never lowers the spend of % (claimed %, recorded %)', p_dataset,
+            p_epsilon_spent, v_spent USING ERRCODE = 'DP002';
+    END IF;
+    IF p_epsilon_spent > b.epsilon * (1 + 1e-9) THEN
+        RAISE EXCEPTION 'dpinfer: charging % would bring its spend to % over the budget %', p_dataset,
+            p_epsilon_spent, b.epsilon USING ERRCODE = 'DP002';
+    END IF;
+    IF p_fingerprint IS NOT NULL THEN
+        IF b.fingerprint IS NOT NULL AND b.fingerprint <> p_fingerprint THEN
+            {_refuse("the data released are not the data registered for this budget", "DP003")}
+        END IF;
+        SELECT d.name INTO v_holder FROM datasets d WHERE d.fingerprint = p_fingerprint
+            AND d.name <> p_dataset LIMIT 1;
+        IF v_holder IS NULL THEN
+            SELECT c.dataset INTO v_holder FROM charges c WHERE c.fingerprint = p_fingerprint
+                AND c.dataset <> p_dataset LIMIT 1;
+        END IF;
+        IF v_holder IS NOT NULL THEN
+            RAISE EXCEPTION 'dpinfer: these data are bound to dataset %: %', v_holder,
+                'the same data cannot spend a second budget' USING ERRCODE = 'DP003';
+        END IF;
+    END IF;
+    INSERT INTO charges (dataset, event, label, epsilon_spent, status, created, pid, insecure, host,
+                         fingerprint, charged_by, authenticated_as, purpose)
+    VALUES (p_dataset, p_event, coalesce(p_label, ''), p_epsilon_spent, 'charged', utc_now(),
+            coalesce(p_pid, 0),
+            CASE WHEN coalesce(p_insecure, 0) <> 0 THEN 1 ELSE 0 END, p_host, p_fingerprint,
+            coalesce(nullif(p_charged_by, ''), session_user), session_user, coalesce(p_purpose, ''))
+    RETURNING id INTO v_id;
+    IF p_state IS NOT NULL THEN
+        INSERT INTO budget_state (dataset, accountant, last_charge, spent, state, updated)
+        VALUES (p_dataset, b.accountant, v_id, p_epsilon_spent, p_state, utc_now())
+        ON CONFLICT (dataset) DO UPDATE SET accountant = EXCLUDED.accountant,
+            last_charge = EXCLUDED.last_charge, spent = EXCLUDED.spent, state = EXCLUDED.state,
+            updated = EXCLUDED.updated;
+    END IF;
+    RETURN v_id;
+END $$""",
+    f"""CREATE OR REPLACE FUNCTION set_status(p_id bigint, p_status text) RETURNS void LANGUAGE plpgsql
+SECURITY DEFINER {_FIXED} AS $$
+BEGIN
+    IF p_status NOT IN ('released', 'failed') THEN {_refuse("a charge is marked released or failed")} END IF;
+    UPDATE charges SET status = p_status
+        WHERE id = p_id AND status = 'charged' AND (authenticated_as = session_user OR {_OWNER});
+END $$""",
+    *(f"REVOKE ALL ON FUNCTION {f} FROM PUBLIC" for f in ("lock_budget(text)", "set_status(bigint, text)")),
+    "REVOKE ALL ON FUNCTION charge(text, text, text, double precision, bigint, bytea, integer, integer,"
+    " text, text, text, text) FROM PUBLIC",
+)
 # Bringing a ledger of an older schema version up to SCHEMA_VERSION (each statement idempotent).
 _MIGRATION: tuple[str, ...] = (
     "ALTER TABLE charges ADD COLUMN IF NOT EXISTS fingerprint TEXT",  # version 4
     "CREATE INDEX IF NOT EXISTS charges_fingerprint ON charges (fingerprint)",
+    *_GUARDS,  # version 5
 )
+
+#: What ``dpinfer budget grant`` gives an analyst role (``{role}``: the quoted role name): first
+#: every earlier privilege on the tables is revoked (e.g. the ``INSERT, UPDATE`` of older READMEs).
+ANALYST_GRANTS: tuple[str, ...] = (
+    "REVOKE ALL ON ALL TABLES IN SCHEMA dpinfer FROM {role}",
+    "REVOKE ALL ON ALL SEQUENCES IN SCHEMA dpinfer FROM {role}",
+    "GRANT USAGE ON SCHEMA dpinfer TO {role}",
+    "GRANT SELECT ON dpinfer.datasets, dpinfer.charges, dpinfer.budget_events, dpinfer.budget_state, "
+    "dpinfer.ledger_meta TO {role}",
+    "GRANT EXECUTE ON FUNCTION dpinfer.lock_budget(text), dpinfer.set_status(bigint, text), "
+    "dpinfer.charge(text, text, text, double precision, bigint, bytea, integer, integer, text, text,"
+    " text, text) TO {role}",
+)
+# SQLSTATEs raised by the functions and triggers above, and the error each becomes in Python.
+_ERRORS: dict[str, type[Exception]] = {
+    "DP001": BudgetRetiredError,
+    "DP002": BudgetExceededError,
+    "DP003": DataBindingError,
+    "DP004": UnknownDatasetError,
+    "DP006": BudgetChangeError,
+    "42501": BudgetOwnerError,
+}
 
 
 def _fingerprint_key(fingerprint: str) -> int:
@@ -100,6 +416,10 @@ class _PostgresTx:
     def insert(self, sql: str, params: Sequence[Any]) -> int:
         return int(self._conn.execute(sql.replace("?", "%s") + " RETURNING id", tuple(params)).fetchone()[0])
 
+    def ddl(self, statement: str) -> None:
+        """Run a schema statement verbatim (no placeholders: PL/pgSQL bodies contain ``%``)."""
+        self._conn.execute(statement)
+
     def lock_datasets(self) -> None:
         """Registrations wait for each other (charges, which lock single rows, do not wait)."""
         self._conn.execute("LOCK TABLE datasets IN SHARE ROW EXCLUSIVE MODE")
@@ -108,6 +428,30 @@ class _PostgresTx:
         """Registrations and charges of the same data wait for each other (a transaction-scoped
         advisory lock keyed by the fingerprint, released at commit or rollback)."""
         self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (_fingerprint_key(fingerprint),))
+
+    def lock_budget(self, dataset: str) -> None:
+        """The data set's row lock, through ``dpinfer.lock_budget`` (analysts have no ``UPDATE``)."""
+        self._conn.execute("SELECT dpinfer.lock_budget(%s)", (dataset,))
+
+    def user(self) -> str:
+        return str(self._conn.execute("SELECT session_user").fetchone()[0])
+
+    def is_owner(self, owner: str | None) -> bool:
+        return bool(self._conn.execute(f"SELECT {_OWNER}").fetchone()[0])
+
+    def record_charge(self, charge: dict[str, Any]) -> int:
+        row = self._conn.execute(
+            "SELECT dpinfer.charge(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            (
+                charge["dataset"], charge["event"], charge["label"], charge["epsilon_spent"],
+                charge["previous"], charge.get("state"), charge["pid"], charge["insecure"],
+                charge["host"], charge["fingerprint"], charge["charged_by"], charge["purpose"],
+            ),
+        ).fetchone()
+        return int(row[0])
+
+    def set_status(self, charge_id: int, status: str) -> None:
+        self._conn.execute("SELECT dpinfer.set_status(%s, %s)", (charge_id, status))
 
 
 class PostgresStore:
@@ -155,6 +499,31 @@ class PostgresStore:
     def _scrub(self, exc: BaseException) -> str:
         return " ".join(redact(exc, self._secret).split())
 
+    def _refusal(self, what: str, exc: Any) -> str:
+        """The message of a refusal raised inside the database (a guard, a charge function or a
+        missing privilege)."""
+        primary = getattr(getattr(exc, "diag", None), "message_primary", None) or str(exc)
+        text = " ".join(redact(primary, self._secret).split())
+        if getattr(exc, "sqlstate", None) == "42501" and "dpinfer:" not in text:
+            text += (
+                " -- only the ledger's owner (the role owning schema dpinfer) may register, raise or "
+                "retire budgets or write its tables; analysts charge through dpinfer.charge "
+                "(`dpinfer budget grant`)"
+            )
+        return f"{what}: ledger {self.location} refused it: {text}. Nothing was changed, charged or released."
+
+    def grant(self, role: str) -> None:
+        """Give ``role`` the analyst's privileges (:data:`ANALYST_GRANTS`), revoking any other
+        privilege it had on the ledger's tables; must be run by the ledger's owner."""
+        from psycopg import sql
+
+        def run(tx: _PostgresTx) -> None:
+            tx.rows("SELECT dpinfer.require_owner()")
+            for statement in ANALYST_GRANTS:
+                tx._conn.execute(sql.SQL(statement).format(role=sql.Identifier(role)))
+
+        self.transaction(run, write=True, what=f"granting {role!r} the analyst's privileges")
+
     def _connect(self, what: str) -> Any:
         try:
             return self._psycopg.connect(**self._params)
@@ -176,9 +545,9 @@ class PostgresStore:
         if kind == "denied":
             raise LedgerConnectionError(
                 f"the user of {store.location} may not use the ledger's schema {SCHEMA!r}; its owner can "
-                f"grant it: GRANT USAGE ON SCHEMA {SCHEMA} TO <user>; GRANT SELECT, INSERT, UPDATE ON ALL "
-                f"TABLES IN SCHEMA {SCHEMA} TO <user>; GRANT USAGE ON ALL SEQUENCES IN SCHEMA {SCHEMA} "
-                "TO <user>;"
+                "let it charge (and read, but not change, the budgets) with `dpinfer budget grant "
+                "--ledger URL --analyst <user>` (GRANT USAGE ON SCHEMA dpinfer, SELECT on its tables and "
+                "EXECUTE on its charge functions; no table writes)."
             )
         if kind == "other":
             raise LedgerFileError(
@@ -200,7 +569,7 @@ class PostgresStore:
             if row and int(row[0][0]) >= SCHEMA_VERSION:
                 return  # another client did it meanwhile
             for statement in _MIGRATION:
-                tx.rows(statement)
+                tx.ddl(statement)
             tx.rows(
                 "INSERT INTO ledger_meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) "
                 "DO UPDATE SET value = EXCLUDED.value",
@@ -246,8 +615,8 @@ class PostgresStore:
             tx.rows("SELECT pg_advisory_xact_lock(?)", (_CREATE_LOCK,))
             if tx.rows("SELECT 1 FROM pg_namespace WHERE nspname = ?", (SCHEMA,)):
                 return  # a ledger (or something else, refused by open) is already there
-            for statement in _DDL:
-                tx.rows(statement)
+            for statement in (*_DDL, *_GUARDS):
+                tx.ddl(statement)
             tx.rows(
                 "INSERT INTO ledger_meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
             )
@@ -297,6 +666,9 @@ class PostgresStore:
                 ) from None
             except self._psycopg.Error as exc:
                 _rollback(conn)
+                mapped = _ERRORS.get(getattr(exc, "sqlstate", None) or "")
+                if mapped is not None:
+                    raise mapped(self._refusal(what, exc)) from None
                 raise LedgerFileError(
                     f"{what}: ledger {self.location} refused the operation ({self._scrub(exc)}); "
                     "nothing was recorded or released. Is it a dpinfer ledger of this version?"

@@ -9,7 +9,20 @@ hosts through PostgreSQL (:mod:`dpinfer.privacy.ledger_postgres`).
 
 A file written by an older version is brought up to the current schema in place on first open
 (``ALTER TABLE ... ADD COLUMN`` for each column of :data:`_ADDED_COLUMNS` it lacks, the
-fingerprint indexes, the ``ledger_meta`` table with :data:`~dpinfer.privacy.ledger_store.SCHEMA_VERSION`).
+indexes, tables and triggers of :data:`_GUARDS`, the ``ledger_meta`` table with
+:data:`~dpinfer.privacy.ledger_store.SCHEMA_VERSION`; budgets registered before version 5 get a
+``register`` entry in their history dated at their registration, with no owner).
+
+What protects a SQLite budget
+-----------------------------
+The triggers of :data:`_GUARDS` refuse, inside SQLite itself, what no dpinfer version should do
+(deleting a budget, lowering it below what was spent, un-retiring it, editing or deleting a
+charge or a history entry) and write every budget change to ``budget_events``. They are not a
+security boundary: whoever can write the file can drop them, so an analyst with write access to
+the ledger file is its owner in effect. The budget is protected by the file's permissions: keep
+it writable by the data owner only, and give analysts releases through the owner's service
+(issue #38) rather than the file. The OS user recorded with each charge and budget change is the
+account of the process's effective uid.
 """
 
 from __future__ import annotations
@@ -22,13 +35,24 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..errors import LedgerConnectionError, LedgerFileError, LedgerNotFoundError
-from .ledger_store import HOW_TO_CREATE, SCHEMA_VERSION, check_version
+from .ledger_store import (
+    HOW_TO_CREATE,
+    SCHEMA_VERSION,
+    BudgetChangeError,
+    check_version,
+    os_user,
+)
 
 T = TypeVar("T")
 
 _FINGERPRINT_INDEX = "CREATE UNIQUE INDEX IF NOT EXISTS datasets_fingerprint ON datasets(fingerprint)"
 _CHARGE_FINGERPRINT_INDEX = "CREATE INDEX IF NOT EXISTS charges_fingerprint ON charges(fingerprint)"
-_INDEXES = {"datasets_fingerprint": _FINGERPRINT_INDEX, "charges_fingerprint": _CHARGE_FINGERPRINT_INDEX}
+_CHARGE_DATASET_INDEX = "CREATE INDEX IF NOT EXISTS charges_dataset ON charges(dataset, id)"
+_INDEXES = {
+    "datasets_fingerprint": _FINGERPRINT_INDEX,
+    "charges_fingerprint": _CHARGE_FINGERPRINT_INDEX,
+    "charges_dataset": _CHARGE_DATASET_INDEX,
+}
 _META = "CREATE TABLE IF NOT EXISTS ledger_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
 _SET_VERSION = "INSERT OR REPLACE INTO ledger_meta (key, value) VALUES ('schema_version', ?)"
 
@@ -62,6 +86,87 @@ _SCHEMA: tuple[str, ...] = (
 )
 _TABLES = frozenset({"datasets", "charges"})
 
+_UTC_NOW = "strftime('%Y-%m-%dT%H:%M:%S+00:00', 'now')"  # the format of ledger_store.now()
+_LAST_SPENT = "(SELECT epsilon_spent FROM charges WHERE dataset = NEW.name ORDER BY id DESC LIMIT 1)"
+
+
+def _refuse(name: str, when: str, message: str) -> str:
+    return f"CREATE TRIGGER IF NOT EXISTS {name} {when} BEGIN SELECT RAISE(ABORT, 'dpinfer: {message}'); END"
+
+
+# Tables, indexes and triggers of schema version 5 (each statement idempotent): the budget's
+# history and composed state, and the integrity rules (module docstring).
+_GUARDS: tuple[str, ...] = (
+    """CREATE TABLE IF NOT EXISTS budget_events (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    dataset TEXT NOT NULL,
+    action TEXT NOT NULL,
+    epsilon REAL NOT NULL,
+    previous REAL,
+    reason TEXT NOT NULL DEFAULT '',
+    by_user TEXT,
+    authenticated_as TEXT,
+    created TEXT NOT NULL
+)""",
+    """CREATE TABLE IF NOT EXISTS budget_state (
+    dataset TEXT PRIMARY KEY REFERENCES datasets(name),
+    accountant TEXT NOT NULL,
+    last_charge INTEGER NOT NULL,
+    spent REAL NOT NULL,
+    state BLOB,
+    updated TEXT NOT NULL
+)""",
+    _CHARGE_DATASET_INDEX,
+    _refuse("budget_events_no_update", "BEFORE UPDATE ON budget_events", "the budget history is append-only"),
+    _refuse("budget_events_no_delete", "BEFORE DELETE ON budget_events", "the budget history is append-only"),
+    _refuse("charges_no_delete", "BEFORE DELETE ON charges", "charges are never deleted"),
+    _refuse(
+        "charges_fixed",
+        "BEFORE UPDATE ON charges WHEN OLD.status <> 'charged' OR NEW.status NOT IN ('released', 'failed') "
+        "OR NEW.id IS NOT OLD.id OR NEW.dataset IS NOT OLD.dataset OR NEW.event IS NOT OLD.event "
+        "OR NEW.label IS NOT OLD.label OR NEW.epsilon_spent IS NOT OLD.epsilon_spent "
+        "OR NEW.created IS NOT OLD.created OR NEW.fingerprint IS NOT OLD.fingerprint "
+        "OR NEW.charged_by IS NOT OLD.charged_by OR NEW.authenticated_as IS NOT OLD.authenticated_as "
+        "OR NEW.purpose IS NOT OLD.purpose OR NEW.insecure IS NOT OLD.insecure",
+        "a charge is never edited (only its status moves once from charged to released or failed)",
+    ),
+    _refuse("datasets_no_delete", "BEFORE DELETE ON datasets", "a budget is never deleted (retire it)"),
+    _refuse(
+        "datasets_fixed",
+        "BEFORE UPDATE ON datasets WHEN NEW.name IS NOT OLD.name OR NEW.delta IS NOT OLD.delta "
+        "OR NEW.accountant IS NOT OLD.accountant OR NEW.neighbouring IS NOT OLD.neighbouring "
+        "OR NEW.fingerprint IS NOT OLD.fingerprint OR NEW.created IS NOT OLD.created "
+        "OR NEW.owner IS NOT OLD.owner",
+        "only a budget''s epsilon and retirement may change",
+    ),
+    _refuse(
+        "datasets_stay_retired", "BEFORE UPDATE ON datasets WHEN OLD.retired <> 0 AND NEW.retired = 0",
+        "a retired budget stays retired",
+    ),
+    _refuse(
+        "datasets_not_below_spent",
+        f"BEFORE UPDATE ON datasets WHEN NEW.epsilon < coalesce({_LAST_SPENT}, 0)",
+        "a budget is never lowered below what was spent",
+    ),
+    "CREATE TRIGGER IF NOT EXISTS datasets_registered AFTER INSERT ON datasets BEGIN "
+    "INSERT INTO budget_events (dataset, action, epsilon, previous, reason, by_user, authenticated_as,"
+    f" created) VALUES (NEW.name, 'register', NEW.epsilon, NULL, NEW.change_reason, NEW.changed_by,"
+    f" NEW.owner, {_UTC_NOW}); END",
+    "CREATE TRIGGER IF NOT EXISTS datasets_changed AFTER UPDATE ON datasets WHEN NEW.epsilon IS NOT "
+    "OLD.epsilon OR NEW.retired IS NOT OLD.retired BEGIN "
+    "INSERT INTO budget_events (dataset, action, epsilon, previous, reason, by_user, authenticated_as,"
+    " created) VALUES (NEW.name, CASE WHEN NEW.retired IS NOT OLD.retired THEN 'retire' "
+    "WHEN NEW.epsilon > OLD.epsilon THEN 'raise' ELSE 'lower' END, NEW.epsilon, OLD.epsilon, "
+    f"NEW.change_reason, NEW.changed_by, NEW.changed_as, {_UTC_NOW}); END",
+)
+# Budgets registered before version 5 get a 'register' entry dated at their registration.
+_BACKFILL_HISTORY = (
+    "INSERT INTO budget_events (dataset, action, epsilon, previous, reason, by_user, authenticated_as,"
+    " created) SELECT name, 'register', epsilon, NULL, 'registered before budget history was kept"
+    " (schema < 5)', NULL, NULL, created FROM datasets d"
+    " WHERE NOT EXISTS (SELECT 1 FROM budget_events e WHERE e.dataset = d.name)"
+)
+
 # Columns added after the first release of the ledger format: (table, column, declaration).
 # A ledger file without one of them gains it with ALTER TABLE ... ADD COLUMN when opened.
 _ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
@@ -69,6 +174,14 @@ _ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("charges", "insecure", "INTEGER NOT NULL DEFAULT 0"),
     ("charges", "host", "TEXT"),
     ("charges", "fingerprint", "TEXT"),
+    ("datasets", "owner", "TEXT"),
+    ("datasets", "retired", "INTEGER NOT NULL DEFAULT 0"),
+    ("datasets", "change_reason", "TEXT NOT NULL DEFAULT ''"),
+    ("datasets", "changed_by", "TEXT"),
+    ("datasets", "changed_as", "TEXT"),
+    ("charges", "charged_by", "TEXT"),
+    ("charges", "authenticated_as", "TEXT"),
+    ("charges", "purpose", "TEXT NOT NULL DEFAULT ''"),
 )
 
 
@@ -110,6 +223,38 @@ class _SQLiteTx:
 
     def lock_fingerprint(self, fingerprint: str) -> None:
         """Nothing to do: the write transaction holds SQLite's reserved lock."""
+
+    def lock_budget(self, dataset: str) -> None:
+        """Nothing to do: the write transaction holds SQLite's reserved lock."""
+
+    def user(self) -> str:
+        return os_user()
+
+    def is_owner(self, owner: str | None) -> bool:
+        return owner is None or owner == os_user()
+
+    def record_charge(self, charge: dict[str, Any]) -> int:
+        charge_id = self.insert(
+            "INSERT INTO charges (dataset, event, label, epsilon_spent, status, created, pid, insecure,"
+            " host, fingerprint, charged_by, authenticated_as, purpose) VALUES (?, ?, ?, ?, 'charged',"
+            " ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                charge["dataset"], charge["event"], charge["label"], charge["epsilon_spent"],
+                charge["created"], charge["pid"], charge["insecure"], charge["host"],
+                charge["fingerprint"], charge["charged_by"] or os_user(), os_user(), charge["purpose"],
+            ),
+        )
+        if charge.get("state") is not None:
+            self.rows(
+                "INSERT OR REPLACE INTO budget_state (dataset, accountant, last_charge, spent, state,"
+                " updated) VALUES (?, ?, ?, ?, ?, ?)",
+                (charge["dataset"], charge["accountant"], charge_id, charge["epsilon_spent"],
+                 charge["state"], charge["created"]),
+            )
+        return charge_id
+
+    def set_status(self, charge_id: int, status: str) -> None:
+        self.rows("UPDATE charges SET status = ? WHERE id = ? AND status = 'charged'", (status, charge_id))
 
 
 class SQLiteStore:
@@ -174,6 +319,12 @@ class SQLiteStore:
         try:
             with self.connect() as conn, immediate(conn, "IMMEDIATE" if write else "DEFERRED"):
                 return body(_SQLiteTx(conn))
+        except sqlite3.IntegrityError as exc:
+            if "dpinfer:" not in str(exc):
+                raise
+            raise BudgetChangeError(
+                f"{what}: ledger {self.path} refused it ({exc}); nothing was changed."
+            ) from None
         except sqlite3.OperationalError as exc:
             if "locked" not in str(exc) and "busy" not in str(exc):
                 raise
@@ -226,6 +377,11 @@ class SQLiteStore:
             if not names:
                 for statement in _SCHEMA:
                     conn.execute(statement)
+                for table, column, declaration in _ADDED_COLUMNS:
+                    if column not in {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}:
+                        conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
+                for statement in _GUARDS:
+                    conn.execute(statement)
                 conn.execute(_SET_VERSION, (str(SCHEMA_VERSION),))
 
     @staticmethod
@@ -259,4 +415,7 @@ class SQLiteStore:
                 for statement in indexes:
                     conn.execute(statement)
                 conn.execute(_META)
+                for statement in _GUARDS:
+                    conn.execute(statement)
+                conn.execute(_BACKFILL_HISTORY)
                 conn.execute(_SET_VERSION, (str(SCHEMA_VERSION),))

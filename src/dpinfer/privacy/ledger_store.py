@@ -12,32 +12,44 @@ read sees one consistent snapshot). The ledger picks the backend from the target
   Settings missing from the URL come from libpq's environment (``PGHOST``, ``PGUSER``,
   ``PGPASSWORD``...) and ``~/.pgpass``.
 
-Both hold the same tables (``datasets``, ``charges``, ``ledger_meta``) at schema version
-:data:`SCHEMA_VERSION`. Passwords never leave this layer: :func:`redact` is what every message,
-listing and ``repr`` shows of a target.
+Both hold the same tables (``datasets``, ``charges``, ``budget_events``, ``budget_state``,
+``ledger_meta``) at schema version :data:`SCHEMA_VERSION`, with the same integrity rules enforced by
+triggers inside the database (not only by this library): a budget is never deleted, never lowered
+below what was spent, a retired budget stays retired, and the charges and the budget's history are
+append-only (a charge's ``status`` may move once from ``charged`` to ``released`` or ``failed``).
+Every change of a budget row is written to ``budget_events`` by a trigger, so even a change made
+with raw SQL appears in ``dpinfer budget history``. Passwords never leave this layer:
+:func:`redact` is what every message, listing and ``repr`` shows of a target.
 """
 
 from __future__ import annotations
 
+import getpass
 import os
+import pwd
 import re
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from typing import Any, Protocol, TypeVar
 
-from ..errors import LedgerFileError, LedgerNotFoundError
+from ..errors import BudgetExceededError, InvalidPrivacyParameterError, LedgerFileError, LedgerNotFoundError
 
 __all__ = [
-    "HOW_TO_CREATE", "SCHEMA_VERSION", "Store", "Tx", "check_version", "is_database_url", "now", "redact",
-    "LedgerFileError", "LedgerNotFoundError",
+    "HOW_TO_CREATE", "SCHEMA_VERSION", "BudgetChangeError", "BudgetOwnerError", "BudgetRetiredError",
+    "DataBindingError",
+    "LedgerFileError", "LedgerNotFoundError", "Store", "Tx", "check_version", "is_database_url",
+    "now", "os_user", "redact",
 ]
 
 #: Version of the ledger schema this dpinfer writes: 1 = the first file format, 2 = data
 #: fingerprints and insecure flags, 3 = the ``ledger_meta`` table holding this number and the
 #: ``host`` of each charge, 4 = the ``fingerprint`` of the data each charge released (a budget is
 #: bound to its data across every data set of the ledger). A ledger of a newer version is
-#: refused, never rewritten.
-SCHEMA_VERSION = 4
+#: refused, never rewritten. 5 = who charged (``charged_by``, ``authenticated_as``) and why
+#: (``purpose``), budget owners, retired budgets, the append-only ``budget_events`` history, the
+#: ``budget_state`` of incremental composition and the triggers that guard them (PostgreSQL: the
+#: ``SECURITY DEFINER`` functions through which analysts charge).
+SCHEMA_VERSION = 5
 
 HOW_TO_CREATE = (
     "create one with `dpinfer budget init --ledger PATH_OR_URL --dataset NAME --epsilon E` or "
@@ -50,6 +62,41 @@ _URL_SCHEMES = ("postgresql://", "postgres://")
 # user:password@ in a URL; password=... as a URL query parameter or a conninfo keyword
 _URL_PASSWORD = re.compile(r"(://[^/@:?#]*):[^@/?#]*@")
 _KEY_PASSWORD = re.compile(r"(password\s*=\s*)('[^']*'|[^&\s]*)", re.IGNORECASE)
+
+
+class DataBindingError(InvalidPrivacyParameterError):
+    """A registration or charge refused because the data's fingerprint is bound to another
+    budget, or the data set is bound to other data (nothing was registered, charged or released)."""
+
+
+class BudgetOwnerError(InvalidPrivacyParameterError):
+    """Only the budget's owner may create, raise or retire a budget (or write the ledger's tables
+    directly); nothing was changed."""
+
+
+class BudgetRetiredError(BudgetExceededError):
+    """A charge to a budget its owner retired (a retired budget refuses every charge); nothing was
+    charged or released."""
+
+
+class BudgetChangeError(InvalidPrivacyParameterError):
+    """A change the ledger's integrity rules refuse: lowering a budget below what was spent,
+    raising a retired budget, editing or deleting a charge or the budget history; nothing was
+    changed."""
+
+
+def os_user() -> str:
+    """The operating-system user this process runs as: the account of its effective uid (not the
+    ``USER``/``LOGNAME`` variables, which any process may set), else :func:`getpass.getuser`,
+    else ``uid:N``."""
+    try:
+        return pwd.getpwuid(os.geteuid()).pw_name
+    except KeyError:
+        pass
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):  # pragma: no cover - no passwd entry and no variables
+        return f"uid:{os.geteuid()}"
 
 
 def now() -> str:
@@ -91,6 +138,28 @@ class Tx(Protocol):
     def lock_fingerprint(self, fingerprint: str) -> None:
         """Exclude every other registration or charge of data with this fingerprint until the
         transaction ends (so "is this fingerprint bound elsewhere?" and the insert are atomic)."""
+
+    def lock_budget(self, dataset: str) -> None:
+        """Exclude every other charge or budget change of ``dataset`` until the transaction ends
+        (SQLite: already done by ``BEGIN IMMEDIATE``; PostgreSQL: the row lock, taken by a
+        ``SECURITY DEFINER`` function so that analysts without ``UPDATE`` rights can take it)."""
+
+    def user(self) -> str:
+        """The authenticated identity of this transaction: the OS user (SQLite) or the database
+        role that logged in (``session_user``, PostgreSQL)."""
+
+    def is_owner(self, owner: str | None) -> bool:
+        """Whether this identity may change a budget registered by ``owner`` (SQLite: the OS
+        user is ``owner``, or the budget predates owners; PostgreSQL: the role is a member of the
+        role owning the ledger's schema)."""
+
+    def record_charge(self, charge: dict[str, Any]) -> int:
+        """Insert the charge (keys: the ``charges`` columns, plus ``previous``: the id of the data
+        set's last charge the caller composed with, and ``state``/``spent``: the composed state
+        after it, or ``state=None``) and store the state, atomically; the new charge's id."""
+
+    def set_status(self, charge_id: int, status: str) -> None:
+        """Mark a committed charge ``released`` or ``failed``."""
 
 
 class Store(Protocol):
