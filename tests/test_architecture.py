@@ -27,7 +27,7 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src" / "dpinfer"
 LAYERS = {
     "errors": 0, "_version": 0, "randomness": 0, "sizes": 0, "privacy": 0, "results": 0,
-    "models": 1, "distances": 1, "execution": 1, "datasets": 1, "diagnostics": 1,
+    "models": 1, "distances": 1, "execution": 1, "datasets": 1, "diagnostics": 1, "data": 1,
     "release": 2, "inference": 2,
     "plots": 1,  # draws figures from arrays and prints nothing: results offer .plot()
     "__init__": 3, "__main__": 3, "cli": 3, "demo": 3, "report": 3,

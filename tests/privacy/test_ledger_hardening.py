@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from dpinfer.cli import main
+from dpinfer.data import record_fingerprint
 from dpinfer.errors import InvalidDataError, InvalidPrivacyParameterError, PrivacyError
 from dpinfer.privacy import (
     LaplaceEvent,
@@ -201,16 +202,16 @@ def test_cli_budget_init_data_binds_the_file(tmp_path, capsys):
     data.write_text("a,b\n1,2\n3,4\n")
     init = ["budget", "init", "--ledger", path, "--epsilon", "1", "--data"]
     assert main([*init, str(data), "--dataset", "r"]) == 0
-    assert "SHA-256" in capsys.readouterr().out
-    assert Ledger(path).budget("r").fingerprint == file_fingerprint(data)
+    assert "bound to the records of" in capsys.readouterr().out
+    assert Ledger(path).budget("r").fingerprint == record_fingerprint(data)
     copy = tmp_path / "copy.csv"
-    copy.write_bytes(data.read_bytes())
+    copy.write_bytes(b"A,B\r\n3,4\r\n1,2")  # the same records in other bytes (issue 35 item 3)
     assert main([*init, str(copy), "--dataset", "r2"]) == 2  # a refusal
     err = capsys.readouterr().err
     assert "'r'" in err and "second budget" in err and err.count("\n") == 1
     assert Ledger(path).datasets() == ["r"]
     assert main(["budget", "show", "--ledger", path, "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)[0]["fingerprint"] == file_fingerprint(data)
+    assert json.loads(capsys.readouterr().out)[0]["fingerprint"] == record_fingerprint(data)
     # a missing data file: nothing registered, no ledger created
     fresh = tmp_path / "fresh.db"
     assert main(["budget", "init", "--ledger", str(fresh), "--dataset", "x", "--epsilon", "1",
@@ -400,7 +401,8 @@ def test_release_refused_on_a_fingerprint_mismatch(tmp_path, capsys, release_cmd
     argv, data = release_cmd
     ledger = tmp_path / "l.db"
     registered = tmp_path / "registered.csv"
-    registered.write_bytes(data.read_bytes().replace(b"\n", b"\r\n"))  # same records, other bytes
+    lines = data.read_bytes().splitlines(keepends=True)
+    registered.write_bytes(b"".join(lines[:-1]))  # one record fewer: other records
     assert main(["budget", "init", "--ledger", str(ledger), "--dataset", "records", "--epsilon", "50",
                  "--delta", "1e-5", "--accountant", "pld", "--data", str(registered)]) == 0
     capsys.readouterr()
@@ -409,11 +411,12 @@ def test_release_refused_on_a_fingerprint_mismatch(tmp_path, capsys, release_cmd
     err = _one_line_refusal(capsys)
     assert "not the data registered as 'records'" in err and "nothing was charged" in err.lower()
     assert not out.exists() and Ledger(ledger).history("records") == []
-    # the very file that was registered is accepted and charged
-    registered.write_bytes(data.read_bytes())
+    # the same records in other bytes (CRLF line ends) are the registered data set: charged
+    crlf = tmp_path / "crlf.csv"
+    crlf.write_bytes(data.read_bytes().replace(b"\n", b"\r\n"))
     fresh = tmp_path / "fresh.db"
     assert main(["budget", "init", "--ledger", str(fresh), "--dataset", "records", "--epsilon", "50",
-                 "--delta", "1e-5", "--accountant", "pld", "--data", str(data)]) == 0
+                 "--delta", "1e-5", "--accountant", "pld", "--data", str(crlf)]) == 0
     assert main(argv(out, "--ledger", str(fresh), "--dataset", "records")) == 0
     assert out.exists() and [h["status"] for h in Ledger(fresh).history("records")] == ["released"]
     assert json.loads(out.read_text())["privacy"]["accounted"] is True
@@ -445,7 +448,7 @@ def test_a_file_bound_to_one_budget_is_refused_against_another(tmp_path, capsys,
     assert main(argv(out, "--ledger", str(fresh), "--dataset", "c")) == 2
     assert "already charged to dataset 'b'" in _one_line_refusal(capsys)
     assert not out.exists() and Ledger(fresh).history("c") == []
-    assert [h["fingerprint"] for h in Ledger(fresh).history("b")] == [file_fingerprint(data)]
+    assert [h["fingerprint"] for h in Ledger(fresh).history("b")] == [record_fingerprint(data)]
 
 
 def test_budget_init_needs_data_or_unbound(tmp_path, capsys):

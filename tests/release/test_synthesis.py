@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from dpinfer.cli import main
+from dpinfer.data import record_fingerprint
 from dpinfer.datasets.abcdp_data import load_covid_nl
 from dpinfer.distances import ExactMMD
 from dpinfer.errors import InvalidDataError
@@ -24,7 +25,7 @@ from dpinfer.models.synthesis import (
     sidecar_path,
     synthesize_from,
 )
-from dpinfer.privacy import Ledger, data_fingerprint, file_fingerprint
+from dpinfer.privacy import Ledger, data_fingerprint
 from dpinfer.privacy.context import ReleaseContext
 from dpinfer.release import abcdp
 from dpinfer.release.dpvi import OptimizerOptions, TrainingOptions
@@ -301,7 +302,7 @@ def test_synthesize_never_copies_the_owners_covariates(tmp_path, capsys):
     assert re.search(r"columns a, b, label carry \((2|1\.99\d*), 1e-05\)-DP", err)
     hist = Ledger(ledger).history("patients")
     assert [h["event"]["type"] for h in hist][-1] == "DiscreteLaplaceEvent" and len(hist) == 2
-    assert {h["fingerprint"] for h in hist} == {file_fingerprint(data)}
+    assert {h["fingerprint"] for h in hist} == {record_fingerprint(data)}
     model = tmp_path / "syn.csv.covariates.json"
     assert main([*base, "--covariate-model", str(model)]) == 0  # reuse: free
     assert len(Ledger(ledger).history("patients")) == 2

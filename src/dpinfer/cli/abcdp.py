@@ -5,7 +5,7 @@
 charges the ledger, runs Algorithm 1 and writes only the released indicators (as accepted
 positions), the accepted θ and the privacy report. Either ``--ledger`` or an explicit
 ``--no-ledger`` (an unaccounted release) is required; if the data set was registered with
-``dpinfer budget init --data data.csv``, ``--observed`` must be that very file (same bytes). The
+``dpinfer budget init --data data.csv``, ``--observed`` must hold the same records. The
 simulations come from ``dpinfer simulate`` (:mod:`dpinfer.cli.simulate`).
 """
 

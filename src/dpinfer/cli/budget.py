@@ -1,14 +1,15 @@
 """``dpinfer budget init | show | history | raise | retire | check | grant``: the budget ledger.
 
 ``init`` registers a data set with its total budget (creating the ledger: a SQLite file, or the
-``dpinfer`` schema in the PostgreSQL database of a ``postgresql://`` URL), bound to the SHA-256 of
-its data file (``--data FILE``; the same file cannot then be charged to any other budget of the
-ledger) or, explicitly, to nothing (``--unbound``); ``show`` lists budget, spent and remaining per
-data set; ``history`` lists every change of one data set's budget (registration, raises,
-retirement: who, when, why) and every charge (who charged, for what purpose). ``raise`` and
-``retire`` are the owner's (a reason is required); ``grant`` gives a PostgreSQL role the analyst's
-privileges (charge and read; no table writes); ``check`` recomposes every charge from its recorded
-event and names any charge that under-stated its spend. A URL's password is never printed.
+``dpinfer`` schema in the PostgreSQL database of a ``postgresql://`` URL), bound to the records of
+its data file (``--data FILE``, :mod:`dpinfer.cli.data_input`; the same records cannot then be
+charged to any other budget of the ledger) or, explicitly, to nothing (``--unbound``); ``show``
+lists budget, spent and remaining per data set; ``history`` lists every change of one data set's
+budget (registration, raises, retirement: who, when, why) and every charge (who charged, for what
+purpose). ``raise`` and ``retire`` are the owner's (a reason is required); ``grant`` gives a
+PostgreSQL role the analyst's privileges (charge and read; no table writes); ``check`` recomposes
+every charge from its recorded event and names any charge that under-stated its spend. A URL's
+password is never printed.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ from typing import Any
 from ..errors import InvalidPrivacyParameterError
 from ..privacy import Ledger
 from ..privacy.event_conversion import describe, event_from_dict
-from ..privacy.fingerprint import file_fingerprint
 from ..privacy.ledger import DEFAULT_ACCOUNTANT, check_budget_accountant
 from .common import Refusal, add_command
+from .data_input import data_fingerprint
 
 
 def _init(args: argparse.Namespace) -> int:
@@ -32,8 +33,8 @@ def _init(args: argparse.Namespace) -> int:
     # everything is checked before the ledger file is created
     if not args.data and not args.unbound:
         raise Refusal(
-            "budget init needs --data FILE (binds the budget to the file's SHA-256: the same file cannot "
-            "then be charged to another budget, and releases must read this very file) or, to register "
+            "budget init needs --data FILE (binds the budget to the file's records: the same records cannot "
+            "then be charged to another budget, and releases must read these records) or, to register "
             "a budget bound to no file, --unbound (nothing then stops the same data from being charged "
             "to another unbound budget until a release names them). Nothing was registered."
         )
@@ -51,7 +52,7 @@ def _init(args: argparse.Namespace) -> int:
     if args.data:
         if not Path(args.data).is_file():
             raise FileNotFoundError(f"data file {args.data} not found; nothing was registered.")
-        fingerprint = file_fingerprint(args.data)
+        fingerprint = data_fingerprint(args.data)  # the file's records, not its bytes
     ledger = Ledger.create(args.ledger)
     b = ledger.register(
         args.dataset, args.epsilon, args.delta, args.accountant, args.neighbouring, fingerprint=fingerprint
@@ -59,7 +60,7 @@ def _init(args: argparse.Namespace) -> int:
     print(
         f"registered {b.dataset!r} in {ledger.location}: epsilon={b.epsilon:g}, delta={b.delta:g}, "
         f"accountant={b.accountant}, {b.neighbouring}"
-        + (f", bound to data {args.data} (SHA-256 {fingerprint[:16]}...)" if fingerprint else
+        + (f", bound to the records of {args.data} (fingerprint {fingerprint[:16]}...)" if fingerprint else
            ", UNBOUND (bound to no data file)")
     )
     return 0
@@ -245,9 +246,9 @@ def register(subparsers: Any) -> None:
     bind = init.add_mutually_exclusive_group()
     bind.add_argument(
         "--data",
-        help="the data file: its SHA-256 (over the exact bytes) is registered, so the same file "
-        "cannot get a second budget nor be charged to another one, and releases must read this very file "
-        "(this or --unbound is required)",
+        help="the data file (CSV, Parquet or Arrow): the fingerprint of its records is registered (row "
+        "order, headers, number formatting, line ends and file format do not count), so the same records "
+        "cannot get a second budget nor be charged to another one (this or --unbound is required)",
     )
     bind.add_argument(
         "--unbound", action="store_true",

@@ -4,7 +4,8 @@ Commands that release a private result from confidential data (``dpvi``, ``abcdp
 ``--ledger PATH`` (the release is charged to a registered budget first) or an explicit
 ``--no-ledger`` (released unaccounted, with a one-line notice); :func:`add_ledger_options` and
 :func:`open_release_ledger` implement that for every such command, and bind the charge to the
-SHA-256 of the data file read (a file bound to one budget cannot be charged to another). Refusals
+fingerprint of the data file's records (:mod:`dpinfer.cli.data_input`: records bound to one budget
+cannot be charged to another). Refusals
 (:class:`Refusal`, a missing or foreign ledger file, data bound to another budget) exit with
 status 2 and one line on standard error, before anything is read, charged or released; other
 errors exit with status 1 (:func:`run_command`).
@@ -34,9 +35,9 @@ from typing import Any, TextIO
 from ..errors import DPInferError, InvalidDataError, PrivacyWarning, UnsupportedEventError
 from ..models.shipped.registry import MODEL_HELP, MODELS, load_release, model_args
 from ..privacy import Ledger
-from ..privacy.fingerprint import file_fingerprint
 from ..privacy.ledger import DataBindingError, LedgerFileError, LedgerNotFoundError
 from ..privacy.ledger_store import redact
+from .data_input import data_fingerprint
 
 
 class Refusal(Exception):
@@ -335,7 +336,7 @@ def open_release_ledger(
     """The ledger and data-set name a release is charged to, or ``(None, None)`` with --no-ledger.
 
     Refuses (:class:`Refusal`) unless exactly one of ``--ledger`` / ``--no-ledger`` is given, and
-    ``--dataset`` without ``--ledger``. The returned ledger is bound to the SHA-256 of
+    ``--dataset`` without ``--ledger``. The returned ledger is bound to the records' fingerprint of
     ``data_file`` (:meth:`~dpinfer.privacy.ledger.Ledger.for_data`): its charge is refused,
     atomically, when that file is bound to (or was charged to) another data set, or when the data
     set was registered with another file (``dpinfer budget init --data FILE``); the same is
@@ -363,7 +364,7 @@ def open_release_ledger(
     path = Path(data_file)
     if not path.is_file():
         raise FileNotFoundError(f"data file {path} not found; nothing was charged or released.")
-    fingerprint = file_fingerprint(path)
+    fingerprint = data_fingerprint(path, ledger=ledger, dataset=dataset)  # the file's records
     try:
         ledger.check_data(dataset, fingerprint)
     except DataBindingError as exc:

@@ -19,7 +19,7 @@ mean-field).
 
 A private fit needs ``--ledger PATH`` (charged to ``--dataset``, default: the file stem, before
 any noise is drawn) or an explicit ``--no-ledger`` (released unaccounted). If the data set was
-registered with ``--data FILE``, ``--data`` must be that very file (same bytes).
+registered with ``--data FILE``, ``--data`` must hold the same records (any format or order).
 
 ``--non-private`` fits the confidential data without noise: the output is not a release and
 offers no privacy at all. It is never charged (``--ledger`` is refused) and, like an unaccounted

@@ -16,7 +16,7 @@ Its covariates come from exactly one of:
 * ``--covariates FILE --covariate-epsilon E --covariate-bounds B`` (the data owner): releases a
   DP product-of-marginals model of the confidential covariates in FILE
   (:func:`dpinfer.release.synthesis.release_covariate_model`), charged to ``--ledger/--dataset``
-  (bound to FILE's SHA-256) or explicitly unaccounted with ``--no-ledger``, writes it to
+  (bound to FILE's records) or explicitly unaccounted with ``--no-ledger``, writes it to
   ``OUT.covariates.json`` and samples from it;
 * ``--public-covariates FILE``: covariates the user declares public in their own right; their rows
   are copied, and the output says they are NOT protected.

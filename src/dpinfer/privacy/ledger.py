@@ -516,7 +516,7 @@ class Ledger:
             return (
                 f"the data released (fingerprint {fingerprint[:16]}...) are not the data registered as "
                 f"{dataset!r} in {self.location} (registered {budget.fingerprint[:16]}...). A file's "
-                "fingerprint covers its exact bytes: a reformatted copy differs."
+                "fingerprint covers its records (dpinfer.privacy.fingerprint): other records are other data."
             )
         bound = tx.rows(
             "SELECT name FROM datasets WHERE fingerprint = ? AND name <> ?", (fingerprint, dataset)

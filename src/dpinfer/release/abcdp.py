@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..data.inputs import is_source, release_data
+from ..data.labels import container_kind
 from ..distances.base import count_records
 from ..distances.enforce import release_sensitivity
 from ..errors import InferenceWarning, InvalidDataError, InvalidPrivacyParameterError
@@ -153,7 +155,9 @@ def abcdp(
     ----------
     observed
         The confidential data Y* (in the form ``distance`` expects, e.g. (N, d) points); N, the
-        length of its first axis, is public (replace-one neighbours have the same size).
+        length of its first axis, is public (replace-one neighbours have the same size). A table
+        or data source (pandas, polars, pyarrow, a Parquet/Arrow/CSV file, a DuckDB query:
+        :func:`dpinfer.data.read_table`) gives its numeric columns as the points.
     draws
         The public stream: a ``(thetas (T, p), sims (T, ...))`` pair of arrays, an
         :class:`~dpinfer.release.ArrayDraws`, or a :class:`~dpinfer.release.SimulatedDraws` (prior +
@@ -217,6 +221,10 @@ def abcdp(
     T = int(source.n_draws)
     c = check_c(c, T)
     ctx = ReleaseContext.of(context, label="abcdp")
+    if is_source(observed) or container_kind(observed) != "array":
+        # a table or data source (dpinfer.data): its numeric columns as (N, d) points; labels are
+        # never stringified into the result
+        observed = release_data(observed).X
     if release == "embedding":
         from .embedding import embedding_abc
 

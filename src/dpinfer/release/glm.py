@@ -32,6 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from ..data.inputs import bind_dataset, release_data, with_schema
+from ..data.table import feature_matrix
 from ..errors import InvalidDataError
 from ..inference.glm import (
     FAMILIES,
@@ -48,9 +50,10 @@ from ..privacy.mechanisms.gaussian import GaussianMechanism
 __all__ = ["private_glm", "release_glm_statistics"]
 
 
-def _matrix(X: Any) -> tuple[np.ndarray, tuple[str, ...] | None]:
-    names = tuple(str(c) for c in X.columns) if hasattr(X, "columns") else None
-    arr = np.asarray(X)
+def _matrix(X: Any, declared: Sequence[str] | None = None) -> tuple[np.ndarray, tuple[str, ...] | None]:
+    # labels only from declared names or the container's own string labels, never str(column):
+    # a pyarrow table's .columns are its confidential values (issue 36)
+    arr, names = feature_matrix(X, names=declared)
     if arr.ndim == 1:
         arr = arr[:, None]
     if arr.dtype.kind not in "biuf":
@@ -116,7 +119,7 @@ def release_glm_statistics(
     y: Any,
     *,
     family: str,
-    bounds: Any,
+    bounds: Any = None,
     epsilon: float,
     delta: float,
     y_bounds: Any = None,
@@ -124,6 +127,7 @@ def release_glm_statistics(
     offset_bounds: Any = None,
     intercept: bool = True,
     feature_names: Sequence[str] | None = None,
+    schema: Any = None,
     context: ReleaseContext | None = None,
     ledger: Any = None,
     dataset: str | None = None,
@@ -135,7 +139,9 @@ def release_glm_statistics(
     Parameters
     ----------
     X, y
-        The confidential features (n, D) (a DataFrame's columns name the features) and response (n,).
+        The confidential features (n, D) (a table's own string labels name the features) and
+        response (n,); or a data source (any :func:`dpinfer.data.read_table` reads: a file, a
+        DuckDB query, a table) and the name of its response column (:mod:`dpinfer.data.inputs`).
     family
         ``"logistic"`` or ``"probit"`` (y in {0, 1}), ``"poisson"`` (integer counts in
         ``[0, y_max]``) or ``"linear"`` (y in ``y_bounds``; Gaussian errors of unknown sd).
@@ -152,7 +158,13 @@ def release_glm_statistics(
     intercept
         Whether the model has an intercept.
     feature_names
-        Names of the features (default: a DataFrame's columns, else ``x1..xD``).
+        Names of the features (default: a table's own string labels, else ``x1..xD``); with a
+        data source, the feature columns to read.
+    schema
+        The data set's public :class:`~dpinfer.data.Schema` (or its file): the bounds of the
+        features, the response and the offset default to its declared bounds (an explicit
+        ``bounds``/``y_bounds``/``offset_bounds`` overrides them), the data are refused if they do
+        not match it, the release is charged to its data set and the report carries it.
     context, ledger, dataset, privacy_rng, label
         Where the release is charged and where its noise comes from
         (:class:`~dpinfer.privacy.context.ReleaseContext`). Without a ledger the release warns
@@ -168,14 +180,22 @@ def release_glm_statistics(
     InvalidDataError, ~dpinfer.errors.InvalidPrivacyParameterError
         Bad inputs or data outside the bounds, before anything is charged.
     """
+    rd = release_data(X, y, schema=schema, feature_names=feature_names, offset=offset)
+    X, y, offset = rd.X, rd.y, rd.offset
+    feature_names = rd.names if rd.names is not None else feature_names
+    bounds = bounds if bounds is not None else rd.bounds  # an explicit argument overrides the schema
+    y_bounds = y_bounds if y_bounds is not None else rd.y_bounds
+    offset_bounds = offset_bounds if offset_bounds is not None or offset is None else rd.offset_bounds
+    if bounds is None:
+        raise InvalidDataError("bounds= (public, per feature) or a schema declaring them is needed. Nothing "
+                               "was charged.")
+    dataset = bind_dataset(rd.schema, context, dataset)
     ctx = ReleaseContext.of(context, ledger=ledger, dataset=dataset, privacy_rng=privacy_rng, label=label)
     if family not in FAMILIES:
         raise InvalidDataError(f"family must be one of {FAMILIES}, got {family!r}. Nothing was charged.")
-    Xa, cols = _matrix(X)
+    Xa, cols = _matrix(X, feature_names)
     n, D = Xa.shape
-    names = tuple(str(c) for c in feature_names) if feature_names is not None else cols or tuple(
-        f"x{j + 1}" for j in range(D)
-    )
+    names = cols or tuple(f"x{j + 1}" for j in range(D))
     if len(names) != D:
         raise InvalidDataError(f"{len(names)} feature names for {D} features.")
     ya = np.asarray(y)
@@ -248,7 +268,8 @@ def release_glm_statistics(
     return GLMRelease(
         family=family, z=np.asarray(released.value, dtype=np.float64), sigma=float(mech.sigma), n=int(n),
         feature_names=names, intercept=bool(intercept), has_offset=offset is not None, offset_bounds=ob,
-        y_scale=float(y_scale), y_center=float(y_center), feature_bounds=fb, privacy=released.privacy,
+        y_scale=float(y_scale), y_center=float(y_center), feature_bounds=fb,
+        privacy=with_schema(released.privacy, rd.schema),
     )
 
 
@@ -257,7 +278,7 @@ def private_glm(
     y: Any,
     *,
     family: str,
-    bounds: Any,
+    bounds: Any = None,
     epsilon: float,
     delta: float,
     y_bounds: Any = None,
@@ -265,6 +286,7 @@ def private_glm(
     offset_bounds: Any = None,
     intercept: bool = True,
     feature_names: Sequence[str] | None = None,
+    schema: Any = None,
     prior: GLMPrior | None = None,
     sampler: GLMSamplerOptions | None = None,
     ledger: Any = None,
@@ -308,11 +330,11 @@ def private_glm(
     """
     rel = release_glm_statistics(
         X, y, family=family, bounds=bounds, epsilon=epsilon, delta=delta, y_bounds=y_bounds, offset=offset,
-        offset_bounds=offset_bounds, intercept=intercept, feature_names=feature_names, context=context,
-        ledger=ledger, dataset=dataset, privacy_rng=privacy_rng,
+        offset_bounds=offset_bounds, intercept=intercept, feature_names=feature_names, schema=schema,
+        context=context, ledger=ledger, dataset=dataset, privacy_rng=privacy_rng,
     )
     post = glm_posterior(rel, prior=prior, sampler=sampler, seed=seed, warn=warn)
-    name = getattr(y, "name", None)  # a pandas Series: its name heads the synthetic records' response
+    name = y if isinstance(y, str) else getattr(y, "name", None)  # a Series' name heads the response
     if isinstance(name, str) and name:
         post.settings["target"] = name
     return post

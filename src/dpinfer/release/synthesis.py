@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from ..data.inputs import bind_dataset, release_data, with_schema
 from ..errors import InvalidDataError
 from ..models.synthesis import MarginalHistogramModel
 from ..privacy.context import ReleaseContext
@@ -72,12 +73,13 @@ def _bounds(bounds: Any, d: int) -> tuple[np.ndarray, np.ndarray]:
 def release_covariate_model(
     X: Any,
     *,
-    bounds: Any,
+    bounds: Any = None,
     epsilon: float,
     bins: int | Sequence[int] = 20,
     integer: bool | Sequence[bool] = False,
     columns: Sequence[str] | None = None,
     neighbouring: str = "replace-one",
+    schema: Any = None,
     context: ReleaseContext | None = None,
     ledger: Any = None,
     dataset: str | None = None,
@@ -89,7 +91,8 @@ def release_covariate_model(
     Parameters
     ----------
     X
-        The confidential covariates, a finite array (n, d).
+        The confidential covariates, a finite array (n, d), a table (its own string labels name
+        the columns) or a data source (a file, a DuckDB query: :func:`dpinfer.data.read_table`).
     bounds
         Public bounds: one ``(lower, upper)`` pair per column, or one pair for all. Declare them
         from knowledge of the domain, never from the data; values outside are clamped.
@@ -106,6 +109,11 @@ def release_covariate_model(
         the synthetic records and the model's JSON carry them.
     neighbouring
         ``"replace-one"`` (L1 sensitivity 2d) or ``"add-remove"`` (d).
+    schema
+        The data set's public :class:`~dpinfer.data.Schema`: ``bounds`` default to its declared
+        bounds (an explicit argument overrides), the data are refused if they do not match it,
+        and the release is charged to its data set; with a source, ``columns`` selects columns
+        (default: the schema's releasable numeric columns).
     context, ledger, dataset, privacy_rng, label
         Where the release is charged and where its noise comes from
         (:class:`~dpinfer.privacy.context.ReleaseContext`; ``ledger.for_data(X)`` binds the charge to
@@ -121,10 +129,16 @@ def release_covariate_model(
     InvalidDataError, ~dpinfer.errors.InvalidPrivacyParameterError
         For bad inputs, before anything is charged. Messages never contain values of ``X``.
     """
+    # labels only from declared names or the container's own string labels (never str(column))
+    rd = release_data(X, schema=schema, feature_names=columns)
+    columns = rd.names
+    bounds = bounds if bounds is not None else rd.bounds  # an explicit argument overrides the schema
+    if bounds is None:
+        raise InvalidDataError("bounds= (public, per column) or a schema declaring them is needed. Nothing "
+                               "was charged.")
+    dataset = bind_dataset(rd.schema, context, dataset)
     ctx = ReleaseContext.of(context, ledger=ledger, dataset=dataset, privacy_rng=privacy_rng, label=label)
-    if columns is None and hasattr(X, "columns") and hasattr(X, "to_numpy"):  # a DataFrame's own names
-        columns = [str(c) for c in X.columns]
-    arr = np.asarray(X)
+    arr = np.asarray(rd.X)
     if arr.dtype.kind not in "biuf":
         raise InvalidDataError(f"covariates must be numeric, got dtype {arr.dtype}.")
     arr = arr.astype(np.float64)
@@ -195,5 +209,5 @@ def release_covariate_model(
         tuple(sizes),
         tuple(flags),
         per_column,
-        released.privacy,
+        with_schema(released.privacy, rd.schema),
     )

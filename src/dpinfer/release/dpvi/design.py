@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from ...data.labels import column_labels, container_kind
+from ...data.table import feature_matrix
 from ...errors import InvalidDataError
 from .models import Model
 
@@ -46,12 +48,14 @@ def prepare_design(
         Bounds of the wrong length or not lo < hi finite, data outside the bounds, an offset of
         the wrong length or not finite, or an offset for a model without one.
     """
-    columns = getattr(X, "columns", None)
-    names = [str(c) for c in columns] if columns is not None else None
-    if feature_names is not None:
-        names = [str(c) for c in feature_names]
+    # labels only from declared names or the container's own string labels, never str(column):
+    # a pyarrow table's .columns are its confidential values (issue 36)
+    labels = column_labels(X, declared=feature_names)
+    names = list(labels) if labels is not None else None
+    if container_kind(X) != "array":
+        X, _ = feature_matrix(X, names=feature_names)
     if not intercept and bounds is None and offset is None:
-        if names is not None and columns is not None:
+        if names is not None:
             X = np.asarray(X, dtype=np.float64) if _numeric(X) else X
         return X, names, None
     try:

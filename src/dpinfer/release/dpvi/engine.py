@@ -107,6 +107,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from ...data.inputs import bind_dataset, is_source, release_data
 from ...errors import InvalidDataError, InvalidPrivacyParameterError
 from ...execution.threads import torch_threads
 from ...privacy.context import ReleaseContext
@@ -215,6 +216,7 @@ class DPVI:
         bounds: Any = None,
         offset: Any = None,
         feature_names: Any = None,
+        schema: Any = None,
     ) -> DPVIResult:
         """Fit q(θ) to the posterior of the model given (X, y) (the pipeline of the module docstring).
 
@@ -274,8 +276,13 @@ class DPVI:
             ``"intercept"`` (the model's dim counts it), public per-column bounds ``[(lo, hi),
             ...]`` that scale each feature column to [−1, 1] (data outside them: an error, nothing
             charged), a per-record offset of the linear predictor (PoissonRegression's exposure,
-            log t), and the coordinate names (default: a DataFrame's columns), which label
+            log t), and the coordinate names (default: a table's own string labels), which label
             ``param_names``, ``summary()`` and ``to_arviz()``.
+        schema
+            The data set's public :class:`~dpinfer.data.Schema` (or its file): ``bounds`` default to
+            its declared bounds, the data are refused if they do not match it, and the fit is
+            charged to its data set. With a data source as ``X`` (a file, a DuckDB query, a
+            table), ``y`` (and ``offset``) name its columns (:mod:`dpinfer.data.inputs`).
 
         Returns
         -------
@@ -293,6 +300,14 @@ class DPVI:
         t_opts = check_group("training", training, TrainingOptions)
         if context is not None and not isinstance(context, ReleaseContext):
             raise TypeError(f"context must be a ReleaseContext, got {type(context).__name__}.")
+        if schema is not None or isinstance(y, str) or isinstance(offset, str) or is_source(X):
+            # a data source and/or the data set's public schema (dpinfer.data.inputs): the
+            # columns, the bounds (an explicit bounds= overrides) and the data set's name
+            rd = release_data(X, y, schema=schema, feature_names=feature_names, offset=offset)
+            X, y, offset, feature_names = rd.X, rd.y, rd.offset, rd.names
+            bounds = bounds if bounds is not None else rd.bounds
+            named = bind_dataset(rd.schema, context, dataset)
+            dataset = named if ledger is not None else dataset
         if ledger is not None or dataset is not None:
             # the flat keywords (refused together with context=, before anything else)
             context = ReleaseContext.of(context, ledger=ledger, dataset=dataset)
