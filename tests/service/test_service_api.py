@@ -74,6 +74,7 @@ def test_clamped_mean_end_to_end_is_a_private_release_charged_to_the_analyst(sit
     assert after[0] == before[0] + 1 and after[1] > before[1]
     last = Ledger(site.root / "budget.db").history("survey")[-1]
     assert rel.details["id"] in last["label"] and "alice" in last["label"]
+    assert last["charged_by"] == "alice" and last["purpose"] == "test"  # who charged, recorded by the ledger
 
 
 def test_a_dry_run_answers_for_free_on_the_dummy_data(site):
@@ -149,3 +150,28 @@ def test_the_config_refuses_what_cannot_work(tmp_path):
     Path(site.config).write_text(text)
     with pytest.raises(InvalidDataError, match="unknown data set"):
         load_config(site.config)
+
+
+def test_records_that_violate_the_schema_are_not_served(tmp_path, caplog):
+    from dpinfer.service.config import load_config
+    from dpinfer.service.core import Service
+
+    site = make_site(tmp_path)
+    text = site.data.read_text().splitlines()
+    fields = text[5].split(",")
+    fields[1] = "61.123456"  # bmi above its declared upper bound 60
+    text[5] = ",".join(fields)
+    site.data.write_text("\n".join(text) + "\n")
+    with caplog.at_level("WARNING", logger="dpinfer.service"):
+        svc = Service(load_config(site.config))
+    try:
+        assert svc.public_datasets() == []
+        (ds,) = svc.overview()["datasets"]
+        assert (
+            not ds["served"]
+            and ds["problem"] == "the records do not match the schema (column 'bmi', rule: bounds)."
+        )
+        assert "61.123456" not in caplog.text and "1 value" not in caplog.text and "bmi" in caplog.text
+        assert str(site.data) not in caplog.text
+    finally:
+        svc.close()

@@ -1,10 +1,13 @@
 """The service's view of a data set: its public schema, its records, and the public dummy copy.
 
-Adapter functions between the service and the data-input layer. The schema format is the
-project's shared one (``dataset``, ``neighbouring``, ``rows``, ``columns`` with ``type``,
-``lower``/``upper``, ``categories``, ``release``); :func:`load_schema` reads it from YAML, JSON,
-TOML or a dictionary and :func:`read_records` reads a data source (CSV or Parquet) into named
-numeric columns (category labels become their index in the declared list, booleans 0/1).
+Adapter functions between the service and the data-input layer :mod:`dpinfer.data`. The schema
+format is the project's shared one (``dataset``, ``neighbouring``, ``rows``, ``columns`` with
+``type``, ``lower``/``upper``, ``categories``, ``release``), parsed and checked by
+:class:`dpinfer.data.Schema`; :func:`load_schema` takes it from a YAML, JSON or TOML file or an
+inline table, and :func:`read_records` reads a data source with :func:`dpinfer.data.read_table`
+into named numeric columns (category labels become their index in the declared list, booleans
+0/1). :class:`PublicSchema` is the small view the planner needs (bounds, categories, what may be
+released) on top of it.
 
 What is confidential here: the records and the data source's path. What is public: the schema
 (names, types, bounds, categories) and, under replace-one neighbours, the number of records.
@@ -22,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -81,6 +85,8 @@ class PublicSchema:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        if "schema" in self.extra:  # the shared format, as dpinfer.data writes it
+            return dict(self.extra["schema"].to_dict())
         rows: dict[str, Any] = {} if self.rows_max is None else {"max": self.rows_max}
         return {
             "dataset": self.dataset,
@@ -109,63 +115,23 @@ class FieldError(InvalidDataError):
         self.field = field
 
 
-def _number(value: Any, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(float(value)):
-        raise InvalidDataError(f"{what} must be a finite number, got {value!r}.")
-    return float(value)
-
-
 def schema_from_dict(d: Any) -> PublicSchema:
-    """A :class:`PublicSchema` from the shared schema dictionary (module docstring)."""
-    if not isinstance(d, dict):
-        raise InvalidDataError("a schema must be a mapping with 'dataset' and 'columns'.")
-    name = d.get("dataset")
-    if not isinstance(name, str) or not name.strip():
-        raise InvalidDataError("schema: 'dataset' must be a non-empty name.")
-    relation = d.get("neighbouring", "replace-one")
-    if relation not in RELATIONS:
-        raise InvalidDataError(f"schema {name!r}: neighbouring must be one of {RELATIONS}, got {relation!r}.")
-    rows = d.get("rows") or {}
-    if not isinstance(rows, dict):
-        raise InvalidDataError(f"schema {name!r}: 'rows' must be a mapping such as {{max: 100000}}.")
-    rows_max = rows.get("max")
-    if rows_max is not None and (isinstance(rows_max, bool) or not isinstance(rows_max, int) or rows_max < 1):
-        raise InvalidDataError(f"schema {name!r}: rows.max must be a positive integer.")
-    cols = d.get("columns")
-    if not isinstance(cols, dict) or not cols:
-        raise InvalidDataError(f"schema {name!r}: 'columns' must map column names to their specs.")
+    """The service's view of a schema in the shared format, parsed and checked by
+    :meth:`dpinfer.data.Schema.from_dict` (every bound of a float or int column must be declared)."""
+    from ..data import Schema
+
+    schema = Schema.from_dict(d)
     specs: dict[str, ColumnSpec] = {}
-    for cname, c in cols.items():
-        if not isinstance(c, dict) or c.get("type") not in TYPES:
-            raise InvalidDataError(f"schema {name!r}, column {cname!r}: type must be one of {TYPES}.")
-        ctype = c["type"]
-        lower = upper = None
-        cats = None
-        if ctype in ("float", "int"):
-            if "lower" not in c or "upper" not in c:
-                raise InvalidDataError(
-                    f"schema {name!r}, column {cname!r}: a {ctype} column needs public lower and upper "
-                    "bounds."
-                )
-            lower = _number(c["lower"], f"schema {name!r}, column {cname!r}: lower")
-            upper = _number(c["upper"], f"schema {name!r}, column {cname!r}: upper")
-            if not lower < upper:
-                raise InvalidDataError(f"schema {name!r}, column {cname!r}: lower must be below upper.")
-        if ctype == "category":
-            raw = c.get("categories")
-            if not isinstance(raw, list) or not raw or len(set(map(str, raw))) != len(raw):
-                raise InvalidDataError(
-                    f"schema {name!r}, column {cname!r}: a category column needs a list of distinct "
-                    "categories."
-                )
-            cats = tuple(str(v) for v in raw)
-        release = c.get("release", ctype != "string")
-        if not isinstance(release, bool):
-            raise InvalidDataError(f"schema {name!r}, column {cname!r}: release must be true or false.")
-        if ctype == "string":
-            release = False  # free text is never releasable
-        specs[str(cname)] = ColumnSpec(str(cname), ctype, lower, upper, cats, release)
-    return PublicSchema(name, relation, specs, rows_max)
+    for name, c in schema.columns.items():
+        if c.type in ("float", "int") and (c.lower is None or c.upper is None):
+            raise InvalidDataError(
+                f"schema {schema.dataset!r}, column {name!r}: a {c.type} column needs public lower and "
+                "upper bounds (declared from the domain) to be served."
+            )
+        cats = None if c.categories is None else tuple(str(v) for v in c.categories)
+        release = bool(c.release) and c.type != "string"  # free text is never releasable
+        specs[name] = ColumnSpec(name, c.type, c.lower, c.upper, cats, release)
+    return PublicSchema(schema.dataset, schema.neighbouring, specs, schema.max_rows, {"schema": schema})
 
 
 def read_mapping(path: Path) -> Any:
@@ -194,82 +160,40 @@ def load_schema(spec: Any, base: Path) -> PublicSchema:
     raise InvalidDataError("a data set's schema must be a file name or an inline table.")
 
 
-def _read_source(source: Path, names: list[str]) -> dict[str, Any]:
-    """The named columns of a CSV or Parquet file, as pyarrow arrays (nothing shown on error)."""
-    import pyarrow as pa
-    import pyarrow.csv as pcsv
-
-    suffix = source.suffix.lower()
-    try:
-        if suffix == ".parquet":
-            import pyarrow.parquet as pq
-
-            table = pq.read_table(source)
-        else:
-            opts = pcsv.ConvertOptions(
-                column_types={n: pa.string() for n in names}, strings_can_be_null=False
-            )
-            table = pcsv.read_csv(source, convert_options=opts)
-    except (OSError, pa.ArrowException):
-        raise InvalidDataError("the data source cannot be read as CSV or Parquet.") from None
-    missing = [n for n in names if n not in table.column_names]
-    if missing:
-        raise InvalidDataError(f"the data source has no column(s) {missing} declared in the schema.")
-    return {n: table.column(n) for n in names}
+_RULE = re.compile(r"column '([^']+)': .*\(rule: ([^)]+)\)")
 
 
-def _column_values(spec: ColumnSpec, col: Any) -> np.ndarray:
-    """One column as float64 (category: the index in the declared list), checked against the
-    schema; a violation names the column and the rule, never a value or a count."""
-    import pyarrow as pa
-
-    values = col.to_pylist()
-    if any(v is None for v in values):
-        raise InvalidDataError(f"column {spec.name!r}: missing values (the schema declares none).")
+def _as_float(spec: ColumnSpec, col: np.ndarray) -> np.ndarray:
+    """One validated column as float64 (category: its index in the declared list; bool: 0/1)."""
     if spec.type == "category":
         index = {c: i for i, c in enumerate(spec.categories or ())}
-        try:
-            return np.array([index[str(v).strip()] for v in values], dtype=np.float64)
-        except KeyError:
-            raise InvalidDataError(
-                f"column {spec.name!r}: a value outside the declared categories."
-            ) from None
-    if spec.type == "bool":
-        table = {"true": 1.0, "false": 0.0, "1": 1.0, "0": 0.0, "True": 1.0, "False": 0.0}
-        try:
-            return np.array([table[str(v).strip()] if not isinstance(v, bool) else float(v) for v in values])
-        except KeyError:
-            raise InvalidDataError(f"column {spec.name!r}: a value that is not a boolean.") from None
-    try:
-        arr = (
-            np.asarray(
-                pa.array(values).cast(pa.float64()) if pa.types.is_string(col.type) else col, dtype=np.float64
-            )
-            if values
-            else np.zeros(0)
-        )
-    except (pa.ArrowInvalid, ValueError, TypeError):
-        raise InvalidDataError(f"column {spec.name!r}: a value that is not a number.") from None
-    if not np.all(np.isfinite(arr)):
-        raise InvalidDataError(f"column {spec.name!r}: a value that is NaN or infinite.")
-    lo, hi = spec.bounds()
-    if np.any(arr < lo) or np.any(arr > hi):
-        raise InvalidDataError(f"column {spec.name!r}: values outside the declared bounds.")
-    if spec.type == "int" and np.any(arr != np.round(arr)):
-        raise InvalidDataError(f"column {spec.name!r}: a value that is not an integer.")
-    return arr
+        return np.array([index[str(v)] for v in col.tolist()], dtype=np.float64)
+    return np.asarray(col, dtype=np.float64)
 
 
 def read_records(source: Path, schema: PublicSchema) -> dict[str, np.ndarray]:
-    """Every releasable column of ``source`` as float64 arrays, validated against ``schema``."""
-    names = [n for n, c in schema.columns.items() if c.release]
-    raw = _read_source(source, names)
-    out = {n: _column_values(schema.columns[n], raw[n]) for n in names}
-    n = len(next(iter(out.values()))) if out else 0
-    if n == 0:
+    """Every releasable column of ``source`` as float64 arrays, read and validated against the
+    schema by :func:`dpinfer.data.read_table` (any format it reads: CSV, Parquet, Arrow IPC, ...).
+
+    A mismatch is refused naming the column and the rule only: the reader's own message (which
+    may count the offending records) stays out of the owner's log as well.
+    """
+    from ..data import read_table
+
+    try:
+        table = read_table(str(source), schema=schema.extra["schema"])
+    except InvalidDataError as exc:
+        m = _RULE.search(str(exc))
+        if m:
+            raise InvalidDataError(
+                f"the records do not match the schema (column {m.group(1)!r}, rule: {m.group(2)})."
+            ) from None
+        raise InvalidDataError("the data source cannot be read, or does not match the schema.") from None
+    except OSError:
+        raise InvalidDataError("the data source cannot be read.") from None
+    out = {n: _as_float(c, table[n]) for n, c in schema.columns.items() if c.release}
+    if table.n_rows == 0:
         raise InvalidDataError("the data source has no records.")
-    if schema.rows_max is not None and n > schema.rows_max:
-        raise InvalidDataError("the data source has more records than the schema's rows.max.")
     return out
 
 
