@@ -24,42 +24,11 @@ import pytest
 pytest.importorskip("fastapi")
 pytest.importorskip("argon2")
 
-from service_helpers import Server, headers, make_site, tokens  # noqa: E402
+from service_helpers import EPS, Server, headers, make_site, race, release_mean, tokens  # noqa: E402
 
 from dpinfer.privacy import Ledger  # noqa: E402
 
 pytestmark = pytest.mark.slow
-
-EPS = 0.0625  # exact in binary: 16 of them make 1.0
-
-
-def _release(
-    client: httpx.Client, url: str, token: str, column: str = "bmi", eps: float = EPS
-) -> httpx.Response:
-    body = {"dataset": "survey", "column": column, "epsilon": eps}
-    return client.post(f"{url}/v1/releases/clamped", json=body, headers=headers(token), timeout=120)
-
-
-def _race(url: str, toks: list[str], attempts: int) -> list[tuple[str, int, str | None]]:
-    """Every token in its own thread (one HTTP client each), all started together."""
-    barrier = threading.Barrier(len(toks))
-    out: list[tuple[str, int, str | None]] = []
-    lock = threading.Lock()
-
-    def worker(token: str) -> None:
-        with httpx.Client() as client:
-            barrier.wait()
-            for _ in range(attempts):
-                r = _release(client, url, token)
-                with lock:
-                    out.append((token, r.status_code, r.json().get("id") if r.status_code == 200 else None))
-
-    threads = [threading.Thread(target=worker, args=(t,)) for t in toks]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(300)
-    return out
 
 
 def test_sixteen_clients_racing_for_one_allowance_never_overspend(tmp_path):
@@ -74,7 +43,7 @@ def test_sixteen_clients_racing_for_one_allowance_never_overspend(tmp_path):
     server = Server(site)
     try:
         alice = [made[f"a{i}"][0] for i in range(16)]
-        results = _race(server.url, alice, attempts=2)  # 32 attempts for 16 allowed releases
+        results = race(server.url, alice, attempts=2)  # 32 attempts for 16 allowed releases
         ok = [r for r in results if r[1] == 200]
         refused = [r for r in results if r[1] != 200]
         assert len(ok) == 16 and {r[1] for r in refused} == {409}
@@ -88,7 +57,7 @@ def test_sixteen_clients_racing_for_one_allowance_never_overspend(tmp_path):
         assert me["spent"] == pytest.approx(16 * EPS) and me["spent"] <= 1.0 + 1e-9
         # bob races for what is left of the data set's budget (0.5 of 1.5): the ledger refuses the rest
         bob = [made[f"b{i}"][0] for i in range(8)]
-        results = _race(server.url, bob, attempts=2)
+        results = race(server.url, bob, attempts=2)
         ok_b = [r for r in results if r[1] == 200]
         assert len(ok_b) == 8 and {r[1] for r in results if r[1] != 200} == {409}
         assert led.spent("survey") == pytest.approx(1.5) and led.spent("survey") <= 1.5 * (1 + 1e-9)
@@ -149,7 +118,7 @@ def test_sigkill_under_traffic_leaves_every_charge_with_its_release(tmp_path):
             with httpx.Client() as client:
                 while not stop.is_set():
                     try:
-                        if _release(client, server.url, token, eps=0.01).status_code == 200:
+                        if release_mean(client, server.url, token, eps=0.01).status_code == 200:
                             count[0] += 1
                     except httpx.HTTPError:
                         return
@@ -227,7 +196,7 @@ def test_the_rate_limit_answers_429_and_charges_nothing(tmp_path):
                 client.get(f"{server.url}/v1/me", headers=headers(made["alice"][0])).status_code
                 for _ in range(3)
             ]
-            r = _release(client, server.url, made["alice"][0])
+            r = release_mean(client, server.url, made["alice"][0])
             assert codes == [200, 200, 200] and r.status_code == 429
             assert r.json()["error"]["code"] == "rate_limited" and r.headers["retry-after"] == "1"
             assert client.get(f"{server.url}/v1/me", headers=headers(made["bob"][0])).status_code == 200

@@ -119,6 +119,10 @@ class Client:
     def __init__(self, url: str, token: str, *, timeout: float = 120.0, verify: Any = True) -> None:
         import httpx
 
+        if isinstance(verify, (str, Path)):  # a CA bundle or the owner's certificate
+            import ssl
+
+            verify = ssl.create_default_context(cafile=str(verify))
         self.url = url.rstrip("/")
         #: the id and kind of the last release request (``id`` None for a dry run)
         self.last_request: dict[str, Any] = {}
