@@ -175,3 +175,20 @@ def test_records_that_violate_the_schema_are_not_served(tmp_path, caplog):
         assert str(site.data) not in caplog.text
     finally:
         svc.close()
+
+
+def test_a_covariate_model_for_synthesis_is_the_local_type(site):
+    from dpinfer.models.synthesis import MarginalHistogramModel
+
+    before = ledger_state(site)
+    with dpinfer.connect(url(site), tok(site, "bob")) as svc:
+        model = svc.covariate_model("survey", features=["age", "smoker", "visits"], epsilon=0.5, bins=10)
+        rid = svc.last_request["id"]
+        assert type(model) is MarginalHistogramModel and model.columns == ("age", "smoker", "visits")
+        assert model.bins == (10, 2, 51) and model.integer == (False, True, True)
+        assert model.privacy.accounted and model.privacy.sensitivity == 6  # 2d under replace-one
+        again = svc.retrieve(rid)
+        assert type(again) is MarginalHistogramModel and again.to_dict() == model.to_dict()
+        synthetic = model.sample(50, np.random.default_rng(0))
+        assert synthetic.shape == (50, 3)
+    assert ledger_state(site)[0] == before[0] + 1

@@ -11,7 +11,8 @@ route                                       role       what
 ``GET /v1/me``                              any        who you are; your allowances and spend
 ``GET /v1/requests``                        analyst    your request history
 ``GET /v1/requests/{id}``                   analyst    one of your requests with its release
-``POST /v1/releases/{kind}``                analyst    ``clamped``, ``count``, ``histogram``, ``glm``
+``POST /v1/releases/{kind}``                analyst    ``clamped``, ``count``, ``histogram``, ``glm``,
+                                                       ``covariates``
 ``GET /v1/owner/overview``                  owner      budgets, spend per analyst, spend over time
 ``GET /v1/owner/requests``                  owner      every request (no releases' values)
 ``GET /v1/owner/audit``                     owner      the audit log

@@ -171,7 +171,7 @@ class Client:
         """Your requests, oldest first (parameters, ε, status)."""
         return list(self._get("/v1/requests")["requests"])
 
-    def retrieve(self, request_id: str) -> PrivateRelease | GLMRelease:
+    def retrieve(self, request_id: str) -> Any:
         """A release you made, again (e.g. after a lost connection): the same type as when made."""
         row = self._get(f"/v1/requests/{request_id}")
         if row["result"] is None:
@@ -181,6 +181,10 @@ class Client:
         body = {"id": row["id"], "kind": row["kind"], "dataset": row["dataset"], **row["result"]}
         if row["kind"] == "glm":
             return GLMRelease.from_dict(body["glm_release"])
+        if row["kind"] == "covariates":
+            from ..models.synthesis import MarginalHistogramModel
+
+            return MarginalHistogramModel.from_dict(body["covariate_model"])
         return _release(body)
 
     # -- releases ------------------------------------------------------------------------------
@@ -269,6 +273,33 @@ class Client:
         out = self._post("/v1/releases/glm", body)
         self.last_request = {"id": out.get("id"), "dry_run": bool(out.get("dry_run")), "kind": "glm"}
         return GLMRelease.from_dict(out["glm_release"])
+
+    def covariate_model(
+        self,
+        dataset: str,
+        *,
+        features: Sequence[str],
+        epsilon: float,
+        bins: int = 20,
+        dry_run: bool = False,
+        purpose: str = "",
+    ) -> Any:
+        """A DP product-of-marginals model of ``features`` for synthetic records: the
+        :class:`~dpinfer.models.synthesis.MarginalHistogramModel` of
+        :func:`~dpinfer.release.synthesis.release_covariate_model` (``fit.synthesize(n, X=model)``)."""
+        from ..models.synthesis import MarginalHistogramModel
+
+        body = {
+            "dataset": dataset,
+            "features": list(features),
+            "epsilon": epsilon,
+            "bins": bins,
+            "dry_run": dry_run,
+            "purpose": purpose,
+        }
+        out = self._post("/v1/releases/covariates", body)
+        self.last_request = {"id": out.get("id"), "dry_run": bool(out.get("dry_run")), "kind": "covariates"}
+        return MarginalHistogramModel.from_dict(out["covariate_model"])
 
     def glm(
         self,

@@ -12,7 +12,8 @@ names a data set, columns of its public schema and the release's parameters. Its
 3. **execute**: the library's own release function runs on the records —
    :meth:`~dpinfer.privacy.mechanisms.clamped.ClampedRelease.release_records` (clamped
    mean/sum/sum-and-count), :meth:`~dpinfer.privacy.mechanisms.counts.GeometricMechanism.release`
-   (count, histogram), :func:`~dpinfer.release.glm.release_glm_statistics` (private GLM) — with a
+   (count, histogram), :func:`~dpinfer.release.glm.release_glm_statistics` (private GLM),
+   :func:`~dpinfer.release.synthesis.release_covariate_model` (covariate model for synthesis) — with a
    :class:`~dpinfer.privacy.context.ReleaseContext` whose ledger is :class:`ServiceLedger`: the
    library's charge goes to the real ledger, labelled with the request and the analyst, after
    checking that the event is the planned one (else nothing is charged).
@@ -106,11 +107,28 @@ class GLMRequest(_Request):
         return v
 
 
+class CovariatesRequest(_Request):
+    """A product-of-marginals model of numeric columns, for synthetic records
+    (:func:`~dpinfer.release.synthesis.release_covariate_model`): noisy counts on a public grid
+    (``bins`` equal-width bins per float column, one per integer value of an int or bool column)."""
+
+    features: list[str] = Field(min_length=1, max_length=16)
+    bins: int = Field(default=20, ge=1, le=1000)
+
+    @field_validator("features")
+    @classmethod
+    def _distinct(cls, v: list[str]) -> list[str]:
+        if len(set(v)) != len(v):
+            raise ValueError("features must be distinct column names")
+        return v
+
+
 REQUESTS: dict[str, type[_Request]] = {
     "clamped": ClampedRequest,
     "count": CountRequest,
     "histogram": HistogramRequest,
     "glm": GLMRequest,
+    "covariates": CovariatesRequest,
 }
 
 
@@ -322,6 +340,49 @@ def _glm(req: GLMRequest, ds: DatasetView, n: int | None) -> Plan:
     return Plan("glm", ds.name, {**req.model_dump(), "n": n}, mech.event(), req.epsilon, execute)
 
 
+def _covariates(req: CovariatesRequest, ds: DatasetView) -> Plan:
+    from ..release.synthesis import release_covariate_model
+
+    specs = []
+    for j, f in enumerate(req.features):
+        spec = ds.schema.column(f, field_name=f"features[{j}]")
+        if not spec.numeric:
+            raise FieldError(
+                f"features[{j}]",
+                f"feature {f!r} is a {spec.type} column; the covariate model "
+                "takes float, int and bool columns.",
+            )
+        if spec.type == "int":
+            lo, hi = spec.bounds()
+            if hi - lo + 1 > 1000:
+                raise FieldError(f"features[{j}]", f"int column {f!r} spans more than 1000 values.")
+        specs.append(spec)
+    relation = ds.schema.neighbouring
+    d = len(specs)
+    sens = 2 * d if relation == "replace-one" else d  # one record moves one count per column (x2)
+    event = GeometricMechanism(1, sens, req.epsilon, relation).event()
+    bounds = [s.bounds() for s in specs]
+    integer = [s.type in ("int", "bool") for s in specs]
+    features = list(req.features)
+
+    def execute(records: dict[str, np.ndarray], ctx: ReleaseContext) -> dict[str, Any]:
+        X = np.column_stack([records[f] for f in features])
+        model = release_covariate_model(
+            X,
+            bounds=bounds,
+            epsilon=req.epsilon,
+            bins=req.bins,
+            integer=integer,
+            columns=features,
+            neighbouring=relation,
+            context=ctx,
+        )
+        doc = model.to_dict()
+        return {"covariate_model": doc, "privacy": doc["privacy"]}
+
+    return Plan("covariates", ds.name, req.model_dump(), event, req.epsilon, execute)
+
+
 def plan(kind: str, req: _Request, ds: DatasetView) -> Plan:
     """The plan of a validated request on data set ``ds`` (public facts only; module docstring)."""
     n = ds.n if not req.dry_run or ds.n is None else ds.dummy_n
@@ -337,6 +398,9 @@ def plan(kind: str, req: _Request, ds: DatasetView) -> Plan:
     if kind == "glm":
         assert isinstance(req, GLMRequest)
         return _glm(req, ds, n)
+    if kind == "covariates":
+        assert isinstance(req, CovariatesRequest)
+        return _covariates(req, ds)
     raise FieldError("kind", f"unknown release kind {kind!r}.")  # pragma: no cover - routes are fixed
 
 
@@ -407,6 +471,7 @@ class ServiceLedger:
 
 __all__ = [
     "ClampedRequest",
+    "CovariatesRequest",
     "CountRequest",
     "DatasetView",
     "GLMRequest",
