@@ -192,3 +192,78 @@ def test_a_covariate_model_for_synthesis_is_the_local_type(site):
         synthetic = model.sample(50, np.random.default_rng(0))
         assert synthetic.shape == (50, 3)
     assert ledger_state(site)[0] == before[0] + 1
+
+
+def test_the_allowance_reservation_is_atomic_and_a_split_check_would_overspend(tmp_path):
+    """16 threads reserve at once on the store itself; the known-broken variant (check, then
+    insert in a second transaction) lets them all through."""
+    import json as _json
+    import threading
+
+    from dpinfer.privacy.event_conversion import event_to_dict
+    from dpinfer.privacy.mechanisms.counts import GeometricMechanism
+    from dpinfer.service.store import COUNTED, AllowanceExceeded, Store, analyst_spend
+
+    event = event_to_dict(GeometricMechanism(1, 1, 0.0625).event())
+
+    class SplitStore(Store):  # the race the real reserve() excludes
+        barrier = threading.Barrier(16)
+
+        def reserve(self, **kw):
+            rows = self.rows(
+                "SELECT event FROM requests WHERE analyst = ? AND status IN (?, ?, ?, ?)",
+                (kw["analyst"], *COUNTED),
+            )
+            from dpinfer.privacy.event_conversion import event_from_dict
+
+            history = [event_from_dict(_json.loads(r[0])) for r in rows]
+            self.barrier.wait(10)
+            if analyst_spend([*history, event_from_dict(kw["event"])], "pure", 0.0) > kw["allowance"]:
+                raise AllowanceExceeded("over", 0.0, kw["allowance"])
+            self.tx(
+                lambda c: c.execute(
+                    "INSERT INTO requests (id, analyst, dataset, kind, params, event, epsilon, status,"
+                    " created, updated) VALUES (?, ?, ?, ?, '{}', ?, ?, 'reserved', 0, 0)",
+                    (
+                        kw["rid"],
+                        kw["analyst"],
+                        kw["dataset"],
+                        kw["kind"],
+                        _json.dumps(kw["event"]),
+                        kw["epsilon"],
+                    ),
+                )
+            )
+
+    def hammer(store: Store) -> int:
+        ok = []
+        start = threading.Barrier(16)
+
+        def one(i: int) -> None:
+            start.wait(10)
+            try:
+                store.reserve(
+                    rid=f"r{i}",
+                    analyst="a",
+                    dataset="d",
+                    kind="clamped",
+                    params={},
+                    event=event,
+                    epsilon=0.0625,
+                    allowance=0.5,
+                    accountant="pure",
+                    delta=0.0,
+                )
+                ok.append(i)
+            except AllowanceExceeded:
+                pass
+
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(16)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        return len(ok)
+
+    assert hammer(Store(tmp_path / "good.db")) == 8  # 8 x 0.0625 = the allowance, exactly
+    assert hammer(SplitStore(tmp_path / "split.db")) == 16  # the split check overspends twofold
