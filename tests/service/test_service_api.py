@@ -267,3 +267,43 @@ def test_the_allowance_reservation_is_atomic_and_a_split_check_would_overspend(t
 
     assert hammer(Store(tmp_path / "good.db")) == 8  # 8 x 0.0625 = the allowance, exactly
     assert hammer(SplitStore(tmp_path / "split.db")) == 16  # the split check overspends twofold
+
+
+def _npz(**arrays) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    return buf.getvalue()
+
+
+def test_uploads_are_validated_without_pickle_and_abcdp_releases_accepted_theta(site):
+    from dpinfer.release import ABCDPResult
+
+    rng = np.random.default_rng(3)
+    theta = rng.uniform(15, 45, (200, 1))
+    sims = theta[:, None, :] + 4 * rng.standard_normal((200, 40, 1))
+    h = {**headers(tok(site, "alice")), "Content-Type": "application/octet-stream"}
+    bad = {
+        "theta": _npz(theta=np.array([[np.nan]] * 200), sims=sims),
+        "sims": _npz(theta=theta, sims=sims[:, :, 0]),
+        "body": _npz(theta=np.array([object()] * 200, dtype=object).reshape(200, 1), sims=sims),
+    }
+    before = ledger_state(site)
+    for field, raw in bad.items():
+        r = httpx.post(f"{url(site)}/v1/uploads", content=raw, headers=h)
+        assert r.status_code == 422 and r.json()["error"]["field"] == field, (field, r.text)
+    r = httpx.post(f"{url(site)}/v1/uploads", content=b"not a zip", headers=h)
+    assert r.status_code == 422 and r.json()["error"]["field"] == "body"
+    r = httpx.post(f"{url(site)}/v1/uploads", content=_npz(theta=theta), headers=h)
+    assert r.status_code == 422 and r.json()["error"]["field"] == "sims"
+    with dpinfer.connect(url(site), tok(site, "alice")) as svc:
+        uid = svc.upload(theta, sims)
+        res = svc.abcdp("survey", upload=uid, columns=["bmi"], c=5, epsilon=0.5, bandwidth=4.0)
+        assert type(res) is ABCDPResult and 0 < len(res.accepted) <= 5
+        assert res.privacy.accounted and res.privacy.epsilon == 0.5
+    with dpinfer.connect(url(site), tok(site, "bob")) as svc:  # alice's upload is not bob's
+        with pytest.raises(InvalidDataError) as info:
+            svc.abcdp("survey", upload=uid, columns=["bmi"], c=5, epsilon=0.5, bandwidth=4.0)
+        assert info.value.field == "upload"
+    assert ledger_state(site)[0] == before[0] + 1

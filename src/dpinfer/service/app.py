@@ -12,7 +12,8 @@ route                                       role       what
 ``GET /v1/requests``                        analyst    your request history
 ``GET /v1/requests/{id}``                   analyst    one of your requests with its release
 ``POST /v1/releases/{kind}``                analyst    ``clamped``, ``count``, ``histogram``, ``glm``,
-                                                       ``covariates``
+                                                       ``covariates``, ``abcdp``
+``POST /v1/uploads``                        analyst    simulations for ABCDP (``.npz``, size-capped)
 ``GET /v1/owner/overview``                  owner      budgets, spend per analyst, spend over time
 ``GET /v1/owner/requests``                  owner      every request (no releases' values)
 ``GET /v1/owner/audit``                     owner      the audit log
@@ -72,14 +73,15 @@ class _TooLarge(Exception):
 class BodyLimit:
     """Refuse request bodies above ``limit`` bytes (413), by header and by counting the stream."""
 
-    def __init__(self, app: Any, limit: int) -> None:
+    def __init__(self, app: Any, limit: int, upload_limit: int | None = None) -> None:
         self.app, self.limit = app, int(limit)
+        self.upload_limit = int(upload_limit) if upload_limit is not None else self.limit
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        limit = self.limit
+        limit = self.upload_limit if scope.get("path") == "/v1/uploads" else self.limit
         for k, v in scope.get("headers", []):
             if k == b"content-length":
                 try:
@@ -306,6 +308,13 @@ def create_app(service: Service) -> FastAPI:
 
         return await run_in_threadpool(service.release, who, kind, req)
 
+    @app.post("/v1/uploads")
+    async def upload(request: Request, who: Principal = Depends(analyst)) -> Any:  # noqa: B008
+        raw = await request.body()
+        from starlette.concurrency import run_in_threadpool
+
+        return await run_in_threadpool(service.add_upload, who, raw)
+
     # -- owner routes ----------------------------------------------------------------------------
     @app.get("/v1/owner/overview")
     def overview(who: Principal = Depends(owner)) -> dict[str, Any]:  # noqa: B008
@@ -339,7 +348,7 @@ def create_app(service: Service) -> FastAPI:
     from .web import add_owner_pages
 
     add_owner_pages(app, service)
-    app.add_middleware(BodyLimit, limit=cfg.max_request_bytes)
+    app.add_middleware(BodyLimit, limit=cfg.max_request_bytes, upload_limit=cfg.max_upload_bytes)
     return app
 
 

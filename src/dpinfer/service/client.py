@@ -301,6 +301,65 @@ class Client:
         self.last_request = {"id": out.get("id"), "dry_run": bool(out.get("dry_run")), "kind": "covariates"}
         return MarginalHistogramModel.from_dict(out["covariate_model"])
 
+    def upload(self, theta: Any, sims: Any) -> str:
+        """Upload simulations for ABCDP — θ (T, p) and simulated data sets (T, M, d) — as an
+        ``.npz``; returns the upload's id (the owner validates and stores them, never runs code)."""
+        import io
+
+        buf = io.BytesIO()
+        np.savez(buf, theta=np.asarray(theta, dtype=np.float64), sims=np.asarray(sims, dtype=np.float64))
+        resp = self._http.post(
+            "/v1/uploads", content=buf.getvalue(), headers={"Content-Type": "application/octet-stream"}
+        )
+        if resp.status_code >= 400:
+            _raise(resp)
+        return str(resp.json()["id"])
+
+    def abcdp(
+        self,
+        dataset: str,
+        *,
+        upload: str,
+        columns: Sequence[str],
+        c: int,
+        epsilon: float,
+        bandwidth: float,
+        epsilon_abc: float = 0.0,
+        n_features: int = 100,
+        feature_seed: int = 0,
+        resample: bool = False,
+        dry_run: bool = False,
+        purpose: str = "",
+    ) -> Any:
+        """ABCDP on uploaded simulations (:func:`~dpinfer.release.abcdp.abcdp`, Laplace sparse
+        vector): the :class:`~dpinfer.release.ABCDPResult` of the local call, read from the
+        library's result file the service sends."""
+        import base64
+        import tempfile
+
+        from ..results.format import load_result
+
+        body = {
+            "dataset": dataset,
+            "upload": upload,
+            "columns": list(columns),
+            "c": c,
+            "epsilon": epsilon,
+            "bandwidth": bandwidth,
+            "epsilon_abc": epsilon_abc,
+            "n_features": n_features,
+            "feature_seed": feature_seed,
+            "resample": resample,
+            "dry_run": dry_run,
+            "purpose": purpose,
+        }
+        out = self._post("/v1/releases/abcdp", body)
+        self.last_request = {"id": out.get("id"), "dry_run": bool(out.get("dry_run")), "kind": "abcdp"}
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "abcdp.npz"
+            path.write_bytes(base64.b64decode(out["result_file"]))
+            return load_result(path)
+
     def glm(
         self,
         dataset: str,

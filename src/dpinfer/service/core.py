@@ -183,18 +183,44 @@ class Service:
                 f"the budget of data set {dataset!r} cannot cover this release. Nothing was charged."
             )
 
+    # -- uploads ---------------------------------------------------------------------------------
+    def add_upload(self, who: Principal, raw: bytes) -> dict[str, Any]:
+        """Validate and store an analyst's simulations (:mod:`dpinfer.service.uploads`)."""
+        from .uploads import parse_upload, store_upload
+
+        theta, sims = parse_upload(raw, self.config.max_upload_bytes)
+        up = store_upload(self.config.state / "uploads", who.name, theta, sims)
+        self.store.add_upload(up.id, who.name, up.shapes, len(raw))
+        self.store.audit(
+            who.name, "upload simulations", f"{up.id}: theta {up.shapes['theta']}, sims {up.shapes['sims']}"
+        )
+        return {"id": up.id, "shapes": up.shapes}
+
+    def upload_for(self, analyst: str, kind: str, req: Any) -> Any:
+        """The stored upload an ABCDP request names (None if it is not the analyst's)."""
+        if kind != "abcdp":
+            return None
+        from .uploads import find_upload
+
+        try:
+            row = self.store.upload(req.upload, analyst)
+        except DPInferError:
+            return None
+        return find_upload(self.config.state / "uploads", analyst, req.upload, row["shapes"])
+
     def release(self, who: Principal, kind: str, req: Any) -> dict[str, Any]:
         """Plan, reserve, charge, draw and store one request (:mod:`dpinfer.service.releases`)."""
         if who.role != "analyst":
             raise Forbidden("releases are requested with an analyst's token.")
         ds = self.dataset(req.dataset)
+        upload = self.upload_for(who.name, kind, req)
         if req.dry_run:
-            p = plan(kind, req, ds.view)
+            p = plan(kind, req, ds.view, upload)
             assert ds.dummy is not None
             result = p.execute(ds.dummy, ReleaseContext())
             return {"id": None, "dry_run": True, "kind": kind, "dataset": ds.config.name, **result}
         allowance = self.allowance(who, ds.config.name)
-        p = plan(kind, req, ds.view)
+        p = plan(kind, req, ds.view, upload)
         self._check_budget(ds.config.name, p)
         budget = self.ledger.budget(ds.config.name)
         rid = secrets.token_hex(8)
@@ -267,7 +293,7 @@ class Service:
             req = REQUESTS[row["kind"]].model_validate(
                 {k: v for k, v in row["params"].items() if k in REQUESTS[row["kind"]].model_fields}
             )
-            p = plan(row["kind"], req, ds.view)
+            p = plan(row["kind"], req, ds.view, self.upload_for(row["analyst"], row["kind"], req))
             self._execute(rid, row["analyst"], p, req.purpose, ds, prepaid=int(charges[0]["id"]))
             done["completed"] += 1
         if pending:

@@ -123,12 +123,29 @@ class CovariatesRequest(_Request):
         return v
 
 
+class ABCDPRequest(_Request):
+    """ABCDP (Park, Vinaroz & Jitkrittum 2021; :func:`~dpinfer.release.abcdp.abcdp`, Laplace sparse
+    vector) on simulations the analyst uploaded (``POST /v1/uploads``): the owner computes the RFF
+    MMD between each simulated data set and the records of ``columns`` and releases the accepted θ.
+    ``bandwidth`` is the analyst's (from the simulations, never from the data)."""
+
+    upload: str = Field(min_length=1, max_length=64)
+    columns: list[str] = Field(min_length=1, max_length=16)
+    c: int = Field(ge=1, le=100000)
+    epsilon_abc: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    bandwidth: float = Field(gt=0, allow_inf_nan=False)
+    n_features: int = Field(default=100, ge=1, le=5000)
+    feature_seed: int = Field(default=0, ge=0)
+    resample: bool = False
+
+
 REQUESTS: dict[str, type[_Request]] = {
     "clamped": ClampedRequest,
     "count": CountRequest,
     "histogram": HistogramRequest,
     "glm": GLMRequest,
     "covariates": CovariatesRequest,
+    "abcdp": ABCDPRequest,
 }
 
 
@@ -383,7 +400,62 @@ def _covariates(req: CovariatesRequest, ds: DatasetView) -> Plan:
     return Plan("covariates", ds.name, req.model_dump(), event, req.epsilon, execute)
 
 
-def plan(kind: str, req: _Request, ds: DatasetView) -> Plan:
+def _abcdp(req: ABCDPRequest, ds: DatasetView, upload: Any) -> Plan:
+    from ..privacy.events import SparseVectorEvent
+
+    if ds.schema.neighbouring != "replace-one":
+        raise FieldError("dataset", f"data set {ds.name!r} is add-remove; ABCDP releases under replace-one.")
+    if upload is None:
+        raise FieldError("upload", f"no upload {req.upload!r} of yours (POST /v1/uploads first).")
+    for j, col in enumerate(req.columns):
+        if not ds.schema.column(col, field_name=f"columns[{j}]").numeric:
+            raise FieldError(f"columns[{j}]", f"column {col!r} is not numeric.")
+    shapes = upload.shapes
+    T, d = shapes["sims"][0], shapes["sims"][2]
+    if d != len(req.columns):
+        raise FieldError(
+            "columns",
+            f"the uploaded simulations have {d} value(s) per record, the request "
+            f"names {len(req.columns)} column(s).",
+        )
+    if req.c > T:
+        raise FieldError("c", f"c = {req.c} exceeds the number of uploaded draws ({T}).")
+    event = SparseVectorEvent(req.c, req.epsilon, resample=req.resample, neighbouring="replace-one")
+    columns = list(req.columns)
+
+    def execute(records: dict[str, np.ndarray], ctx: ReleaseContext) -> dict[str, Any]:
+        import base64
+        import tempfile
+
+        from ..distances import RFFMMD
+        from ..release.abcdp import ABCDPOptions, abcdp
+
+        theta, sims = upload.arrays()
+        X = np.column_stack([records[c] for c in columns])
+        res = abcdp(
+            X,
+            (theta, sims),
+            RFFMMD(req.bandwidth, req.n_features, seed=req.feature_seed),
+            c=req.c,
+            epsilon_total=req.epsilon,
+            epsilon_abc=req.epsilon_abc,
+            options=ABCDPOptions(noise="laplace", resample=req.resample, progress=False),
+            context=ctx,
+            meta={"upload": req.upload, "dataset": ds.name},
+        )
+        with tempfile.TemporaryDirectory() as tmp:  # the library's own result file, as the answer
+            path = res.save(f"{tmp}/abcdp.npz")
+            blob = path.read_bytes()
+        return {
+            "abcdp": res.release_dict(),
+            "result_file": base64.b64encode(blob).decode(),
+            "privacy": res.privacy.to_dict() if res.privacy else None,
+        }
+
+    return Plan("abcdp", ds.name, req.model_dump(), event, req.epsilon, execute)
+
+
+def plan(kind: str, req: _Request, ds: DatasetView, upload: Any = None) -> Plan:
     """The plan of a validated request on data set ``ds`` (public facts only; module docstring)."""
     n = ds.n if not req.dry_run or ds.n is None else ds.dummy_n
     if kind == "clamped":
@@ -401,6 +473,9 @@ def plan(kind: str, req: _Request, ds: DatasetView) -> Plan:
     if kind == "covariates":
         assert isinstance(req, CovariatesRequest)
         return _covariates(req, ds)
+    if kind == "abcdp":
+        assert isinstance(req, ABCDPRequest)
+        return _abcdp(req, ds, upload)
     raise FieldError("kind", f"unknown release kind {kind!r}.")  # pragma: no cover - routes are fixed
 
 
@@ -470,6 +545,7 @@ class ServiceLedger:
 
 
 __all__ = [
+    "ABCDPRequest",
     "ClampedRequest",
     "CovariatesRequest",
     "CountRequest",
