@@ -13,6 +13,9 @@ never from the command line, where other users of the machine can read it)::
     dpinfer remote --url ... mean --dataset survey --column bmi --epsilon 0.5 --dry-run
     dpinfer remote --url ... mean --dataset survey --column bmi --epsilon 0.5 --out bmi.json
     dpinfer remote --url ... glm --dataset survey --target smoker --features age,bmi --epsilon 1 --out fit.npz
+    dpinfer remote --url ... upload --file sims.npz          # from `dpinfer simulate`: an upload id
+    dpinfer remote --url ... abcdp --dataset survey --upload ID --columns bmi -c 10 --epsilon 1 \\
+        --bandwidth 4 --out abcdp.npz
 
 ``remote mean --out`` writes the release file of ``dpinfer release`` (read by ``dpinfer smc-abc
 --model gaussian-mean --observed FILE``); ``remote glm --out`` the ``dpinfer.result`` file of the
@@ -168,6 +171,27 @@ def _remote_command(args: argparse.Namespace, client: Any, write_release_file: A
             print(f"{label}: {v:g}")
         print(rel.privacy.summary())
         return 0
+    if what == "upload":
+        print(json.dumps({"upload": client.upload(path=args.file)}))
+        return 0
+    if what == "abcdp":
+        cols = [c.strip() for c in args.columns.split(",")]
+        res = client.abcdp(
+            args.dataset,
+            upload=args.upload,
+            columns=cols,
+            c=args.c,
+            epsilon=args.epsilon,
+            bandwidth=args.bandwidth,
+            epsilon_abc=args.epsilon_abc,
+            n_features=args.n_features,
+            dry_run=args.dry_run,
+            purpose=args.purpose,
+        )
+        print(res.summary())
+        if args.out:
+            print(f"wrote {res.save(args.out)}")
+        return 0
     if what == "glm":
         from ..inference.glm import GLMSamplerOptions
 
@@ -250,6 +274,19 @@ def register(subparsers: Any) -> None:
     h = sub.add_parser("histogram", help="noisy counts of each category of one column")
     common(h)
     h.add_argument("--column", required=True, help="the column")
+    up = sub.add_parser("upload", help="upload simulations for ABCDP (the .npz of `dpinfer simulate`)")
+    up.add_argument("--file", required=True, help="the .npz holding theta (T, p) and sims (T, M, d)")
+    ab = sub.add_parser("abcdp", help="ABCDP on your uploaded simulations: the accepted theta")
+    common(ab)
+    ab.add_argument("--upload", required=True, help="the upload's id")
+    ab.add_argument("--columns", required=True, help="comma-separated columns compared with the simulations")
+    ab.add_argument("-c", type=int, required=True, help="number of draws to accept")
+    ab.add_argument(
+        "--bandwidth", type=float, required=True, help="RFF kernel bandwidth (from the simulations)"
+    )
+    ab.add_argument("--epsilon-abc", type=float, default=0.0, help="the ABC threshold")
+    ab.add_argument("--n-features", type=int, default=100, help="random Fourier features")
+    ab.add_argument("--out", help="write the ABCDP result (dpinfer.result .npz) here")
     gl = sub.add_parser("glm", help="a private GLM: released statistics, posterior computed here")
     common(gl)
     gl.add_argument("--target", required=True, help="the response column")

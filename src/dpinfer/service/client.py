@@ -301,15 +301,20 @@ class Client:
         self.last_request = {"id": out.get("id"), "dry_run": bool(out.get("dry_run")), "kind": "covariates"}
         return MarginalHistogramModel.from_dict(out["covariate_model"])
 
-    def upload(self, theta: Any, sims: Any) -> str:
-        """Upload simulations for ABCDP — θ (T, p) and simulated data sets (T, M, d) — as an
-        ``.npz``; returns the upload's id (the owner validates and stores them, never runs code)."""
+    def upload(self, theta: Any = None, sims: Any = None, *, path: str | Path | None = None) -> str:
+        """Upload simulations for ABCDP — θ (T, p) and simulated data sets (T, M, d), or the
+        ``.npz`` file of ``dpinfer simulate`` (``path``); returns the upload's id (the owner
+        validates and stores them, never runs code)."""
         import io
 
-        buf = io.BytesIO()
-        np.savez(buf, theta=np.asarray(theta, dtype=np.float64), sims=np.asarray(sims, dtype=np.float64))
+        if path is not None:
+            content = Path(path).read_bytes()
+        else:
+            buf = io.BytesIO()
+            np.savez(buf, theta=np.asarray(theta, dtype=np.float64), sims=np.asarray(sims, dtype=np.float64))
+            content = buf.getvalue()
         resp = self._http.post(
-            "/v1/uploads", content=buf.getvalue(), headers={"Content-Type": "application/octet-stream"}
+            "/v1/uploads", content=content, headers={"Content-Type": "application/octet-stream"}
         )
         if resp.status_code >= 400:
             _raise(resp)

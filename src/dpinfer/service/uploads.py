@@ -2,8 +2,9 @@
 
 An upload is one ``.npz`` archive (``numpy.savez``) with two members: ``theta`` (T, p), the
 parameter draws, and ``sims`` (T, M, d), one simulated data set of M records of d values per draw
-(the layout ``dpinfer simulate`` writes). It is read with ``allow_pickle=False`` (an object array
-is refused, nothing is ever unpickled or executed); each member's uncompressed size is checked
+(the layout ``dpinfer simulate`` writes; its ``meta`` member is allowed, never read). It is read
+with ``allow_pickle=False`` (an object array is refused, nothing is ever unpickled or executed);
+each member's uncompressed size is checked
 against the limit *before* it is decompressed (a zip bomb is refused unread); both must be real
 numbers (float or int), finite, of the shapes above with the same T. The validated arrays are
 written again by the service (not the bytes received) under the analyst's own folder of the state,
@@ -57,7 +58,7 @@ def parse_upload(raw: bytes, max_bytes: int) -> tuple[np.ndarray, np.ndarray]:
                 raise FieldError(m, f"the upload has no member {m!r} (theta (T, p) and sims (T, M, d)).")
             if info.file_size > 4 * max_bytes:
                 raise FieldError(m, f"member {m!r} would decompress to more than {4 * max_bytes} bytes.")
-        extra = sorted(set(names) - {f"{m}.npy" for m in MEMBERS})
+        extra = sorted(set(names) - {f"{m}.npy" for m in MEMBERS} - {"meta.npy"})  # dpinfer simulate's meta
         if extra:
             raise FieldError("body", f"the upload has unexpected member(s) {extra[:5]}.")
     out = {}
