@@ -82,8 +82,10 @@ def timed(call: Any, n: int) -> dict[str, float]:
 def in_process(site: Any, ledger_target: str, n: int) -> dict[str, Any]:
     truth = site.truth
     ledger = Ledger.create(ledger_target)
-    ledger.register("bench-local", 1e6, 1e-6, "rdp", "replace-one")
-    ctx = ReleaseContext(ledger=ledger, dataset="bench-local")
+    for name in ("bench-mean", "bench-glm"):  # one budget each: the same history as the server's
+        ledger.register(name, 1e6, 1e-6, "rdp", "replace-one")
+    ctx = ReleaseContext(ledger=ledger, dataset="bench-mean")
+    ctx_glm = ReleaseContext(ledger=ledger, dataset="bench-glm")
     mech = clamped_release("mean", 10, 60, MEAN["epsilon"], n=len(truth["bmi"]), data_range=(10, 60))
     X = np.column_stack([truth["age"], truth["bmi"]])
     bounds = {"age": (0, 120), "bmi": (10, 60)}
@@ -103,7 +105,7 @@ def in_process(site: Any, ledger_target: str, n: int) -> dict[str, Any]:
     free = ReleaseContext()  # no ledger: what a dry run costs in process
     return {
         "clamped_mean": timed(lambda: mech.release_records(truth["bmi"], context=ctx), n),
-        "glm": timed(lambda: glm(ctx), n),
+        "glm": timed(lambda: glm(ctx_glm), n),
         "no_ledger": {
             "clamped_mean": timed(lambda: mech.release_records(truth["bmi"], context=free), n),
             "glm": timed(lambda: glm(free), n),
@@ -111,7 +113,7 @@ def in_process(site: Any, ledger_target: str, n: int) -> dict[str, Any]:
     }
 
 
-def service_core(site: Any, n: int) -> dict[str, Any]:
+def service_core(site: Any, n: int, kind: str) -> dict[str, Any]:
     from dpinfer.service.auth import Principal
     from dpinfer.service.config import load_config
     from dpinfer.service.core import Service
@@ -120,75 +122,75 @@ def service_core(site: Any, n: int) -> dict[str, Any]:
     svc = Service(load_config(site.config))
     who = Principal("alice", "analyst", "bench")
     try:
-        return {
-            "clamped_mean": timed(lambda: svc.release(who, "clamped", ClampedRequest(**MEAN)), n),
-            "glm": timed(lambda: svc.release(who, "glm", GLMRequest(**GLM)), n),
-        }
+        if kind == "clamped_mean":
+            return timed(lambda: svc.release(who, "clamped", ClampedRequest(**MEAN)), n)
+        return timed(lambda: svc.release(who, "glm", GLMRequest(**GLM)), n)
     finally:
         svc.close()
 
 
-def over_http(site: Any, token: str, n: int, clients: int) -> dict[str, Any]:
+def over_http(site: Any, token: str, n: int, clients: int, name: str) -> dict[str, Any]:
+    """Sequential latency, dry-run latency and the throughput of ``clients`` at once, for one kind."""
+    path, body = {"clamped_mean": ("clamped", MEAN), "glm": ("glm", GLM)}[name]
     server = Server(site)
-    out: dict[str, Any] = {}
+    h = {"Authorization": f"Bearer {token}"}
     try:
-        h = {"Authorization": f"Bearer {token}"}
-        for name, path, body in (("clamped_mean", "clamped", MEAN), ("glm", "glm", GLM)):
-            with httpx.Client(base_url=server.url, headers=h, timeout=120) as client:
+        with httpx.Client(base_url=server.url, headers=h, timeout=120) as client:
 
-                def call(
-                    client: httpx.Client = client, path: str = path, body: dict[str, Any] = body
-                ) -> None:
+            def call(dry: bool = False) -> None:
+                r = client.post(f"/v1/releases/{path}", json={**body, "dry_run": dry})
+                assert r.status_code == 200, r.text
+
+            out = timed(call, n)
+            dry = timed(lambda: call(True), n)
+        done = [0]
+        lock = threading.Lock()
+
+        def worker() -> None:
+            with httpx.Client(base_url=server.url, headers=h, timeout=120) as client:
+                for _ in range(n // clients):
                     r = client.post(f"/v1/releases/{path}", json=body)
                     assert r.status_code == 200, r.text
+                    with lock:
+                        done[0] += 1
 
-                out[name] = timed(call, n)
-
-                def dry(client: httpx.Client = client, path: str = path, body: dict[str, Any] = body) -> None:
-                    r = client.post(f"/v1/releases/{path}", json={**body, "dry_run": True})
-                    assert r.status_code == 200, r.text
-
-                out.setdefault("dry_run", {})[name] = timed(dry, n)
-            done = [0]
-            lock = threading.Lock()
-
-            def worker(
-                path: str = path,
-                body: dict[str, Any] = body,
-                done: list[int] = done,
-                lock: threading.Lock = lock,
-            ) -> None:
-                with httpx.Client(base_url=server.url, headers=h, timeout=120) as client:
-                    for _ in range(n // clients):
-                        r = client.post(f"/v1/releases/{path}", json=body)
-                        assert r.status_code == 200, r.text
-                        with lock:
-                            done[0] += 1
-
-            threads = [threading.Thread(target=worker) for _ in range(clients)]
-            t0 = time.perf_counter()
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
-            out[name]["concurrent_clients"] = clients
-            out[name]["releases_per_s"] = done[0] / (time.perf_counter() - t0)
+        threads = [threading.Thread(target=worker) for _ in range(clients)]
+        t0 = time.perf_counter()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        out["concurrent_clients"] = clients
+        out["releases_per_s"] = done[0] / (time.perf_counter() - t0)
+        return {"release": out, "dry_run": dry}
     finally:
         server.stop()
-    return out
 
 
-def run(root: Path, ledger: str | None, n: int, clients: int) -> dict[str, Any]:
-    site = make_site(root, budget=1e6, accountant="rdp", allowances={"alice": 1e5}, ledger=ledger)
-    token = tokens(site, {"alice": ("alice", "analyst", 1.0)})["alice"][0]
-    local_ledger = ledger if ledger else str(root / "local.db")
-    res = {
-        "in_process": in_process(site, local_ledger, n),
-        "service_core": service_core(site, n),
-        "server": over_http(site, token, n, clients),
-    }
+def run(root: Path, new_ledger: Any, n: int, clients: int) -> dict[str, Any]:
+    """Every variant on a fresh ledger (a charge composes its data set's whole history: the
+    variants must start from the same, empty one)."""
+
+    def site(name: str) -> tuple[Any, str]:
+        s = make_site(
+            root / name, budget=1e6, accountant="rdp", allowances={"alice": 1e5}, ledger=new_ledger()
+        )
+        return s, tokens(s, {"alice": ("alice", "analyst", 1.0)})["alice"][0]
+
+    s_local, _ = site("local")
+    target = new_ledger()
+    res: dict[str, Any] = {"in_process": in_process(s_local, target or str(s_local.root / "local.db"), n)}
+    res["service_core"] = {}
+    for kind in ("clamped_mean", "glm"):
+        res["service_core"][kind] = service_core(site(f"core-{kind}")[0], n, kind)
+    res["server"] = {}
+    res["server_dry_run"] = {}
+    for kind in ("clamped_mean", "glm"):
+        s, token = site(f"http-{kind}")
+        got = over_http(s, token, n, clients, kind)
+        res["server"][kind], res["server_dry_run"][kind] = got["release"], got["dry_run"]
     res["dry_run_overhead_p50_ms"] = {  # HTTP, token, JSON, planning: no disk involved
-        k: res["server"]["dry_run"][k]["p50_ms"] - res["in_process"]["no_ledger"][k]["p50_ms"]
+        k: res["server_dry_run"][k]["p50_ms"] - res["in_process"]["no_ledger"][k]["p50_ms"]
         for k in ("clamped_mean", "glm")
     }
     res["overhead_p50_ms"] = {
@@ -199,7 +201,7 @@ def run(root: Path, ledger: str | None, n: int, clients: int) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=100, help="requests per measurement")
+    parser.add_argument("--n", type=int, default=60, help="requests per measurement")
     parser.add_argument("--clients", type=int, default=4, help="concurrent clients for the throughput")
     parser.add_argument("--quick", action="store_true", help="30 requests per measurement")
     args = parser.parse_args()
@@ -213,7 +215,7 @@ def main() -> None:
         "targets": {"overhead_p50_ms": 20, "releases_per_s_sqlite": 50},
     }
     with tempfile.TemporaryDirectory() as tmp:
-        out["sqlite"] = run(Path(tmp) / "sqlite", None, n, args.clients)
+        out["sqlite"] = run(Path(tmp) / "sqlite", lambda: None, n, args.clients)
         reason = why_unavailable()
         if reason:
             out["postgresql"] = {"skipped": reason}
@@ -222,7 +224,7 @@ def main() -> None:
             try:
                 out["postgresql"] = {
                     "server": "local, fsync=on, TCP 127.0.0.1",
-                    **run(Path(tmp) / "pg", pg.new_database(), n, args.clients),
+                    **run(Path(tmp) / "pg", pg.new_database, n, args.clients),
                 }
             finally:
                 pg.close()

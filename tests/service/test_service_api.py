@@ -307,3 +307,43 @@ def test_uploads_are_validated_without_pickle_and_abcdp_releases_accepted_theta(
             svc.abcdp("survey", upload=uid, columns=["bmi"], c=5, epsilon=0.5, bandwidth=4.0)
         assert info.value.field == "upload"
     assert ledger_state(site)[0] == before[0] + 1
+
+
+def test_an_add_remove_data_set_keeps_n_private(tmp_path):
+    """No public n: no mean, a count and a sum-and-count instead; the dry run uses rows.max."""
+    import json as _json
+
+    from dpinfer.errors import PrivacyWarning
+    from dpinfer.service.auth import Principal
+    from dpinfer.service.config import load_config
+    from dpinfer.service.core import Service
+    from dpinfer.service.data import FieldError
+    from dpinfer.service.releases import ClampedRequest, CountRequest
+
+    site = make_site(tmp_path, accountant="pure", delta=None)
+    schema_path = site.root / "survey.schema.json"
+    schema = _json.loads(schema_path.read_text())
+    schema["neighbouring"], schema["rows"] = "add-remove", {"max": 1000}
+    schema_path.write_text(_json.dumps(schema))
+    svc = Service(load_config(site.config))
+    try:
+        (ds,) = svc.public_datasets()
+        assert ds["n"] is None and ds["neighbouring"] == "add-remove"
+        who = Principal("alice", "analyst", "t")
+        with pytest.raises(FieldError) as info:
+            svc.release(who, "clamped", ClampedRequest(dataset="survey", column="bmi", epsilon=0.5))
+        assert info.value.field == "statistic"
+        out = svc.release(who, "count", CountRequest(dataset="survey", epsilon=0.5))
+        assert out["privacy"]["sensitivity"] == 1 and out["privacy"]["neighbouring"] == "add-remove"
+        sc = svc.release(
+            who,
+            "clamped",
+            ClampedRequest(dataset="survey", column="bmi", epsilon=0.5, statistic="sum_and_count"),
+        )
+        assert len(sc["value"]) == 2
+        with pytest.warns(PrivacyWarning, match="WITHOUT a ledger"):  # a dry run is unaccounted, on purpose
+            dry = svc.release(who, "count", CountRequest(dataset="survey", epsilon=0.5, dry_run=True))
+        assert dry["dry_run"] and svc.datasets["survey"].view.dummy_n == 1000  # rows.max, not the private n
+        assert len(Ledger(site.root / "budget.db").history("survey")) == 2
+    finally:
+        svc.close()

@@ -33,6 +33,7 @@ ledger has no such charge, the request is ``aborted`` (nothing charged, nothing 
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 from collections.abc import Callable, Iterator
@@ -294,6 +295,14 @@ def _histogram(req: HistogramRequest, ds: DatasetView, n: int | None) -> Plan:
     return Plan("histogram", ds.name, params, mech.event(), req.epsilon, execute)
 
 
+@functools.lru_cache(maxsize=256)
+def _gaussian_event(dim: int, sensitivity: float, epsilon: float, delta: float) -> PrivacyEvent:
+    """The event of the GLM's discrete Gaussian release (its calibration is a numerical search:
+    remembered for repeated requests; the library calibrates again when it releases, and the two
+    events must agree or nothing is charged)."""
+    return GaussianMechanism(dim, sensitivity, epsilon, delta, "replace-one").event()
+
+
 def _glm(req: GLMRequest, ds: DatasetView, n: int | None) -> Plan:
     from ..inference.glm import StatisticLayout
     from ..release.glm import release_glm_statistics
@@ -331,9 +340,7 @@ def _glm(req: GLMRequest, ds: DatasetView, n: int | None) -> Plan:
     bounds = {f: ds.schema.columns[f].bounds() for f in req.features}
     layout = StatisticLayout(len(req.features), False, req.family == "linear")
     try:
-        mech = GaussianMechanism(
-            layout.dim, 2 * math.sqrt(layout.n_blocks), req.epsilon, req.delta, "replace-one"
-        )
+        event = _gaussian_event(layout.dim, 2 * math.sqrt(layout.n_blocks), req.epsilon, req.delta)
     except InvalidPrivacyParameterError as exc:
         raise FieldError("epsilon", str(exc)) from None
     features, target = list(req.features), req.target
@@ -354,7 +361,7 @@ def _glm(req: GLMRequest, ds: DatasetView, n: int | None) -> Plan:
         )
         return {"glm_release": rel.to_dict(), "privacy": rel.to_dict()["privacy"], "target": target}
 
-    return Plan("glm", ds.name, {**req.model_dump(), "n": n}, mech.event(), req.epsilon, execute)
+    return Plan("glm", ds.name, {**req.model_dump(), "n": n}, event, req.epsilon, execute)
 
 
 def _covariates(req: CovariatesRequest, ds: DatasetView) -> Plan:
