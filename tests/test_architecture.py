@@ -31,6 +31,7 @@ LAYERS = {
     "release": 2, "inference": 2,
     "plots": 1,  # draws figures from arrays and prints nothing: results offer .plot()
     "__init__": 3, "__main__": 3, "cli": 3, "demo": 3, "report": 3,
+    "service": 3,  # the data owner's HTTP service and the analyst's client: a face, like cli
 }
 # Upward imports allowed by name, with the reason. The result contract's ``plot()`` draws with
 # ``plots`` (which draws figures from arrays, prints nothing and spends nothing); it imports it

@@ -12,12 +12,17 @@ from .privacy import Ledger, PrivacyReport, PrivacyRNG, ReleaseContext
 
 
 def __getattr__(name: str) -> object:
-    """``dpinfer.infer`` (:func:`dpinfer.inference.entry.infer`) and ``dpinfer.private_glm``
-    (:func:`dpinfer.release.glm.private_glm`), imported on first use."""
+    """``dpinfer.infer`` (:func:`dpinfer.inference.entry.infer`), ``dpinfer.private_glm``
+    (:func:`dpinfer.release.glm.private_glm`) and ``dpinfer.connect``
+    (:func:`dpinfer.service.client.connect`), imported on first use."""
     if name == "infer":
         from .inference.entry import infer
 
         return infer
+    if name == "connect":
+        from .service.client import connect
+
+        return connect
     if name == "private_glm":
         from .release.glm import private_glm
 
@@ -36,6 +41,7 @@ __all__ = [
     "PrivacyReport",
     "ReleaseContext",
     "__version__",
+    "connect",
     "infer",
     "private_glm",
 ]

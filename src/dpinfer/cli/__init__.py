@@ -8,6 +8,7 @@
 * :mod:`~dpinfer.cli.neural`: ``sppe`` and ``sple``;
 * :mod:`~dpinfer.cli.runs`: ``runs list | show`` (runs recorded for resuming);
 * :mod:`~dpinfer.cli.synthesize`: ``synthesize`` (synthetic data from a released posterior);
+* :mod:`~dpinfer.cli.serve`: ``serve``, ``serve-token`` (the data owner's service) and ``remote``;
 * ``demo`` (:func:`dpinfer.demo.run_demo`), added here.
 
 Each command module defines ``register(subparsers)``, which adds parsers whose ``func`` attribute
@@ -40,6 +41,7 @@ COMMAND_MODULES: list[tuple[str, str]] = [
     ("dpinfer.cli.runs", "dpinfer.execution"),  # runs list, runs show
     ("dpinfer.cli.synthesize", "dpinfer.models"),  # synthesize
     ("dpinfer.cli.schema", "dpinfer.data"),  # schema draft, schema check
+    ("dpinfer.cli.serve", "dpinfer.service"),  # serve, serve-token, remote
 ]
 
 
