@@ -8,7 +8,6 @@ import numpy as np
 from dpinfer.diagnostics import checks
 from dpinfer.errors import (
     ConvergenceWarning,
-    ObservedOutsideSimulationsWarning,
     PriorBoundaryWarning,
     WeightDegeneracyWarning,
 )
@@ -46,8 +45,3 @@ def test_prior_bounds():
     assert checks.check_prior_bounds(RNG.standard_normal((4000, 2)), -np.inf, np.inf) == []
 
 
-def test_observed_in_range():
-    sims = RNG.standard_normal((500, 2))
-    assert checks.check_observed_in_range([0.1, -0.2], sims) == []
-    found = checks.check_observed_in_range([0.1, 40.0], sims)
-    assert found[0].category is ObservedOutsideSimulationsWarning and "coordinate 1" in found[0].message

@@ -7,32 +7,33 @@ caller can both show them and store them in a result.
 * :func:`check_weights` — Kish's effective sample size ``1/Σ w²`` of normalised weights below
   ``min_ess``, or the Pareto ``k̂`` of the largest weights above 0.7 (Vehtari, Simpson, Gelman, Yao
   & Gabry 2024, PSIS: beyond 0.7 the self-normalised estimate is unreliable);
-* :func:`check_rhat` — split R-hat above 1.01 (Vehtari, Gelman, Simpson, Carpenter & Bürkner
-  2021 recommend 1.01);
+* :func:`check_rhat` — rank-normalised split R-hat above 1.01 (Vehtari, Gelman, Simpson,
+  Carpenter & Bürkner 2021 recommend 1.01);
+
+k̂, R-hat and ESS themselves are ArviZ's (:mod:`dpinfer.diagnostics.sampling`).
 * :func:`check_prior_bounds` — more than ``max_fraction`` of the posterior mass within
   ``edge`` × (support width) of a finite bound of the prior's support (5× what a flat density
-  would put there): the prior, not the data, decides the answer there, or the support is wrong;
-* :func:`check_observed_in_range` — an observed coordinate outside the ``[min, max]`` of the
-  model's simulations: the model cannot reproduce it and ABC / neural methods extrapolate.
+  would put there): the prior, not the data, decides the answer there, or the support is wrong.
+
+The observed release against the model's simulations (prior–data conflict) is one shared test
+in :mod:`dpinfer.diagnostics.conflict`.
 """
 
 from __future__ import annotations
 
-import math
 import warnings
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from ..errors import (
     ConvergenceWarning,
     InferenceWarning,
-    ObservedOutsideSimulationsWarning,
     PriorBoundaryWarning,
     WeightDegeneracyWarning,
 )
+from .sampling import pareto_khat
 
 
 @dataclass(frozen=True)
@@ -44,30 +45,6 @@ class Finding:
 
     def to_dict(self) -> dict[str, str]:
         return {"category": self.category.__name__, "message": self.message}
-
-
-def pareto_khat(log_weights: np.ndarray) -> float:
-    """Shape ``k̂`` of a generalised Pareto fitted to the largest importance weights.
-
-    The tail is the ``min(n/5, 3√n)`` largest weights (Vehtari et al. 2024, PSIS); the fit is the
-    maximum-likelihood GPD with location fixed at the largest weight outside the tail. Returns
-    ``nan`` when fewer than 5 finite weights form the tail. ``k̂ < 0.5``: finite variance;
-    ``k̂ > 0.7``: the self-normalised estimate is unreliable.
-    """
-    lw = np.asarray(log_weights, dtype=np.float64)
-    lw = np.sort(lw[np.isfinite(lw)])
-    n = lw.size
-    m = int(min(0.2 * n, 3.0 * math.sqrt(n)))
-    if m < 5 or n <= m:
-        return float("nan")
-    w = np.exp(lw - lw[-1])
-    tail = w[-m:]
-    u = w[-m - 1]
-    exceed = tail - u
-    if np.all(exceed <= 0):
-        return 0.0
-    k, _, _ = stats.genpareto.fit(exceed, floc=0.0)
-    return float(k)
 
 
 def check_weights(weights: Any, *, min_ess: float = 200.0, khat_max: float = 0.7) -> list[Finding]:
@@ -97,7 +74,8 @@ def check_weights(weights: Any, *, min_ess: float = 200.0, khat_max: float = 0.7
 
 
 def check_rhat(rhat: Any, names: Any = None, threshold: float = 1.01) -> list[Finding]:
-    """Split R-hat above ``threshold`` for any coordinate."""
+    """R-hat (rank-normalised split, :func:`~dpinfer.diagnostics.sampling.rhat`) above ``threshold``
+    for any coordinate."""
     r = np.atleast_1d(np.asarray(rhat, dtype=np.float64))
     names = list(names) if names is not None else [f"theta_{i}" for i in range(r.size)]
     bad = [f"{names[i]} ({r[i]:.3f})" for i in range(r.size) if not r[i] <= threshold]
@@ -105,8 +83,8 @@ def check_rhat(rhat: Any, names: Any = None, threshold: float = 1.01) -> list[Fi
         return []
     return [Finding(
         ConvergenceWarning,
-        f"split R-hat above {threshold} for {', '.join(bad)}: the chains disagree; run them longer "
-        "or with more warm-up.",
+        f"R-hat (rank-normalised split) above {threshold} for {', '.join(bad)}: the chains disagree "
+        "(in location or in spread); run them longer or with more warm-up.",
     )]
 
 
@@ -147,28 +125,6 @@ def check_prior_bounds(
     return out
 
 
-def check_observed_in_range(observed: Any, simulated: Any) -> list[Finding]:
-    """Observed coordinates outside the ``[min, max]`` of simulated statistics ``(n, dim)``."""
-    obs = np.asarray(observed, dtype=np.float64).reshape(-1)
-    sims = np.asarray(simulated, dtype=np.float64).reshape(-1, obs.size)
-    sims = sims[np.all(np.isfinite(sims), axis=1)]
-    if sims.shape[0] == 0:
-        return []
-    lo, hi = sims.min(axis=0), sims.max(axis=0)
-    bad = [
-        f"coordinate {j}: {obs[j]:.4g} not in [{lo[j]:.4g}, {hi[j]:.4g}]"
-        for j in range(obs.size)
-        if obs[j] < lo[j] or obs[j] > hi[j]
-    ]
-    if not bad:
-        return []
-    return [Finding(
-        ObservedOutsideSimulationsWarning,
-        f"the observed statistic lies outside the range of {sims.shape[0]} simulations of the model "
-        f"({'; '.join(bad)}): is it possible under the model (units, clamp bounds, prior)?",
-    )]
-
-
 def emit(findings: list[Finding], stacklevel: int = 3) -> None:
     """Issue every finding as a warning of its category."""
     for f in findings:
@@ -177,7 +133,6 @@ def emit(findings: list[Finding], stacklevel: int = 3) -> None:
 
 __all__ = [
     "Finding",
-    "check_observed_in_range",
     "check_prior_bounds",
     "check_rhat",
     "check_weights",

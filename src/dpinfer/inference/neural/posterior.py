@@ -210,12 +210,18 @@ class NeuralPosterior(ResultFile):
 
     def to_arviz(self, n_draws: int = 4000, seed: Any = 0) -> Any:
         """An ``arviz.InferenceData`` of ``n_draws`` posterior draws (SPLE: its MCMC chains) with
-        the analysed release's privacy report on the ``posterior`` group and the observed release
-        as ``observed_data`` (arviz imported lazily)."""
+        the analysed release's privacy report on the ``posterior`` group, the log density of each
+        draw as ``sample_stats.lp`` (:meth:`log_prob`: SPPE's normalised flow posterior, SPLE's
+        unnormalised ``log q(s_obs | θ) + log p(θ)``) and the observed release as
+        ``observed_data`` (arviz imported lazily)."""
         import xarray as xr
 
-        idata = draws_to_arviz(self._arviz_draws(n_draws, seed), tuple(self.param_names), self.privacy,
-                               method=self.kind)
+        draws = np.asarray(self._arviz_draws(n_draws, seed), dtype=np.float64)
+        idata = draws_to_arviz(draws, tuple(self.param_names), self.privacy, method=self.kind)
+        c, n, d = draws.shape
+        lp = np.asarray(self.log_prob(draws.reshape(c * n, d)), dtype=np.float64).reshape(c, n)
+        idata.add_groups(sample_stats=xr.Dataset(
+            {"lp": (("chain", "draw"), lp)}, coords={"chain": np.arange(c), "draw": np.arange(n)}))
         obs = np.atleast_1d(np.asarray(self.observed, dtype=np.float64))
         idata.add_groups(observed_data=xr.Dataset({"s_dp": (("statistic",), obs)}))
         return idata

@@ -141,6 +141,7 @@ class SPLEPosterior(NeuralPosterior):
             "rhat": res.rhat.tolist(),
             "max_rhat": float(np.nanmax(res.rhat)),
             "ess": None if res.ess is None else res.ess.tolist(),
+            "ess_tail": None if res.ess_tail is None else res.ess_tail.tolist(),
             "draws_per_chain": int(res.chains.shape[0]),
             "acceptance_rate": res.acceptance_rate,
             "log_prob_calls": res.n_log_prob_calls,
