@@ -13,7 +13,8 @@ caller can both show them and store them in a result.
 k̂, R-hat and ESS themselves are ArviZ's (:mod:`dpinfer.diagnostics.sampling`).
 * :func:`check_prior_bounds` — more than ``max_fraction`` of the posterior mass within
   ``edge`` × (support width) of a finite bound of the prior's support (5× what a flat density
-  would put there): the prior, not the data, decides the answer there, or the support is wrong.
+  would put there) *and* the bound binding (the density does not fall towards it): the prior,
+  not the data, decides the answer there, or the support is wrong.
 
 The observed release against the model's simulations (prior–data conflict) is one shared test
 in :mod:`dpinfer.diagnostics.conflict`.
@@ -21,6 +22,7 @@ in :mod:`dpinfer.diagnostics.conflict`.
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -100,7 +102,13 @@ def check_prior_bounds(
     """Posterior mass piling up at a finite bound of the prior support (module docstring).
 
     The band next to a bound is ``edge`` × the support width when both bounds are finite, else
-    ``edge`` × the spread (max - min) of the draws.
+    ``edge`` × the spread (max - min) of the draws. A warning needs two things: more than
+    ``max_fraction`` of the draws in the band, and the bound *binding*: the band next to the bound
+    holds at least as many draws as the next band of the same width, within two Poisson sds
+    (``n₁ ≥ n₂ - 2·sqrt(n₁ + n₂)``). A posterior whose density falls to 0 at the bound (a
+    dispersion parameter whose posterior merely lies near 0) has ``n₁ < n₂`` and is not flagged:
+    the bound cuts off nothing there. One whose density is flat or rising towards the bound is
+    truncated by it, and the prior bound, not the data, decides the answer.
     """
     x = np.asarray(draws, dtype=np.float64)
     lo = np.broadcast_to(np.asarray(lower, dtype=np.float64), (x.shape[1],))
@@ -114,13 +122,17 @@ def check_prior_bounds(
         for side, bound in (("lower", lo[i]), ("upper", hi[i])):
             if not np.isfinite(bound) or band <= 0:
                 continue
-            frac = float(np.mean(np.abs(col - bound) <= band))
-            if frac > max_fraction:
+            dist = np.abs(col - bound)
+            n1 = int(np.sum(dist <= band))
+            n2 = int(np.sum((dist > band) & (dist <= 2 * band)))
+            frac = n1 / max(col.size, 1)
+            if frac > max_fraction and n1 >= n2 - 2.0 * math.sqrt(n1 + n2):
                 out.append(Finding(
                     PriorBoundaryWarning,
                     f"{frac:.0%} of the posterior mass of {names[i]} lies within {band:.3g} of the prior's "
-                    f"{side} bound {bound:g}: the prior bound, not the data, decides there; check the "
-                    "prior support or the parameterisation.",
+                    f"{side} bound {bound:g}, and the density does not fall towards it ({n1} draws in that "
+                    f"band, {n2} in the next): the bound truncates the posterior, so the prior bound, not "
+                    "the data, decides there; check the prior support or the parameterisation.",
                 ))
     return out
 

@@ -107,6 +107,37 @@ class NeuralPosterior(ResultFile):
             **kwargs,
         )
 
+    # -- where the simulations reached ---------------------------------------------------------
+    def simulated(self, theta: np.ndarray) -> np.ndarray:
+        """Whether each row of ``theta`` lies in the region the simulations support: inside the
+        per-coordinate range of every θ simulated in the fit (``settings["simulated_range"]``,
+        issue 39 item 6). The flow never saw a simulation outside it, so its density there is an
+        extrapolation; sampling and ``log_prob`` truncate the posterior to it. Everything is
+        inside for a posterior without a recorded range (files written before)."""
+        rng = self.settings.get("simulated_range")
+        th = np.asarray(theta, dtype=np.float64).reshape(-1, len(self.param_names))
+        if not rng:
+            return np.ones(th.shape[0], dtype=bool)
+        lo, hi = (np.asarray(b, dtype=np.float64) for b in rng)
+        with np.errstate(invalid="ignore"):
+            return np.all((th >= lo) & (th <= hi), axis=1)
+
+    def record_simulated(self, theta: np.ndarray) -> None:
+        """Widen ``settings["simulated_range"]`` to include the simulated ``theta`` rows."""
+        th = np.asarray(theta, dtype=np.float64)
+        th = th[np.all(np.isfinite(th), axis=1)]
+        if th.shape[0] == 0:
+            return
+        lo, hi = th.min(axis=0), th.max(axis=0)
+        old = self.settings.get("simulated_range")
+        if old:
+            lo, hi = np.minimum(lo, old[0]), np.maximum(hi, old[1])
+        self.settings["simulated_range"] = [lo.tolist(), hi.tolist()]
+        self._range_changed()
+
+    def _range_changed(self) -> None:
+        """Called when the simulated range grows (SPPE re-estimates its normalising mass)."""
+
     # -- several observed releases (amortisation) ------------------------------------------------
     @property
     def amortized(self) -> bool:
