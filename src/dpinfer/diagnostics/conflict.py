@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidDataError, PriorDataConflictWarning
+from ..errors import PriorDataConflictWarning
 from .checks import Finding
 
 #: family-wise false-alarm probability of the test under the model (equation (1) and below)
@@ -185,18 +185,6 @@ def conflict_findings(
     return [Finding(PriorDataConflictWarning, msg)]
 
 
-def can_simulate(model: Any) -> bool:
-    """Whether ``model``'s release can be simulated: it has ``simulate`` and its mechanism says how
-    many uniforms a release consumes (a density-only release refuses, InvalidDataError)."""
-    if not callable(getattr(model, "simulate", None)):
-        return False
-    try:
-        int(model.mechanism.noise_dim)
-    except InvalidDataError:
-        return False
-    return True
-
-
 def prior_predictive(model: Any, n: int, seed: Any = None) -> np.ndarray:
     """``n`` releases simulated from ``model``'s prior (θ-draws, confidential simulation, noise)."""
     rng = np.random.default_rng(seed)
@@ -248,7 +236,8 @@ def prior_data_conflict(
     elif span is not None:
         check = range_check(obs, span[0], span[1], span[2], alpha)
     if check is None or (not check.resolvable and check.outside):
-        if can_simulate(model):  # else a release known only by its density
+        simulable = callable(getattr(model, "simulate", None)) and getattr(model, "can_simulate", True)
+        if simulable:  # else a release known only by its density (DensityOnlyModel.can_simulate)
             sims = prior_predictive(model, needed_simulations(obs.size, alpha), seed)
             check = tail_probabilities(obs, sims, alpha)
     if check is None:
@@ -260,7 +249,6 @@ __all__ = [
     "ALPHA",
     "MIN_SIMULATIONS",
     "TailCheck",
-    "can_simulate",
     "conflict_findings",
     "needed_simulations",
     "prior_advice",

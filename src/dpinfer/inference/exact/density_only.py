@@ -204,6 +204,9 @@ class DensityOnlyModel:
         theta = self.prior.check_theta(theta)
         return check_confidential(self.simulator(theta, as_generator(seed)), theta.shape[0], self.stat_dim)
 
+    #: its release has a density but no sampler: checks that simulate releases skip it
+    can_simulate = False
+
     def simulate(self, theta: np.ndarray, seed: Any = None, u: np.ndarray | None = None) -> np.ndarray:
         raise self.mechanism._cannot_simulate("this method (SMC-ABC, SPPE, SPLE, predictive checks)")
 
