@@ -17,9 +17,12 @@ import os
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
+
+from dpinfer.errors import PriorDataConflictWarning
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 RUNNABLE = {"python", "bash", "sh", "console"}
@@ -68,13 +71,20 @@ def _run_shell(code: str, cwd: Path) -> None:
         cwd=cwd, env=env, capture_output=True, text=True, timeout=900,
     )
     assert proc.returncode == 0, f"README block failed in {cwd}:\n{code}\n--- stderr:\n{proc.stderr[-3000:]}"
+    # issue 39 item 3: the README's problems fit their priors (the conflict check stays quiet)
+    assert "prior-data conflict" not in proc.stderr, f"README block warned of a prior-data conflict:\n{code}"
 
 
 def _run(lang: str, code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     if lang == "python":
         monkeypatch.chdir(tmp_path)
         for _ in range(2):  # the same directory: a re-run must work
-            exec(compile(code, str(README), "exec"), {"__name__": "readme"})
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                exec(compile(code, str(README), "exec"), {"__name__": "readme"})
+            # issue 39 item 3: the README's problems fit their priors (the conflict check stays quiet)
+            conflicts = [str(w.message) for w in caught if issubclass(w.category, PriorDataConflictWarning)]
+            assert not conflicts, conflicts
         return
     for i in range(2):
         cwd = tmp_path / f"run{i}"

@@ -140,6 +140,11 @@ class ObservedOutsideSimulationsWarning(InferenceWarning):
     """The observed statistic lies outside the range of the model's simulations."""
 
 
+class MethodFallbackWarning(InferenceWarning):
+    """``infer(method="auto")`` replaced the method it chose, because that method's own
+    diagnostics failed; the warning says which methods it tried and why."""
+
+
 class PriorDataConflictWarning(ObservedOutsideSimulationsWarning):
     """The observed release lies far in the tail of the prior predictive (the model's releases
     simulated from its prior): the prior, the model's units or its bounds do not fit the data

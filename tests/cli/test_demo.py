@@ -1,12 +1,21 @@
 """Smoke test of `dpinfer demo` (quick mode): every present section runs and writes its report."""
 
+import warnings
+
 from dpinfer.cli import main
+from dpinfer.errors import PriorDataConflictWarning
 from dpinfer.privacy import Ledger
 
 
 def test_demo_runs_end_to_end(tmp_path, capsys):
-    assert main(["demo", "--out", str(tmp_path), "--quick"]) == 0
-    out = capsys.readouterr().out
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert main(["demo", "--out", str(tmp_path), "--quick"]) == 0
+    captured = capsys.readouterr()
+    out = captured.out
+    # issue 39 item 3: the demo's releases fit their models' priors (no prior-data conflict)
+    assert not [w for w in caught if issubclass(w.category, PriorDataConflictWarning)]
+    assert "prior-data conflict" not in captured.err + out
     assert "privacy: (0.5, 0)-DP, replace-one" in out
     report = (tmp_path / "report.md").read_text()
     assert "mean rings (released)" in report

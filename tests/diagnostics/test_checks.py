@@ -8,7 +8,6 @@ import numpy as np
 from dpinfer.diagnostics import checks
 from dpinfer.errors import (
     ConvergenceWarning,
-    ObservedOutsideSimulationsWarning,
     PriorBoundaryWarning,
     WeightDegeneracyWarning,
 )
@@ -46,8 +45,16 @@ def test_prior_bounds():
     assert checks.check_prior_bounds(RNG.standard_normal((4000, 2)), -np.inf, np.inf) == []
 
 
-def test_observed_in_range():
-    sims = RNG.standard_normal((500, 2))
-    assert checks.check_observed_in_range([0.1, -0.2], sims) == []
-    found = checks.check_observed_in_range([0.1, 40.0], sims)
-    assert found[0].category is ObservedOutsideSimulationsWarning and "coordinate 1" in found[0].message
+
+
+def test_prior_bound_warning_only_when_the_bound_binds():
+    """Issue 39 item 6: a posterior whose density falls to 0 at the bound (Beta(2, 100): 26% of its
+    mass within 0.01 of 0, 33% in the next band) is not truncated by it; one whose density rises
+    to the bound (Beta(1, 30)) is. The old rule (mass in the band alone) flagged both."""
+    rng = np.random.default_rng(4)
+    near = rng.beta(2.0, 100.0, (4000, 1))
+    assert np.mean(near <= 0.01) > 0.05  # what the mass-only rule flagged
+    assert checks.check_prior_bounds(near, [0.0], [1.0], ["kappa"]) == []
+    binding = rng.beta(1.0, 30.0, (4000, 1))
+    found = checks.check_prior_bounds(binding, [0.0], [1.0], ["kappa"])
+    assert found and "does not fall towards it" in found[0].message

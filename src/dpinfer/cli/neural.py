@@ -263,7 +263,7 @@ def register(subparsers: Any) -> None:
     q = add_command(subparsers, "sple", help="SPLE neural likelihood + MCMC from privatised statistics")
     _add_common(q)
     q.add_argument("--mcmc", default="slice", choices=("slice", "adaptive-metropolis"), help="MCMC sampler")
-    q.add_argument("--chains", type=int, default=100, help="MCMC chains")
+    q.add_argument("--chains", type=int, default=20, help="MCMC chains")
     q.add_argument("--warmup", type=int, default=50, help="MCMC warm-up steps per chain")
     q.set_defaults(func=_run, command="sple", cli_hints=HINTS)
 

@@ -7,13 +7,17 @@ caller can both show them and store them in a result.
 * :func:`check_weights` — Kish's effective sample size ``1/Σ w²`` of normalised weights below
   ``min_ess``, or the Pareto ``k̂`` of the largest weights above 0.7 (Vehtari, Simpson, Gelman, Yao
   & Gabry 2024, PSIS: beyond 0.7 the self-normalised estimate is unreliable);
-* :func:`check_rhat` — split R-hat above 1.01 (Vehtari, Gelman, Simpson, Carpenter & Bürkner
-  2021 recommend 1.01);
+* :func:`check_rhat` — rank-normalised split R-hat above 1.01 (Vehtari, Gelman, Simpson,
+  Carpenter & Bürkner 2021 recommend 1.01);
+
+k̂, R-hat and ESS themselves are ArviZ's (:mod:`dpinfer.diagnostics.sampling`).
 * :func:`check_prior_bounds` — more than ``max_fraction`` of the posterior mass within
   ``edge`` × (support width) of a finite bound of the prior's support (5× what a flat density
-  would put there): the prior, not the data, decides the answer there, or the support is wrong;
-* :func:`check_observed_in_range` — an observed coordinate outside the ``[min, max]`` of the
-  model's simulations: the model cannot reproduce it and ABC / neural methods extrapolate.
+  would put there) *and* the bound binding (the density does not fall towards it): the prior,
+  not the data, decides the answer there, or the support is wrong.
+
+The observed release against the model's simulations (prior–data conflict) is one shared test
+in :mod:`dpinfer.diagnostics.conflict`.
 """
 
 from __future__ import annotations
@@ -24,15 +28,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from ..errors import (
     ConvergenceWarning,
     InferenceWarning,
-    ObservedOutsideSimulationsWarning,
     PriorBoundaryWarning,
     WeightDegeneracyWarning,
 )
+from .sampling import pareto_khat
 
 
 @dataclass(frozen=True)
@@ -44,30 +47,6 @@ class Finding:
 
     def to_dict(self) -> dict[str, str]:
         return {"category": self.category.__name__, "message": self.message}
-
-
-def pareto_khat(log_weights: np.ndarray) -> float:
-    """Shape ``k̂`` of a generalised Pareto fitted to the largest importance weights.
-
-    The tail is the ``min(n/5, 3√n)`` largest weights (Vehtari et al. 2024, PSIS); the fit is the
-    maximum-likelihood GPD with location fixed at the largest weight outside the tail. Returns
-    ``nan`` when fewer than 5 finite weights form the tail. ``k̂ < 0.5``: finite variance;
-    ``k̂ > 0.7``: the self-normalised estimate is unreliable.
-    """
-    lw = np.asarray(log_weights, dtype=np.float64)
-    lw = np.sort(lw[np.isfinite(lw)])
-    n = lw.size
-    m = int(min(0.2 * n, 3.0 * math.sqrt(n)))
-    if m < 5 or n <= m:
-        return float("nan")
-    w = np.exp(lw - lw[-1])
-    tail = w[-m:]
-    u = w[-m - 1]
-    exceed = tail - u
-    if np.all(exceed <= 0):
-        return 0.0
-    k, _, _ = stats.genpareto.fit(exceed, floc=0.0)
-    return float(k)
 
 
 def check_weights(weights: Any, *, min_ess: float = 200.0, khat_max: float = 0.7) -> list[Finding]:
@@ -97,7 +76,8 @@ def check_weights(weights: Any, *, min_ess: float = 200.0, khat_max: float = 0.7
 
 
 def check_rhat(rhat: Any, names: Any = None, threshold: float = 1.01) -> list[Finding]:
-    """Split R-hat above ``threshold`` for any coordinate."""
+    """R-hat (rank-normalised split, :func:`~dpinfer.diagnostics.sampling.rhat`) above ``threshold``
+    for any coordinate."""
     r = np.atleast_1d(np.asarray(rhat, dtype=np.float64))
     names = list(names) if names is not None else [f"theta_{i}" for i in range(r.size)]
     bad = [f"{names[i]} ({r[i]:.3f})" for i in range(r.size) if not r[i] <= threshold]
@@ -105,8 +85,8 @@ def check_rhat(rhat: Any, names: Any = None, threshold: float = 1.01) -> list[Fi
         return []
     return [Finding(
         ConvergenceWarning,
-        f"split R-hat above {threshold} for {', '.join(bad)}: the chains disagree; run them longer "
-        "or with more warm-up.",
+        f"R-hat (rank-normalised split) above {threshold} for {', '.join(bad)}: the chains disagree "
+        "(in location or in spread); run them longer or with more warm-up.",
     )]
 
 
@@ -122,7 +102,13 @@ def check_prior_bounds(
     """Posterior mass piling up at a finite bound of the prior support (module docstring).
 
     The band next to a bound is ``edge`` × the support width when both bounds are finite, else
-    ``edge`` × the spread (max - min) of the draws.
+    ``edge`` × the spread (max - min) of the draws. A warning needs two things: more than
+    ``max_fraction`` of the draws in the band, and the bound *binding*: the band next to the bound
+    holds at least as many draws as the next band of the same width, within two Poisson sds
+    (``n₁ ≥ n₂ - 2·sqrt(n₁ + n₂)``). A posterior whose density falls to 0 at the bound (a
+    dispersion parameter whose posterior merely lies near 0) has ``n₁ < n₂`` and is not flagged:
+    the bound cuts off nothing there. One whose density is flat or rising towards the bound is
+    truncated by it, and the prior bound, not the data, decides the answer.
     """
     x = np.asarray(draws, dtype=np.float64)
     lo = np.broadcast_to(np.asarray(lower, dtype=np.float64), (x.shape[1],))
@@ -136,37 +122,19 @@ def check_prior_bounds(
         for side, bound in (("lower", lo[i]), ("upper", hi[i])):
             if not np.isfinite(bound) or band <= 0:
                 continue
-            frac = float(np.mean(np.abs(col - bound) <= band))
-            if frac > max_fraction:
+            dist = np.abs(col - bound)
+            n1 = int(np.sum(dist <= band))
+            n2 = int(np.sum((dist > band) & (dist <= 2 * band)))
+            frac = n1 / max(col.size, 1)
+            if frac > max_fraction and n1 >= n2 - 2.0 * math.sqrt(n1 + n2):
                 out.append(Finding(
                     PriorBoundaryWarning,
                     f"{frac:.0%} of the posterior mass of {names[i]} lies within {band:.3g} of the prior's "
-                    f"{side} bound {bound:g}: the prior bound, not the data, decides there; check the "
-                    "prior support or the parameterisation.",
+                    f"{side} bound {bound:g}, and the density does not fall towards it ({n1} draws in that "
+                    f"band, {n2} in the next): the bound truncates the posterior, so the prior bound, not "
+                    "the data, decides there; check the prior support or the parameterisation.",
                 ))
     return out
-
-
-def check_observed_in_range(observed: Any, simulated: Any) -> list[Finding]:
-    """Observed coordinates outside the ``[min, max]`` of simulated statistics ``(n, dim)``."""
-    obs = np.asarray(observed, dtype=np.float64).reshape(-1)
-    sims = np.asarray(simulated, dtype=np.float64).reshape(-1, obs.size)
-    sims = sims[np.all(np.isfinite(sims), axis=1)]
-    if sims.shape[0] == 0:
-        return []
-    lo, hi = sims.min(axis=0), sims.max(axis=0)
-    bad = [
-        f"coordinate {j}: {obs[j]:.4g} not in [{lo[j]:.4g}, {hi[j]:.4g}]"
-        for j in range(obs.size)
-        if obs[j] < lo[j] or obs[j] > hi[j]
-    ]
-    if not bad:
-        return []
-    return [Finding(
-        ObservedOutsideSimulationsWarning,
-        f"the observed statistic lies outside the range of {sims.shape[0]} simulations of the model "
-        f"({'; '.join(bad)}): is it possible under the model (units, clamp bounds, prior)?",
-    )]
 
 
 def emit(findings: list[Finding], stacklevel: int = 3) -> None:
@@ -177,7 +145,6 @@ def emit(findings: list[Finding], stacklevel: int = 3) -> None:
 
 __all__ = [
     "Finding",
-    "check_observed_in_range",
     "check_prior_bounds",
     "check_rhat",
     "check_weights",

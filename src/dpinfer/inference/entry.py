@@ -9,8 +9,11 @@
    ``n_inner`` simulations per particle; when the simulator's spread dwarfs the noise those
    estimates are almost always 0 and the population sticks to a few lucky particles (a 12-week
    chain-binomial SIR with Laplace(1) counts: 1-15 distinct θ of 1000). The sampler detects this
-   (``settings["degenerate"]``), and ``"auto"`` then runs SMC-ABC instead, saying so in the
-   reason; an explicit ``method="exact"`` is returned as it is, with the warning;
+   (``settings["degenerate"]``), and ``"auto"`` then tries plain importance sampling and SMC-ABC
+   (:data:`FALLBACK_ORDER`) and returns the first whose own diagnostics pass (weights, R-hat, ABC
+   convergence), with a :class:`~dpinfer.errors.MethodFallbackWarning` naming each method tried
+   and why it failed (``details["tried"]``); an explicit ``method="exact"`` is returned as it is,
+   with the warning;
 2. else SMC-ABC (:func:`~dpinfer.inference.smc_abc`, scale-free adaptive schedule) when its expected
    simulations fit the time budget → ``"smc-abc"``;
 3. else → ``"sppe"`` (:class:`~dpinfer.inference.neural.SPPE`, rounds until the posterior stops
@@ -286,6 +289,59 @@ def _run(method: str, model: Any, obs: np.ndarray, seed: Any, backend: Any, opti
     return estimator(model, seed=seed, backend=backend, **{"warn": False, **options}).fit(obs)
 
 
+#: what ``"auto"`` tries, in order, when the exact sampler it chose is stuck: plain importance
+#: sampling with the mechanism density (no likelihood-estimate stickiness: each θ is weighted once),
+#: then SMC-ABC (no likelihood estimate at all)
+FALLBACK_ORDER = ("importance", "smc-abc")
+#: the diagnostics that judge a method's own run (the others judge the model or the prior)
+OWN_FAILURES = (errors.WeightDegeneracyWarning, errors.ConvergenceWarning, errors.ABCConvergenceWarning)
+
+
+def own_failures(found: list[checks.Finding]) -> list[checks.Finding]:
+    """The findings of :func:`diagnose` that say the method's own run failed (weights, chains,
+    ABC convergence), not the model or the prior."""
+    return [f for f in found if issubclass(f.category, OWN_FAILURES)]
+
+
+def _fallback(
+    model: Any, obs: np.ndarray, root: np.random.SeedSequence, backend: Any, options: dict[str, Any],
+    progress: bool | None, tried: list[dict[str, Any]],
+) -> tuple[str, Any] | None:
+    """Run the :data:`FALLBACK_ORDER` methods that apply until one's own diagnostics pass; record
+    each in ``tried``; return ``(method, result)`` of the passing one, else of the last run."""
+    has_density = bool(getattr(model.mechanism, "has_density", False))
+    last = None
+    for alt in FALLBACK_ORDER:
+        if alt == "importance" and (not has_density or unknown_options(alt, options)):
+            continue
+        if alt == "smc-abc" and not _abc_can_run(model, options):
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", errors.InferenceWarning)  # judged by diagnose() below
+            res = _run(alt, model, obs, root, backend, _with_progress(alt, options, progress))
+        failed = own_failures(diagnose(res, model, obs, root))
+        tried.append({"method": alt, "passed": not failed,
+                      "failed": "; ".join(f.message.split(":")[0] for f in failed)})
+        last = (alt, res)
+        if not failed:
+            return last
+    return last
+
+
+def _fallback_finding(tried: list[dict[str, Any]], chosen: str) -> checks.Finding:
+    """The :class:`~dpinfer.errors.MethodFallbackWarning` naming every method tried and why."""
+    parts = [f"{t['method']} ({'its diagnostics passed' if t['passed'] else 'failed: ' + t['failed']})"
+             for t in tried]
+    passed = any(t["passed"] and t["method"] == chosen for t in tried)
+    verdict = (f"{chosen} is returned" if passed else
+               f"none passed its own diagnostics; {chosen}, the last tried, is returned with its warnings")
+    return checks.Finding(
+        errors.MethodFallbackWarning,
+        f"infer: the method it chose did not pass its own diagnostics, so it tried others: "
+        f"{', '.join(parts)}; {verdict}. Pass method=... to run one yourself.",
+    )
+
+
 def diagnose(result: Any, model: Any, observed: np.ndarray, seed: Any = None) -> list[checks.Finding]:
     """Every :mod:`~dpinfer.diagnostics.checks` finding for ``result`` (not yet issued), and the
     prior–data conflict check (:mod:`~dpinfer.diagnostics.conflict`) unless the method ran it."""
@@ -393,21 +449,32 @@ def infer(
                                 errors.WeightDegeneracyWarning)  # a finding of diagnose(), issued below
         result = _run(chosen, model, obs, root, backend, _with_progress(chosen, options, progress))
         n_distinct = _stuck(result) if method == "auto" and chosen == "exact" else None
-        if n_distinct and _abc_can_run(model, options):
+        tried: list[dict[str, Any]] = []
+        fallback: checks.Finding | None = None
+        if n_distinct:
             # "auto" chose the exact sampler and it failed in a way it can see (its final population
             # collapsed onto a few particles: pseudo-marginal moves that never leave a lucky
-            # likelihood estimate); SMC-ABC needs no likelihood estimate, so "auto" runs it instead
-            # and says so in the reason (the stuck exact run is not returned)
-            reason = (f"{reason}; it ran, but its final population was stuck ({n_distinct}), so SMC-ABC "
-                      "ran instead (it needs no likelihood estimate)")  # fmt: skip
-            chosen = "smc-abc"
-            result = _run(chosen, model, obs, root, backend, _with_progress(chosen, options, progress))
+            # likelihood estimate); "auto" then tries the other methods in FALLBACK_ORDER and returns
+            # the first whose own diagnostics pass (else the last tried), and says so in a warning
+            stuck = f"final population stuck ({n_distinct})"
+            tried.append({"method": "exact", "passed": False, "failed": stuck})
+            alt = _fallback(model, obs, root, backend, options, progress, tried)
+            if alt is not None:
+                chosen, result = alt
+                fallback = _fallback_finding(tried, chosen)
+                reason = f"{reason}; it ran, but {fallback.message[len('infer: '):]}"
     wall = time.perf_counter() - start
     found = diagnose(result, model, obs, root)
+    if fallback is not None:
+        found.insert(0, fallback)
     if warn:
         checks.emit(found, stacklevel=3)
-    details = {"seconds_per_simulation": per_sim, "wall_time": wall, "budget_seconds": float(budget_seconds),
-               "expected_seconds": expected_seconds(chosen, per_sim, options)}
+    details: dict[str, Any] = {
+        "seconds_per_simulation": per_sim, "wall_time": wall, "budget_seconds": float(budget_seconds),
+        "expected_seconds": expected_seconds(chosen, per_sim, options),
+    }
+    if tried:
+        details["tried"] = tried
     return InferenceResult(result, chosen, reason, [f.to_dict() for f in found], details)
 
 

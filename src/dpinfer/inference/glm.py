@@ -485,15 +485,11 @@ def _laplace(model: _Model) -> tuple[np.ndarray, np.ndarray]:
 
 
 def split_rhat(chains: np.ndarray) -> np.ndarray:
-    """Split R-hat (Gelman et al. 2013) of ``chains`` (C, N, d)."""
-    C, N, d = chains.shape
-    h = N // 2
-    parts = np.concatenate([chains[:, :h], chains[:, h:2 * h]], axis=0)
-    means = parts.mean(1)
-    W = parts.var(1, ddof=1).mean(0)
-    Bv = h * means.var(0, ddof=1)
-    var = (h - 1) / h * W + Bv / h
-    return np.sqrt(var / np.maximum(W, 1e-300))
+    """Rank-normalised split R-hat of ``chains`` (C, N, d): ArviZ's, through the shared
+    :func:`dpinfer.diagnostics.sampling.rhat` (Vehtari et al. 2021)."""
+    from ..diagnostics.sampling import rhat
+
+    return rhat(chains)
 
 
 def _hmc(model: _Model, mode: np.ndarray, cov: np.ndarray, opts: GLMSamplerOptions,

@@ -147,6 +147,11 @@ class InferenceResult(ResultFile):
             return weighted_to_arviz(self, n_draws or self.weights.size, seed,
                                      observed=getattr(self.result, "observed", None),
                                      method=self.method, reason=self.reason)
+        if hasattr(self.result, "log_prob") and hasattr(self.result, "to_arviz"):
+            # a neural posterior: its own chains and log densities, labelled with infer's choice
+            idata = self.result.to_arviz(n_draws or self.n_draws, seed)
+            idata.posterior.attrs.update(method=self.method, reason=self.reason)
+            return idata
         draws = self.sample(n_draws or self.n_draws, seed)
         return draws_to_arviz(draws, tuple(self.param_names), self.privacy, method=self.method,
                               reason=self.reason)

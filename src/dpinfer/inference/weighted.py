@@ -127,45 +127,80 @@ RESAMPLE_CHAINS = 4
 
 def weighted_to_arviz(result: Any, n_draws: int, seed: Any = 0, observed: Any = None, **attrs: Any) -> Any:
     """``arviz.InferenceData`` of a weighted particle set ``result`` (``particles``, ``weights``,
-    ``param_names``, ``privacy``, ``sample``) that does not pretend to be MCMC.
+    ``param_names``, ``privacy``) that does not pretend to be MCMC.
 
-    The draws are independent multinomial resamples split into :data:`RESAMPLE_CHAINS` chains (the
-    most chains up to it that divide ``n_draws``, so there are exactly ``n_draws``), so
-    ArviZ's R-hat is defined (≈ 1: the chains are exchangeable by construction; it diagnoses
-    nothing about the particle set), where one chain gave NaN. ArviZ's ``ess_bulk`` counts the
-    resamples (≈ ``n_draws``) and overstates the information in the particles: their Monte Carlo
-    error is that of the weights' Kish ESS, recorded as ``attrs["weights_ess"]`` (with
-    ``attrs["representation"]`` saying what the draws are). The particles and weights themselves are in
-    ``constant_data``; ε, δ, the mechanism and ``attrs`` (e.g. the method) on ``posterior``.
+    The draws are independent multinomial resamples (the same as ``result.sample(n_draws, seed)``)
+    split into :data:`RESAMPLE_CHAINS` chains (the most chains up to it that divide ``n_draws``,
+    so there are exactly ``n_draws``), so ArviZ's R-hat is defined (≈ 1: the chains are
+    exchangeable by construction; it diagnoses nothing about the particle set), where one chain
+    gave NaN. ArviZ's ``ess_bulk`` counts the resamples (≈ ``n_draws``) and overstates the
+    information in the particles: their Monte Carlo error is that of the weights' Kish ESS,
+    recorded as ``attrs["weights_ess"]`` with the PSIS ``k̂`` of the weights
+    (``attrs["pareto_khat"]``, :func:`dpinfer.diagnostics.sampling.pareto_khat`) and
+    ``attrs["representation"]`` saying what the draws are.
+
+    Groups besides ``posterior``: ``sample_stats.particle`` (the particle each draw resamples);
+    ``constant_data`` with the particles, their normalised ``weights`` and, where the method has
+    them, the unnormalised ``log_weights`` (importance sampling) and the per-particle
+    ``log_likelihood`` estimates ``log L̂(θ_i)`` (importance sampling, tempered SMC); a
+    ``log_likelihood`` group with ``s_dp`` = ``log L̂`` of each draw's particle (an estimate from the
+    method's inner simulations, not an exact density); and ``observed_data``. ε, δ, the mechanism
+    and ``attrs`` (e.g. the method) are on ``posterior``.
     """
+    import xarray as xr
+
+    from ..diagnostics.sampling import pareto_khat
+
     n = max(int(n_draws), 1)
     chains = max(c for c in range(1, RESAMPLE_CHAINS + 1) if n % c == 0)  # exactly n draws in all
     per_chain = n // chains
-    draws = np.asarray(result.sample(chains * per_chain, seed), dtype=np.float64)
+    inner = getattr(result, "result", result)  # an InferenceResult wraps the method's own result
+    w = np.asarray(result.weights, dtype=np.float64)
+    particles = np.asarray(result.particles, dtype=np.float64)
+    check_allocation(f"to_arviz({n})", n, particles.shape[1])
+    idx = np.random.default_rng(seed).choice(w.size, size=chains * per_chain, p=w)  # as sample()
     names = tuple(result.param_names)
+    log_w = getattr(inner, "log_weights", None)
+    with np.errstate(divide="ignore"):
+        khat = pareto_khat(np.log(w) if log_w is None else log_w)
     idata = draws_to_arviz(
-        draws.reshape(chains, per_chain, len(names)), names, getattr(result, "privacy", None),
-        weights_ess=float(ess(result.weights)),
+        particles[idx].reshape(chains, per_chain, len(names)), names, getattr(result, "privacy", None),
+        weights_ess=float(ess(w)), pareto_khat=khat,
         representation=(f"{chains} chains of independent multinomial resamples of "
-                        f"{np.asarray(result.weights).size} weighted particles, not MCMC: ArviZ's "
+                        f"{w.size} weighted particles, not MCMC: ArviZ's "
                         "ess_bulk counts resamples; the particles' Monte Carlo error is that of weights_ess"),
         **attrs,
     )
-    add_weighted_groups(idata, result.particles, result.weights, names, observed)
+    idata.add_groups(sample_stats=xr.Dataset(
+        {"particle": (("chain", "draw"), idx.reshape(chains, per_chain))},
+        coords={"chain": np.arange(chains), "draw": np.arange(per_chain)}))
+    extra: dict[str, np.ndarray] = {}
+    if log_w is not None:
+        extra["log_weights"] = np.asarray(log_w, dtype=np.float64)
+    ll = getattr(inner, "log_likelihood", None)
+    if isinstance(ll, np.ndarray) and ll.shape == w.shape:
+        extra["log_likelihood"] = np.asarray(ll, dtype=np.float64)
+        idata.add_groups(log_likelihood=xr.Dataset(
+            {"s_dp": (("chain", "draw"), extra["log_likelihood"][idx].reshape(chains, per_chain))},
+            coords={"chain": np.arange(chains), "draw": np.arange(per_chain)}))
+    add_weighted_groups(idata, particles, w, names, observed, **extra)
     return idata
 
 
 def add_weighted_groups(
-    idata: Any, particles: np.ndarray, weights: np.ndarray, names: Any, observed: Any = None
+    idata: Any, particles: np.ndarray, weights: np.ndarray, names: Any, observed: Any = None,
+    **per_particle: np.ndarray,
 ) -> None:
-    """Add the weighted particles (``constant_data``) and the observed release (``observed_data``)
+    """Add the weighted particles (``constant_data``: ``particles``, ``weights`` and any
+    ``per_particle`` arrays, e.g. ``log_weights``) and the observed release (``observed_data``)
     to an ``arviz.InferenceData`` in place."""
     import xarray as xr
 
     coords = {"particle": np.arange(weights.size), "parameter": list(names)}
-    idata.add_groups(constant_data=xr.Dataset(
-        {"particles": (("particle", "parameter"), np.asarray(particles)),
-         "weights": (("particle",), np.asarray(weights))}, coords=coords))
+    data = {"particles": (("particle", "parameter"), np.asarray(particles)),
+            "weights": (("particle",), np.asarray(weights))}
+    data.update({k: (("particle",), np.asarray(v)) for k, v in per_particle.items()})
+    idata.add_groups(constant_data=xr.Dataset(data, coords=coords))
     if observed is not None:
         obs = np.atleast_1d(np.asarray(observed, dtype=np.float64))
         idata.add_groups(observed_data=xr.Dataset({"s_dp": (("statistic",), obs)}))

@@ -10,20 +10,20 @@ flow's log density is evaluated on a batch of ``C`` parameter vectors per call.
 * :func:`adaptive_metropolis`: random-walk Metropolis with the covariance ``2.38²/d·Σ̂ + 1e-8 I``
   (Haario, Saksman & Tamminen 2001) adapted from all chains during warm-up and frozen afterwards,
   so the kept draws come from a fixed reversible kernel.
-* :func:`split_rhat`: the split potential scale reduction factor (Gelman et al. 2013, BDA3 §11.4).
-* :func:`effective_sample_size`: the multi-chain effective sample size (BDA3 §11.5, with Geyer's
-  initial monotone sequence).
+* :func:`split_rhat`, :func:`effective_sample_size`, :func:`tail_sample_size`: ArviZ's
+  rank-normalised split R-hat, bulk and tail ESS (Vehtari et al. 2021), through
+  :mod:`dpinfer.diagnostics.sampling`.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ...diagnostics import sampling
 from ...errors import InvalidDataError
 from ...randomness import as_generator
 
@@ -32,59 +32,31 @@ MCMC_METHODS = ("slice", "adaptive-metropolis")
 
 
 def split_rhat(chains: np.ndarray) -> np.ndarray:
-    """Split R-hat per coordinate of draws ``(n_draws, n_chains, dim)`` (needs >= 4 draws)."""
+    """Rank-normalised split R-hat per coordinate of draws ``(n_draws, n_chains, dim)`` (needs >= 4
+    draws): ArviZ's, by :func:`dpinfer.diagnostics.sampling.rhat` (Vehtari et al. 2021). Unlike the
+    classic split R-hat it also flags chains that differ in spread, not only in location."""
     x = np.asarray(chains, dtype=np.float64)
     if x.ndim != 3 or x.shape[0] < 4:
         raise InvalidDataError(f"split_rhat needs draws of shape (n >= 4, chains, dim), got {x.shape}.")
-    half = x.shape[0] // 2
-    parts = np.concatenate([x[:half], x[x.shape[0] - half :]], axis=1)  # (half, 2C, d)
-    n = parts.shape[0]
-    means = parts.mean(axis=0)
-    W = parts.var(axis=0, ddof=1).mean(axis=0)
-    B = n * means.var(axis=0, ddof=1)
-    var_plus = (n - 1) / n * W + B / n
-    with np.errstate(divide="ignore", invalid="ignore"):
-        r = np.sqrt(var_plus / W)
-    return np.where(W > 0, r, np.nan)
+    return sampling.rhat(np.swapaxes(x, 0, 1))
 
 
 def effective_sample_size(chains: np.ndarray) -> np.ndarray:
-    """Effective sample size per coordinate of draws ``(n_draws, n_chains, dim)`` (BDA3 §11.5).
-
-    ``ρ_t = 1 - (W - mean_c γ_{c,t}) / var⁺`` from the within-chain autocovariances ``γ_{c,t}``,
-    summed over Geyer's initial monotone sequence of pair sums ``ρ_{2k} + ρ_{2k+1} > 0``;
-    ``ESS = C·n / (-1 + 2 Σ_{k} (ρ_{2k} + ρ_{2k+1}))``, capped at ``C·n·log10(C·n)`` (Stan's cap).
-    """
+    """Bulk effective sample size per coordinate of draws ``(n_draws, n_chains, dim)``: ArviZ's
+    rank-normalised bulk ESS (:func:`dpinfer.diagnostics.sampling.ess_bulk`)."""
     x = np.asarray(chains, dtype=np.float64)
     if x.ndim != 3 or x.shape[0] < 4:
         raise InvalidDataError(f"effective_sample_size needs draws (n >= 4, chains, dim), got {x.shape}.")
-    n, C, d = x.shape
-    centred = x - x.mean(axis=0)
-    # within-chain autocovariances by FFT, (n, C, d)
-    nfft = 1 << int(2 * n - 1).bit_length()
-    f = np.fft.rfft(centred, nfft, axis=0)
-    acov = np.fft.irfft(f * np.conj(f), nfft, axis=0)[:n] / n
-    W = x.var(axis=0, ddof=1).mean(axis=0)
-    B_over_n = x.mean(axis=0).var(axis=0, ddof=1) if C > 1 else np.zeros(d)
-    var_plus = (n - 1) / n * W + B_over_n
-    out = np.empty(d)
-    for j in range(d):
-        if not var_plus[j] > 0:
-            out[j] = np.nan
-            continue
-        rho = 1.0 - (W[j] - acov[:, :, j].mean(axis=1) * n / (n - 1)) / var_plus[j]
-        rho[0] = 1.0
-        total, prev = 0.0, math.inf
-        for k in range(0, n - 1, 2):
-            pair = rho[k] + rho[k + 1]
-            if pair <= 0:
-                break
-            pair = min(pair, prev)  # initial monotone sequence
-            total += pair
-            prev = pair
-        tau = max(-1.0 + 2.0 * total, 1.0 / math.log10(max(C * n, 10)))
-        out[j] = C * n / tau
-    return out
+    return sampling.ess_bulk(np.swapaxes(x, 0, 1))
+
+
+def tail_sample_size(chains: np.ndarray) -> np.ndarray:
+    """Tail effective sample size per coordinate of draws ``(n_draws, n_chains, dim)`` (ArviZ's:
+    :func:`dpinfer.diagnostics.sampling.ess_tail`)."""
+    x = np.asarray(chains, dtype=np.float64)
+    if x.ndim != 3 or x.shape[0] < 4:
+        raise InvalidDataError(f"tail_sample_size needs draws (n >= 4, chains, dim), got {x.shape}.")
+    return sampling.ess_tail(np.swapaxes(x, 0, 1))
 
 
 def slice_sample(
@@ -245,6 +217,7 @@ class MCMCResult:
     acceptance_rate: float | None
     n_log_prob_calls: int
     ess: np.ndarray | None = None
+    ess_tail: np.ndarray | None = None
 
 
 def run_mcmc(
@@ -289,7 +262,8 @@ def run_mcmc(
     kept = states[warmup:][thin - 1 :: thin][:per_chain]  # (per_chain, C, d)
     draws = kept.reshape(-1, d)[: int(n_draws)]
     return MCMCResult(
-        draws, kept, split_rhat(kept), method, acc_rate, calls[0], effective_sample_size(kept)
+        draws, kept, split_rhat(kept), method, acc_rate, calls[0], effective_sample_size(kept),
+        tail_sample_size(kept),
     )
 
 
@@ -301,4 +275,5 @@ __all__ = [
     "run_mcmc",
     "slice_sample",
     "split_rhat",
+    "tail_sample_size",
 ]

@@ -107,6 +107,37 @@ class NeuralPosterior(ResultFile):
             **kwargs,
         )
 
+    # -- where the simulations reached ---------------------------------------------------------
+    def simulated(self, theta: np.ndarray) -> np.ndarray:
+        """Whether each row of ``theta`` lies in the region the simulations support: inside the
+        per-coordinate range of every θ simulated in the fit (``settings["simulated_range"]``,
+        issue 39 item 6). The flow never saw a simulation outside it, so its density there is an
+        extrapolation; sampling and ``log_prob`` truncate the posterior to it. Everything is
+        inside for a posterior without a recorded range (files written before)."""
+        rng = self.settings.get("simulated_range")
+        th = np.asarray(theta, dtype=np.float64).reshape(-1, len(self.param_names))
+        if not rng:
+            return np.ones(th.shape[0], dtype=bool)
+        lo, hi = (np.asarray(b, dtype=np.float64) for b in rng)
+        with np.errstate(invalid="ignore"):
+            return np.all((th >= lo) & (th <= hi), axis=1)
+
+    def record_simulated(self, theta: np.ndarray) -> None:
+        """Widen ``settings["simulated_range"]`` to include the simulated ``theta`` rows."""
+        th = np.asarray(theta, dtype=np.float64)
+        th = th[np.all(np.isfinite(th), axis=1)]
+        if th.shape[0] == 0:
+            return
+        lo, hi = th.min(axis=0), th.max(axis=0)
+        old = self.settings.get("simulated_range")
+        if old:
+            lo, hi = np.minimum(lo, old[0]), np.maximum(hi, old[1])
+        self.settings["simulated_range"] = [lo.tolist(), hi.tolist()]
+        self._range_changed()
+
+    def _range_changed(self) -> None:
+        """Called when the simulated range grows (SPPE re-estimates its normalising mass)."""
+
     # -- several observed releases (amortisation) ------------------------------------------------
     @property
     def amortized(self) -> bool:
@@ -210,12 +241,18 @@ class NeuralPosterior(ResultFile):
 
     def to_arviz(self, n_draws: int = 4000, seed: Any = 0) -> Any:
         """An ``arviz.InferenceData`` of ``n_draws`` posterior draws (SPLE: its MCMC chains) with
-        the analysed release's privacy report on the ``posterior`` group and the observed release
-        as ``observed_data`` (arviz imported lazily)."""
+        the analysed release's privacy report on the ``posterior`` group, the log density of each
+        draw as ``sample_stats.lp`` (:meth:`log_prob`: SPPE's normalised flow posterior, SPLE's
+        unnormalised ``log q(s_obs | θ) + log p(θ)``) and the observed release as
+        ``observed_data`` (arviz imported lazily)."""
         import xarray as xr
 
-        idata = draws_to_arviz(self._arviz_draws(n_draws, seed), tuple(self.param_names), self.privacy,
-                               method=self.kind)
+        draws = np.asarray(self._arviz_draws(n_draws, seed), dtype=np.float64)
+        idata = draws_to_arviz(draws, tuple(self.param_names), self.privacy, method=self.kind)
+        c, n, d = draws.shape
+        lp = np.asarray(self.log_prob(draws.reshape(c * n, d)), dtype=np.float64).reshape(c, n)
+        idata.add_groups(sample_stats=xr.Dataset(
+            {"lp": (("chain", "draw"), lp)}, coords={"chain": np.arange(c), "draw": np.arange(n)}))
         obs = np.atleast_1d(np.asarray(self.observed, dtype=np.float64))
         idata.add_groups(observed_data=xr.Dataset({"s_dp": (("statistic",), obs)}))
         return idata

@@ -564,6 +564,7 @@ class SequentialEstimator:
         else:
             theta = self._propose(posterior, self.simulations_per_round, r)
         theta = np.asarray(theta, dtype=np.float64)
+        posterior.record_simulated(theta)  # the region the simulations support (issue 39 item 6)
         _, x = simulate_round(
             self.model,
             theta,

@@ -34,10 +34,10 @@ from .training import LossFn, torch_threads
 
 
 def rhat_threshold(chains: int, per_chain: int, ess: Any) -> float:
-    """The split R-hat above which the chains disagree beyond what stationary chains show.
+    """The R-hat above which the chains disagree beyond what stationary chains show.
 
-    Vehtari et al. (2021) recommend 1.01 for a few long chains. SPLE runs many short chains (100
-    chains of 20 draws), where split R-hat of well-mixed chains is both biased upward and noisy:
+    Vehtari et al. (2021) recommend 1.01 for a few long chains. SPLE runs several short chains (20
+    chains of 100 draws by default), where R-hat of well-mixed chains is both biased upward and noisy:
     with ``m = 2C`` half-chains of ``h`` draws and integrated autocorrelation time ``τ = C·n/ESS``,
     ``E R̂ ≈ 1 + (τ - 1)/(2h)`` and ``sd R̂ ≈ sqrt(2/(m - 1))·τ/(2h)`` (the between-chain variance
     is a fraction ``τ/h`` of the total and is estimated from ``m`` means). The threshold is
@@ -81,14 +81,16 @@ class SPLEPosterior(NeuralPosterior):
             return self.flow.log_prob(x, self._tensor(th)).double().cpu().numpy()
 
     def log_prob(self, theta: Any, x: Any = None) -> np.ndarray:
-        """Unnormalised ``log q_φ(s_obs | θ) + log p(θ)`` (``-inf`` outside the prior support)."""
+        """Unnormalised ``log q_φ(s_obs | θ) + log p(θ)`` (``-inf`` outside the prior support and
+        outside the simulated range, :meth:`simulated`: the likelihood flow is not trusted where no
+        simulation was made)."""
         if x is not None:
             return self.at(x).log_prob(theta)
         self._require_observed()
         th = self._check_theta(theta)
         lp = np.asarray(self.prior.log_prob(th), dtype=np.float64)
         out = np.full(th.shape[0], -np.inf)
-        ok = np.isfinite(lp)
+        ok = np.isfinite(lp) & self.simulated(th)
         if ok.any():
             out[ok] = self.log_likelihood(th[ok]) + lp[ok]
         return out
@@ -141,6 +143,7 @@ class SPLEPosterior(NeuralPosterior):
             "rhat": res.rhat.tolist(),
             "max_rhat": float(np.nanmax(res.rhat)),
             "ess": None if res.ess is None else res.ess.tolist(),
+            "ess_tail": None if res.ess_tail is None else res.ess_tail.tolist(),
             "draws_per_chain": int(res.chains.shape[0]),
             "acceptance_rate": res.acceptance_rate,
             "log_prob_calls": res.n_log_prob_calls,
@@ -213,7 +216,7 @@ class SPLE(SequentialEstimator):
         rqmc_points: int = 8,
         *,
         mcmc_method: str = "slice",
-        chains: int = 100,
+        chains: int = 20,
         warmup: int = 50,
         thin: int = 1,
         posterior_draws: int = 2000,
@@ -278,7 +281,11 @@ class SPLE(SequentialEstimator):
         found: list[Any] = []
         ess = mcmc.get("ess")
         if mcmc.get("rhat") is not None:
-            threshold = rhat_threshold(mcmc.get("chains", 2), mcmc.get("draws_per_chain", 0), ess)
+            # the rank-normalised R-hat also compares the chains' spreads, whose autocorrelation the
+            # tail ESS measures: the threshold takes the smaller of the two
+            tail = mcmc.get("ess_tail")
+            slow = ess if tail is None or ess is None else np.minimum(ess, tail).tolist()
+            threshold = rhat_threshold(mcmc.get("chains", 2), mcmc.get("draws_per_chain", 0), slow)
             found += checks.check_rhat(mcmc["rhat"], posterior.param_names, threshold)
         if ess is not None:
             low = [

@@ -59,6 +59,9 @@ class SPPEPosterior(NeuralPosterior):
     def _restore(self, state: dict[str, Any], meta: dict[str, Any]) -> None:
         self._log_mass = None
 
+    def _range_changed(self) -> None:
+        self._log_mass = None  # the mass inside the support and the simulated range changes
+
     @property
     def space(self) -> ParamSpace:
         """θ or z = T⁻¹(θ), as trained (files written before the option: θ)."""
@@ -72,7 +75,8 @@ class SPPEPosterior(NeuralPosterior):
         if support is None:
             return False
         lo, hi = (np.asarray(b, dtype=np.float64) for b in support)
-        return bool(np.all(np.isneginf(lo)) and np.all(np.isposinf(hi)))
+        unbounded = bool(np.all(np.isneginf(lo)) and np.all(np.isposinf(hi)))
+        return unbounded and not self.settings.get("simulated_range")
 
     def _context(self) -> torch.Tensor:
         return self._tensor(self.observed)
@@ -100,7 +104,7 @@ class SPPEPosterior(NeuralPosterior):
                 # draws to ask for: all accepted when the support is R^d (bar non-finite ones)
                 batch = max(n - got, 16) if everything else max(2 * (n - got), 256)
                 th = self._raw_sample(batch)
-                ok = np.isfinite(th).all(axis=1) & self.prior.in_support(th)
+                ok = np.isfinite(th).all(axis=1) & self.prior.in_support(th) & self.simulated(th)
                 tried += batch
                 out.append(th[ok])
                 got += int(ok.sum())
@@ -110,7 +114,8 @@ class SPPEPosterior(NeuralPosterior):
                     break
         if got < n:
             raise RuntimeError(
-                f"the posterior flow puts almost no mass inside the prior support ({got} of {tried} draws); "
+                f"the posterior flow puts almost no mass inside the prior support and the simulated range "
+                f"({got} of {tried} draws); "
                 "train longer or with more simulations."
             )
         return np.concatenate(out)[:n]
@@ -124,17 +129,18 @@ class SPPEPosterior(NeuralPosterior):
             with torch_threads(self.threads), self._fork_rng():
                 torch.manual_seed(seed_int(seed))
                 th = self._raw_sample(n)
-            frac = float(np.mean(self.prior.in_support(th)))
+            frac = float(np.mean(self.prior.in_support(th) & self.simulated(th)))
             self._log_mass = math.log(max(frac, 1.0 / n))
         return self._log_mass
 
     def log_prob(self, theta: Any, x: Any = None) -> np.ndarray:
-        """``log q(θ | s_obs) - log P_q(support)`` inside the prior support, ``-inf`` outside."""
+        """``log q(θ | s_obs) - log P_q(support)`` inside the prior support and the simulated range
+        (:meth:`simulated`), ``-inf`` outside."""
         if x is not None:
             return self.at(x).log_prob(theta)
         self._require_observed()
         th = self._check_theta(theta)
-        inside = self.prior.in_support(th)
+        inside = self.prior.in_support(th) & self.simulated(th)
         z = self.space.to_z(np.where(inside[:, None], th, self.space.stand_in(th)))
         with torch.inference_mode():
             lq = (
