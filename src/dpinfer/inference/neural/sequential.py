@@ -556,15 +556,17 @@ class SequentialEstimator:
     def _own_diagnostics(self, posterior: NeuralPosterior) -> list[Any]:
         return []
 
-    def _simulate(self, pool: SimulationPool, posterior: NeuralPosterior, r: int) -> np.ndarray:
+    def _simulate(self, pool: SimulationPool, posterior: NeuralPosterior | None, r: int) -> np.ndarray:
         """Round ``r``'s parameters (prior, then proposal) and simulations, added to ``pool``."""
         if r == 0:
             rng = np.random.default_rng(self._child(3, 0))
             theta = self.model.prior.sample(self.simulations_per_round, rng)
         else:
+            assert posterior is not None, "rounds after the first propose from the last posterior"
             theta = self._propose(posterior, self.simulations_per_round, r)
         theta = np.asarray(theta, dtype=np.float64)
-        posterior.record_simulated(theta)  # the region the simulations support (issue 39 item 6)
+        if posterior is not None:  # the region the simulations support (issue 39 item 6)
+            posterior.record_simulated(theta)
         _, x = simulate_round(
             self.model,
             theta,
