@@ -273,6 +273,7 @@ def private_glm(
     privacy_rng: Any = None,
     seed: Any = None,
     warn: bool = True,
+    covariates: str = "moment-matched",
 ) -> GLMPosterior:
     """A differentially private GLM with a noise-aware posterior (one release, then post-processing).
 
@@ -311,7 +312,7 @@ def private_glm(
         offset_bounds=offset_bounds, intercept=intercept, feature_names=feature_names, context=context,
         ledger=ledger, dataset=dataset, privacy_rng=privacy_rng,
     )
-    post = glm_posterior(rel, prior=prior, sampler=sampler, seed=seed, warn=warn)
+    post = glm_posterior(rel, prior=prior, sampler=sampler, seed=seed, warn=warn, covariates=covariates)
     name = getattr(y, "name", None)  # a pandas Series: its name heads the synthetic records' response
     if isinstance(name, str) and name:
         post.settings["target"] = name
