@@ -281,20 +281,23 @@ def private_glm(
     log-likelihood (:func:`release_glm_statistics`: exact discrete Gaussian mechanism, sensitivity
     from the public bounds, charged before the noise is drawn); the posterior
     (:func:`dpinfer.inference.glm.glm_posterior`) integrates over the mechanism's noise (its σ is
-    public) and the sampling distribution of the statistic given θ and a Gaussian covariate model
-    inferred from the same release, by the central limit theorem (Kulkarni et al. 2021; Bernstein
-    & Sheldon 2019 for the linear family).
+    public) and the sampling distribution of the statistic given θ and a covariate model inferred
+    from the same release, by the central limit theorem (Kulkarni et al. 2021; Bernstein & Sheldon
+    2019 for the linear family).
 
-    Approximation made: Σ_i t_i | θ ≈ N(n m(θ, φ), n V(θ, φ)) with the covariates u ~ N(μ, Σ) in
-    their scaled units. It breaks for small n or rare outcomes (the CLT), for covariates far from
-    Gaussian inside their bounds (skewed, discrete or piled at the bounds: θ can be biased), and
-    for Poisson counts that reach ``y_max`` or non-Gaussian linear-model errors. See
-    :mod:`dpinfer.inference.glm`.
+    Approximation made: Σ_i t_i | θ ≈ N(n m(θ, φ), n V(θ, φ)) with the covariates u in their scaled
+    units following ``covariates``: ``"moment-matched"`` (default; Beta margins and a Gaussian
+    copula fitted to the released moments: binary, one-hot, uniform and skewed features) or
+    ``"gaussian"`` (the paper's N(μ, Σ)). It breaks for small n or rare outcomes (the CLT), for
+    covariate laws the shape does not reach (multi-modal features, higher-order interactions of
+    binary ones), and for Poisson counts that reach ``y_max`` or non-Gaussian linear-model errors.
+    See :mod:`dpinfer.inference.glm` and :mod:`dpinfer.inference.glm_covariates`.
 
-    Coefficients are those of the scaled features ``2 (x - lower)/(upper - lower) - 1`` (the linear
-    family's also of the scaled response, with ``log_sigma`` last);
-    :meth:`~dpinfer.inference.glm.GLMPosterior.original_scale_draws` maps them back. ``seed``
-    governs only the sampler's public randomness.
+    Results (``mean()``, ``interval()``, ``summary()``, ``to_arviz()``) are in the features' own
+    units under their names; ``scale="scaled"`` gives the coefficients of the scaled features
+    ``2 (x - lower)/(upper - lower) - 1`` the model is fitted on. ``fit.resample(sampler=...)``
+    samples the same release again (nothing charged). ``seed`` governs only the sampler's public
+    randomness.
 
     Example
     -------
@@ -305,7 +308,8 @@ def private_glm(
 
     Parameters are those of :func:`release_glm_statistics`, plus ``prior``
     (:class:`~dpinfer.inference.glm.GLMPrior`), ``sampler``
-    (:class:`~dpinfer.inference.glm.GLMSamplerOptions`), ``seed`` and ``warn`` of the posterior.
+    (:class:`~dpinfer.inference.glm.GLMSamplerOptions`), ``seed``, ``warn`` and ``covariates`` of the
+    posterior.
     """
     rel = release_glm_statistics(
         X, y, family=family, bounds=bounds, epsilon=epsilon, delta=delta, y_bounds=y_bounds, offset=offset,
