@@ -24,7 +24,7 @@ from dpinfer.inference.glm import (
     _Model,
     glm_posterior,
 )
-from dpinfer.inference.glm_covariates import fit_shape, plugin_moments
+from dpinfer.inference.glm_covariates import exclusive_groups, fit_shape, plugin_moments
 from dpinfer.privacy import Ledger
 from dpinfer.release.glm import private_glm, release_glm_statistics
 from seeded_privacy_rng import prng
@@ -52,6 +52,27 @@ def test_the_shape_has_the_released_moments_and_the_marginal_laws_they_imply():
     # invalid plug-in (variance above 1 − μ², |correlation| > 1): projected to a valid law
     m, C = plugin_moments(np.array([0.2, 1.3]), np.array([[1.5, 0.9], [0.9, 0.1]]))
     assert np.all(np.abs(m) < 1) and np.all(np.linalg.eigvalsh(C) > 0) and C[0, 0] <= 1 - m[0] ** 2 + 1e-12
+
+
+def test_one_hot_indicators_are_one_categorical_and_independent_ones_are_not():
+    """A 4-level category as 3 indicators (released moments exact): one driver, never two 1s, the
+    level frequencies kept; three independent binaries stay three dichotomised-Gaussian margins; a
+    release too noisy to rule out independence groups nothing."""
+    rng = np.random.default_rng(0)
+    n = 20_000
+    lev = rng.choice(4, size=n, p=[0.4, 0.3, 0.2, 0.1])
+    U = 2 * np.column_stack([lev == 1, lev == 2, lev == 3, rng.random(n) < 0.5]).astype(float) - 1
+    mu, C = plugin_moments(U.mean(0), U.T @ U / n)
+    driver, slices = exclusive_groups(mu, C)
+    assert driver == [0, 0, 0, 3] and sorted(slices) == [0, 1, 2]
+    shape = fit_shape(mu, C)
+    u = shape.mean + shape.w @ shape.chol.T
+    ones = (u[:, :3] > 0).sum(1)
+    assert ones.max() == 1 and abs(np.mean(ones == 0) - 0.4) < 0.01
+    B = 2 * (rng.random((n, 3)) < [0.3, 0.5, 0.7]).astype(float) - 1
+    mb, Cb = plugin_moments(B.mean(0), B.T @ B / n)
+    assert exclusive_groups(mb, Cb)[0] == [0, 1, 2]
+    assert exclusive_groups(mu, C, moment_sd=0.2)[0] == [0, 1, 2, 3]
 
 
 def _release(family, D, z, n, offset=False):

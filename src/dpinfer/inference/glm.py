@@ -379,7 +379,8 @@ class _Model:
         """Fit the moment-matched covariate shape to the release and precompute the points' tensors
         (:mod:`dpinfer.inference.glm_covariates`, eqs. (2)–(3))."""
         mean, cov = plugin_moments(*self.plugin())
-        self.shape = shape = fit_shape(mean, cov)
+        moment_sd = float(self.rel.sigma) * self.lay.R_x / self.rel.n  # noise sd of one released moment
+        self.shape = shape = fit_shape(mean, cov, moment_sd=moment_sd)
         dt = torch.float64
         Q = self.q + 1
         s = np.concatenate([np.ones((len(shape.w), 1)), shape.w], axis=1)  # (M, Q)

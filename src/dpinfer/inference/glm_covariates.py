@@ -28,7 +28,11 @@ already say how "binary" each feature is: ρ_j = Σ_jj / (1 − μ_j²) ∈ (0, 
 * dependence: a Gaussian copula, u_j = F_j⁻¹(Φ(ζ_j)), ζ ~ N(0, R), with R_jk chosen so that the
   Pearson correlation of (u_j, u_k) equals the released one (ρ ↦ corr is increasing; inverted on a
   grid, R projected onto the correlation matrices). For binary margins this is the dichotomised
-  Gaussian; for one-hot indicators it reproduces their negative pairwise correlations.
+  Gaussian;
+* one-hot groups: binary features whose released moments say they are never 1 together,
+  P(u_j = u_k = 1) = (1 + μ_j + μ_k + E[u_j u_k]) / 4 ≈ 0 (:func:`exclusive_groups`), are the
+  indicators of one categorical variable, driven by a single copula coordinate (member i is 1 on
+  its own slice of Φ(ζ_group)), so that at most one of them is 1 in every point.
 
 The plug-in moments are the released first and second moments divided by n, projected to a valid
 law (|μ_j| < 1, 0 < Σ_jj ≤ 1 − μ_j², R positive definite). The shape is represented by M scrambled
@@ -122,8 +126,50 @@ def _quantile_table(mu: float, var: float, grid: np.ndarray) -> tuple[np.ndarray
     return 2 * special.betaincinv(a, b, grid) - 1, False
 
 
+def exclusive_groups(mean: np.ndarray, cov: np.ndarray,
+                     moment_sd: float = 0.0) -> tuple[list[int], dict[int, tuple[float, float]]]:
+    """One-hot groups among the (nearly) binary features: j and k are exclusive when the released
+    moments put P(u_j = 1, u_k = 1) = (1 + μ_j + μ_k + E[u_j u_k]) / 4 below a tenth of its value
+    under independence, and independence is ruled out by more than three standard errors of the
+    released moments (``moment_sd``: the privacy noise's sd on one moment divided by n; the
+    estimate of P(both) has sd about √3 · moment_sd / 4). A group (greedy: exclusive with every
+    member, total probability <= 1) is driven by one latent copula coordinate, its first member's:
+    member i is 1 on its own slice of the driver's uniform, so at most one is 1 (the dichotomised
+    Gaussian cannot do that for three or more levels). Returns each feature's driver and the
+    members' slices."""
+    q = len(mean)
+    p = (1 + mean) / 2
+    rho = np.diag(cov) / (1 - mean**2)
+    second = cov + np.outer(mean, mean)
+    driver = list(range(q))
+    groups: list[list[int]] = []
+    for j in range(q):
+        if rho[j] < 0.97:
+            continue
+        for grp in groups:
+            both = [(1 + mean[j] + mean[k] + second[j, k]) / 4 for k in grp]
+            if all(b < 0.1 * p[j] * p[k] and p[j] * p[k] - b > 3 * 0.45 * moment_sd
+                   for b, k in zip(both, grp, strict=True)) and \
+                    p[grp].sum() + p[j] <= 1.02:
+                grp.append(j)
+                break
+        else:
+            groups.append([j])
+    interval: dict[int, tuple[float, float]] = {}
+    for grp in groups:
+        if len(grp) < 2:
+            continue
+        scale = min(1.0, 1 / p[grp].sum())
+        top = 1.0
+        for j in grp:
+            driver[j] = grp[0]
+            interval[j] = (top - p[j] * scale, top)
+            top -= p[j] * scale
+    return driver, interval
+
+
 def fit_shape(mean: np.ndarray, cov: np.ndarray, *, points: int = SHAPE_POINTS,
-              seed: int = 0) -> CovariateShape:
+              seed: int = 0, moment_sd: float = 0.0) -> CovariateShape:
     """The moment-matched shape of a covariate law on [-1, 1]^q (module docstring).
 
     Parameters
@@ -134,6 +180,8 @@ def fit_shape(mean: np.ndarray, cov: np.ndarray, *, points: int = SHAPE_POINTS,
         Number of scrambled Sobol points (a power of two).
     seed
         The public seed of the scrambling (the same release gives the same shape).
+    moment_sd
+        The privacy noise's sd on one released moment (per record), for :func:`exclusive_groups`.
     """
     q = len(mean)
     sd = np.sqrt(np.diag(cov))
@@ -144,34 +192,45 @@ def fit_shape(mean: np.ndarray, cov: np.ndarray, *, points: int = SHAPE_POINTS,
         tab, two = _quantile_table(float(mean[j]), float(cov[j, j]), grid)
         tables.append(tab)
         binary.append(two)
+    driver, interval = exclusive_groups(mean, cov, moment_sd)
+    for j in interval:
+        binary[j] = True
 
     def quantile(j: int, p: np.ndarray) -> np.ndarray:
+        if j in interval:  # a member of a one-hot group: 1 on its own slice of the driver's uniform
+            lo, hi = interval[j]
+            return np.where((p >= lo) & (p < hi), 1.0, -1.0)
         if binary[j]:
             return np.where(p > (1 - mean[j]) / 2, 1.0, -1.0)
         return np.interp(p, grid, tables[j])
 
     R = np.eye(q)
     if q > 1:
-        # Pearson correlation of (u_j, u_k) as a function of the latent ρ, on a stratified grid
+        # Pearson correlation of (u_j, u_k) as a function of the latent ρ of their drivers, on a
+        # stratified grid; one latent ρ per pair of drivers (the feature pair with the largest |target|)
         g = stats.norm.ppf((np.arange(96) + 0.5) / 96)
         z1, z2 = (a.ravel() for a in np.meshgrid(g, g, indexing="ij"))
         rhos = np.linspace(-0.99, 0.99, 45)
         zk = rhos[:, None] * z1 + np.sqrt(1 - rhos[:, None] ** 2) * z2  # (G, N)
         p1, pk = special.ndtr(z1), special.ndtr(zk)
+        best = np.zeros((q, q))
         for j in range(q):
             xj = quantile(j, p1)
             xj = (xj - xj.mean()) / max(xj.std(), 1e-12)
             for k in range(j + 1, q):
+                dj, dk = driver[j], driver[k]
+                if dj == dk or abs(target[j, k]) < best[dj, dk]:
+                    continue
                 xk = quantile(k, pk)
                 xk = (xk - xk.mean(1, keepdims=True)) / np.maximum(xk.std(1, keepdims=True), 1e-12)
-                pear = (xj * xk).mean(1)
-                pear = np.maximum.accumulate(pear)  # monotone (numerical ties)
-                R[j, k] = R[k, j] = float(np.interp(target[j, k], pear, rhos))
+                pear = np.maximum.accumulate((xj * xk).mean(1))  # monotone (numerical ties)
+                R[dj, dk] = R[dk, dj] = float(np.interp(target[j, k], pear, rhos))
+                best[dj, dk] = best[dk, dj] = abs(target[j, k])
         R = nearest_correlation(R)
     sob = stats.qmc.Sobol(q, scramble=True, seed=seed).random(points)
     zeta = special.ndtri(np.clip(sob, 1e-12, 1 - 1e-12)) @ np.linalg.cholesky(R).T
     pz = special.ndtr(zeta)
-    u = np.stack([quantile(j, pz[:, j]) for j in range(q)], axis=1)
+    u = np.stack([quantile(j, pz[:, driver[j]]) for j in range(q)], axis=1)
     ubar = u.mean(0)
     C = np.cov(u.T, ddof=0).reshape(q, q) + 1e-10 * np.eye(q)
     w = np.linalg.solve(np.linalg.cholesky(C), (u - ubar).T).T
@@ -181,5 +240,5 @@ def fit_shape(mean: np.ndarray, cov: np.ndarray, *, points: int = SHAPE_POINTS,
                           binary=np.asarray(binary))
 
 
-__all__ = ["SHAPE_POINTS", "SHAPE_POINTS_COV", "CovariateShape", "fit_shape", "nearest_correlation",
-           "plugin_moments"]
+__all__ = ["SHAPE_POINTS", "SHAPE_POINTS_COV", "CovariateShape", "exclusive_groups", "fit_shape",
+           "nearest_correlation", "plugin_moments"]
