@@ -93,7 +93,9 @@ def nonprivate_sd(family: str, Xs: np.ndarray, y: np.ndarray, prior: GLMPrior) -
     X1 = np.column_stack([np.ones(len(y)), Xs])
     P = np.diag([1 / prior.intercept_sd**2] + [1 / prior.coef_sd**2] * Xs.shape[1])
     b = np.zeros(X1.shape[1])
-    for _ in range(60):
+    if family == "poisson":  # start at the mean count: Newton from 0 overshoots on large counts
+        b[0] = math.log(max(y.mean(), 0.5))
+    for _ in range(200):
         eta = X1 @ b
         if family == "logistic":
             m = 1 / (1 + np.exp(-eta))
@@ -102,6 +104,7 @@ def nonprivate_sd(family: str, Xs: np.ndarray, y: np.ndarray, prior: GLMPrior) -
             m = w = np.exp(eta)
         H = X1.T @ (w[:, None] * X1) + P
         step = np.linalg.solve(H, X1.T @ (y - m) - P @ b)
+        step *= min(1.0, 1.0 / max(np.abs(step).max(), 1e-300))  # damped: at most 1 per coordinate
         b = b + step
         if np.abs(step).max() < 1e-10:
             break
