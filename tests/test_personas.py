@@ -43,7 +43,7 @@ def _glm_stub(theta, bounds, target="outcome"):
     release = SimpleNamespace(family="logistic", feature_bounds=np.asarray(bounds, float), intercept=True,
                               has_offset=False)
     return SimpleNamespace(release=release, settings={"target": target}, privacy=None,
-                           sample=lambda n, rng: np.tile(theta, (n, 1)))
+                           sample=lambda n, rng, scale="scaled": np.tile(theta, (n, 1)))
 
 
 def test_glm_synthesis_scales_by_the_bounds_adds_the_intercept_and_keeps_the_names():

@@ -50,6 +50,11 @@ def test_glm_fits_a_csv_and_charges_the_ledger_once(tmp_path, capsys):
     fit = GLMPosterior.load(tmp_path / "fit.npz")
     assert fit.param_names == ("intercept", "age", "bmi") and fit.privacy.accounted
     assert len(ledger.history("patients")) == 1 and ledger.spent("patients") > 0
+    # the user's units by default (issue 39): the printed and JSON coefficients are the features' own
+    assert info["scale"] == "original" and "features' own units" in out
+    assert info["mean"] == pytest.approx(fit.mean().tolist())
+    assert info["scaled"]["mean"] == pytest.approx(fit.mean(scale="scaled").tolist())
+    assert info["mean"][1] == pytest.approx(info["scaled"]["mean"][1] * 2 / 72)
 
 
 @pytest.mark.parametrize("argv,match", [

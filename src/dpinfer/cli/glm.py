@@ -13,8 +13,11 @@ domain, never from the data), refuses records outside them (nothing charged) and
 sufficient statistics once, charged to ``--ledger`` before the noise is drawn; the posterior is
 post-processing (:func:`dpinfer.inference.glm.glm_posterior`). ``--family poisson`` needs
 ``--y-bounds YMAX`` and takes ``--offset COLUMN --offset-bounds LO:HI`` (e.g. log exposure);
-``--family linear`` needs ``--y-bounds LO:HI``. The coefficients are those of the features scaled
-to [-1, 1]; the output file (``dpinfer.result``) keeps the release and its privacy report.
+``--family linear`` needs ``--y-bounds LO:HI``. The summary and ``--json`` give the coefficients
+in the features' own units under the column names (``--json`` also the coefficients of the features
+scaled to [-1, 1] by their bounds, which the model is fitted on, under ``"scaled"``); the output
+file (``dpinfer.result``) keeps the release and its privacy report, so the same release can be
+resampled (``GLMPosterior.load(path).resample(...)``) without a new charge.
 
 With ``--schema FILE`` (:class:`dpinfer.data.Schema`) the bounds of the features, the response and
 the offset default to the schema's (explicit options override them), the budget is the schema's
@@ -146,8 +149,11 @@ def _run(args: argparse.Namespace) -> int:
     print(f"wrote {path}")
     if args.json:
         print(json.dumps({
-            "out": str(path), "param_names": list(fit.param_names), "mean": fit.mean().tolist(),
-            "sd": fit.sd().tolist(), "interval90": fit.interval(0.9).tolist(),
+            "out": str(path), "scale": "original", "param_names": list(fit.param_names),
+            "mean": fit.mean().tolist(), "sd": fit.sd().tolist(), "interval90": fit.interval(0.9).tolist(),
+            "scaled": {"param_names": list(fit.names("scaled")), "mean": fit.mean(scale="scaled").tolist(),
+                       "sd": fit.sd(scale="scaled").tolist(),
+                       "interval90": fit.interval(0.9, scale="scaled").tolist()},
             "privacy": fit.privacy.to_dict() if fit.privacy else None,
         }))
     return 0

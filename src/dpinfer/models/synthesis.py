@@ -627,7 +627,7 @@ def glm_synthesize(posterior: Any, n: Any, covariates: Any, seed: Any = None,
     simulate, columns = logistic_simulator(covariates, design=design, link="logit" if rel.family ==
                                            "logistic" else "probit", target=str(name))
     theta_seed, sim_seed = np.random.SeedSequence(seed).spawn(2)
-    thetas = posterior.sample(n, np.random.default_rng(theta_seed))
+    thetas = posterior.sample(n, np.random.default_rng(theta_seed), scale="scaled")  # θ of the scaled design
     source = {"result": type(posterior).__name__, "model": f"GLM ({rel.family})"}
     out = synthesize(thetas, simulate, columns, sim_seed, posterior.privacy, source)
     out.covariates = as_covariate_source(covariates).describe()

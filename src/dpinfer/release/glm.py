@@ -49,6 +49,7 @@ from ..data.streaming import DEFAULT_CHUNK_ROWS, accumulate, is_streamed
 from ..data.table import feature_matrix
 from ..errors import DPInferError, InvalidDataError
 from ..inference.glm import (
+    COVARIATE_MODELS,
     FAMILIES,
     GLMPosterior,
     GLMPrior,
@@ -431,6 +432,7 @@ def private_glm(
     seed: Any = None,
     warn: bool = True,
     chunk_rows: int | None = None,
+    covariates: str = "moment-matched",
 ) -> GLMPosterior:
     """A differentially private GLM with a noise-aware posterior (one release, then post-processing).
 
@@ -438,20 +440,23 @@ def private_glm(
     log-likelihood (:func:`release_glm_statistics`: exact discrete Gaussian mechanism, sensitivity
     from the public bounds, charged before the noise is drawn); the posterior
     (:func:`dpinfer.inference.glm.glm_posterior`) integrates over the mechanism's noise (its σ is
-    public) and the sampling distribution of the statistic given θ and a Gaussian covariate model
-    inferred from the same release, by the central limit theorem (Kulkarni et al. 2021; Bernstein
-    & Sheldon 2019 for the linear family).
+    public) and the sampling distribution of the statistic given θ and a covariate model inferred
+    from the same release, by the central limit theorem (Kulkarni et al. 2021; Bernstein & Sheldon
+    2019 for the linear family).
 
-    Approximation made: Σ_i t_i | θ ≈ N(n m(θ, φ), n V(θ, φ)) with the covariates u ~ N(μ, Σ) in
-    their scaled units. It breaks for small n or rare outcomes (the CLT), for covariates far from
-    Gaussian inside their bounds (skewed, discrete or piled at the bounds: θ can be biased), and
-    for Poisson counts that reach ``y_max`` or non-Gaussian linear-model errors. See
-    :mod:`dpinfer.inference.glm`.
+    Approximation made: Σ_i t_i | θ ≈ N(n m(θ, φ), n V(θ, φ)) with the covariates u in their scaled
+    units following ``covariates``: ``"moment-matched"`` (default; Beta margins and a Gaussian
+    copula fitted to the released moments: binary, one-hot, uniform and skewed features) or
+    ``"gaussian"`` (the paper's N(μ, Σ)). It breaks for small n or rare outcomes (the CLT), for
+    covariate laws the shape does not reach (multi-modal features, higher-order interactions of
+    binary ones), and for Poisson counts that reach ``y_max`` or non-Gaussian linear-model errors.
+    See :mod:`dpinfer.inference.glm` and :mod:`dpinfer.inference.glm_covariates`.
 
-    Coefficients are those of the scaled features ``2 (x - lower)/(upper - lower) - 1`` (the linear
-    family's also of the scaled response, with ``log_sigma`` last);
-    :meth:`~dpinfer.inference.glm.GLMPosterior.original_scale_draws` maps them back. ``seed``
-    governs only the sampler's public randomness.
+    Results (``mean()``, ``interval()``, ``summary()``, ``to_arviz()``) are in the features' own
+    units under their names; ``scale="scaled"`` gives the coefficients of the scaled features
+    ``2 (x - lower)/(upper - lower) - 1`` the model is fitted on. ``fit.resample(sampler=...)``
+    samples the same release again (nothing charged). ``seed`` governs only the sampler's public
+    randomness.
 
     Example
     -------
@@ -462,20 +467,24 @@ def private_glm(
 
     Parameters are those of :func:`release_glm_statistics`, plus ``prior``
     (:class:`~dpinfer.inference.glm.GLMPrior`), ``sampler``
-    (:class:`~dpinfer.inference.glm.GLMSamplerOptions`), ``seed`` and ``warn`` of the posterior.
-    A large data set: ``private_glm("records.parquet", "event", bounds={"age": (18, 90), ...},
-    chunk_rows=100_000, ...)`` streams it (memory bounded by the chunk, the same release bit for
-    bit as in memory).
+    (:class:`~dpinfer.inference.glm.GLMSamplerOptions`), ``seed``, ``warn`` and ``covariates`` of the
+    posterior. A large data set: ``private_glm("records.parquet", "event", bounds={"age": (18, 90),
+    ...}, chunk_rows=100_000, ...)`` streams it (memory bounded by the chunk, the same release bit
+    for bit as in memory).
     """
     # the analyst's options first: once the statistic is released its budget is spent (issue 35)
     prior, sampler = check_posterior_options(prior, sampler, seed)
+    if covariates not in COVARIATE_MODELS:
+        raise InvalidDataError(
+            f"covariates must be one of {COVARIATE_MODELS}, got {covariates!r}. Nothing was charged."
+        )
     rel = release_glm_statistics(
         X, y, family=family, bounds=bounds, epsilon=epsilon, delta=delta, y_bounds=y_bounds, offset=offset,
         offset_bounds=offset_bounds, intercept=intercept, feature_names=feature_names, schema=schema,
         context=context, ledger=ledger, dataset=dataset, privacy_rng=privacy_rng, chunk_rows=chunk_rows,
     )
     try:
-        post = glm_posterior(rel, prior=prior, sampler=sampler, seed=seed, warn=warn)
+        post = glm_posterior(rel, prior=prior, sampler=sampler, seed=seed, warn=warn, covariates=covariates)
     except DPInferError as exc:  # after the charge: say so, and keep the release (its budget is spent)
         exc.args = (f"{exc} {after_charge_note(rel)}",)
         exc.release, exc.charged = rel, True  # type: ignore[attr-defined]
