@@ -1235,6 +1235,6 @@ def glm_posterior(
 
 
 __all__ = ["COVARIATE_MODELS", "FAMILIES", "GLMPosterior", "GLMPrior", "GLMRelease", "GLMSamplerOptions",
-           "NoiseDominatesWarning", "StatisticLayout", "check_posterior_options", "glm_posterior", "param_names",
-           "split_rhat"]
+           "NoiseDominatesWarning", "StatisticLayout", "check_posterior_options", "glm_posterior",
+           "param_names", "split_rhat"]
 
