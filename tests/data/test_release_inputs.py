@@ -20,7 +20,7 @@ pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 duckdb = pytest.importorskip("duckdb")
 
-FAST = GLMSamplerOptions(proposals=1000, adapt=1, draws=500)
+FAST = GLMSamplerOptions(proposals=1000, adapt=1, draws=500, fallback="none")
 SCHEMA = {
     "dataset": "clinic",
     "columns": {

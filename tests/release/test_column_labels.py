@@ -23,7 +23,7 @@ pa = pytest.importorskip("pyarrow")
 pl = pytest.importorskip("polars")
 pd = pytest.importorskip("pandas")
 
-FAST = GLMSamplerOptions(proposals=1000, adapt=1, draws=500)
+FAST = GLMSamplerOptions(proposals=1000, adapt=1, draws=500, fallback="none")  # names, not sampling
 MARK_AGE, MARK_BMI = 31.41592653, 27.18281828  # unique values to search for
 
 
