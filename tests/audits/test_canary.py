@@ -333,7 +333,7 @@ def test_the_command_line_leaks_nothing(data, tmp_path, sink, capsys):
         ["budget", "init", "--ledger", str(ledger), "--dataset", "clinic", "--epsilon", "100", "--delta",
          "1e-3", "--accountant", "rdp", "--data", str(tmp / "d.csv")],
         ["glm", "--data", str(tmp / "d.parquet"), "--schema", schema, "--target", "event", "--epsilon", "1",
-         "--ledger", str(ledger), "--seed", "0", "--out", str(tmp_path / "glm"),
+         "--ledger", str(ledger), "--seed", "0", "--fallback", "none", "--out", str(tmp_path / "glm"),
          "--json"],
         ["release", "--model", "gaussian-mean", "--data", str(tmp / "d.arrow"), "--columns", "age",
          "--schema", schema, "--epsilon", "1", "--ledger", str(ledger), "--out", str(tmp_path / "rel.json")],

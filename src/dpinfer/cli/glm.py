@@ -134,7 +134,7 @@ def _run(args: argparse.Namespace) -> int:
                 X, y, family=args.family, bounds=bounds, epsilon=args.epsilon, delta=args.delta,
                 y_bounds=y_bounds, offset=off, offset_bounds=off_bounds, intercept=not args.no_intercept,
                 feature_names=names, schema=schema, ledger=ledger, dataset=dataset, seed=args.seed,
-                sampler=GLMSamplerOptions(method=args.sampler, proposals=args.proposals),
+                sampler=GLMSamplerOptions(method=args.sampler, proposals=args.proposals, fallback=args.fallback),
             )
     except InvalidDataError as exc:
         if getattr(exc, "charged", False):  # failed after the release: it WAS charged (exit 1)
@@ -183,6 +183,9 @@ def register(subparsers: Any) -> None:
                    help="posterior sampler: adaptive importance sampling from the Laplace approximation, "
                    "or HMC preconditioned by it (slower; real chains)")
     p.add_argument("--proposals", type=int, default=4000, help="importance-sampling proposals per round")
+    p.add_argument("--fallback", default="hmc", choices=("hmc", "none"),
+                   help="when the importance weights degenerate (Pareto k > 0.7 or ESS < 100): run HMC on the "
+                   "same release (hmc), or keep the weights and warn (none); nothing is charged again")
     add_ledger_options(p)
     p.add_argument("--dataset", help="data-set name in the ledger (default: the file stem)")
     p.add_argument("--json", action="store_true", help="also print a JSON line")
