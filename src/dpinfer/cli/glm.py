@@ -134,7 +134,9 @@ def _run(args: argparse.Namespace) -> int:
                 X, y, family=args.family, bounds=bounds, epsilon=args.epsilon, delta=args.delta,
                 y_bounds=y_bounds, offset=off, offset_bounds=off_bounds, intercept=not args.no_intercept,
                 feature_names=names, schema=schema, ledger=ledger, dataset=dataset, seed=args.seed,
-                sampler=GLMSamplerOptions(method=args.sampler, proposals=args.proposals, fallback=args.fallback),
+                sampler=GLMSamplerOptions(
+                    method=args.sampler, proposals=args.proposals, fallback=args.fallback
+                ),
             )
     except InvalidDataError as exc:
         if getattr(exc, "charged", False):  # failed after the release: it WAS charged (exit 1)
@@ -184,8 +186,8 @@ def register(subparsers: Any) -> None:
                    "or HMC preconditioned by it (slower; real chains)")
     p.add_argument("--proposals", type=int, default=4000, help="importance-sampling proposals per round")
     p.add_argument("--fallback", default="hmc", choices=("hmc", "none"),
-                   help="when the importance weights degenerate (Pareto k > 0.7 or ESS < 100): run HMC on the "
-                   "same release (hmc), or keep the weights and warn (none); nothing is charged again")
+                   help="when the importance weights degenerate (Pareto k > 0.7 or ESS < 100): run HMC on "
+                   "the same release (hmc), or keep the weights and warn (none); nothing is charged again")
     add_ledger_options(p)
     p.add_argument("--dataset", help="data-set name in the ledger (default: the file stem)")
     p.add_argument("--json", action="store_true", help="also print a JSON line")
