@@ -90,38 +90,35 @@ class HistogramRequest(_Request):
     column: str = Field(min_length=1, max_length=64)
 
 
-class GLMRequest(_Request):
+class _FeaturesRequest(_Request):
+    """A request over named feature columns (at most 16, distinct)."""
+
+    features: list[str] = Field(min_length=1, max_length=16)
+
+    @field_validator("features")
+    @classmethod
+    def _distinct(cls, v: list[str]) -> list[str]:
+        if len(set(v)) != len(v):
+            raise ValueError("features must be distinct column names")
+        return v
+
+
+class GLMRequest(_FeaturesRequest):
     """Noisy sufficient statistics of a GLM (:func:`~dpinfer.release.glm.release_glm_statistics`);
     feature and response bounds come from the schema."""
 
     target: str = Field(min_length=1, max_length=64)
-    features: list[str] = Field(min_length=1, max_length=16)
     family: Literal["logistic", "probit", "poisson", "linear"] = "logistic"
     delta: float = Field(default=1e-6, gt=0, lt=1)
     intercept: bool = True
 
-    @field_validator("features")
-    @classmethod
-    def _distinct(cls, v: list[str]) -> list[str]:
-        if len(set(v)) != len(v):
-            raise ValueError("features must be distinct column names")
-        return v
 
-
-class CovariatesRequest(_Request):
+class CovariatesRequest(_FeaturesRequest):
     """A product-of-marginals model of numeric columns, for synthetic records
     (:func:`~dpinfer.release.synthesis.release_covariate_model`): noisy counts on a public grid
     (``bins`` equal-width bins per float column, one per integer value of an int or bool column)."""
 
-    features: list[str] = Field(min_length=1, max_length=16)
     bins: int = Field(default=20, ge=1, le=1000)
-
-    @field_validator("features")
-    @classmethod
-    def _distinct(cls, v: list[str]) -> list[str]:
-        if len(set(v)) != len(v):
-            raise ValueError("features must be distinct column names")
-        return v
 
 
 class ABCDPRequest(_Request):
