@@ -9,7 +9,6 @@ the accountants themselves; the old text is the known-broken variant.
 
 from __future__ import annotations
 
-import pytest
 
 from dpinfer.cli.budget import ACCOUNTANT_HELP
 from dpinfer.privacy.accountants import get_accountant
@@ -59,11 +58,5 @@ def test_the_accountants_agree_with_the_help():
     assert get_accountant("pure").supports(LaplaceEvent(1.0))
 
 
-@pytest.mark.xfail(
-    not get_accountant("rdp").supports(DPVI_DEFAULT),
-    strict=False,
-    reason="the RDP accountant accepts replace-one Poisson subsampling through a bound with issue 35, "
-    "item 1 (another change); the help already states it",
-)
 def test_rdp_accounts_dpvis_default_batches():
     assert get_accountant("rdp").supports(DPVI_DEFAULT)
