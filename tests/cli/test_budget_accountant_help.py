@@ -9,7 +9,6 @@ the accountants themselves; the old text is the known-broken variant.
 
 from __future__ import annotations
 
-
 from dpinfer.cli.budget import ACCOUNTANT_HELP
 from dpinfer.privacy.accountants import get_accountant
 from dpinfer.privacy.events import LaplaceEvent, PoissonSubsampledGaussianEvent
