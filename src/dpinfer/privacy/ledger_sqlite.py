@@ -12,8 +12,9 @@ removal): 6.6 ms against 0.2 ms per commit on this project's test machine under 
 (``benchmarks/results/ledger_charge_cost.json``). The ``-wal`` and ``-shm`` files beside the ledger
 are part of it (SQLite creates them with the ledger's permissions): copy or back up a ledger with
 ``sqlite3 <ledger> ".backup <copy>"`` or while no process has it open, never the main file alone.
-A file made by an older version is switched to WAL on its first open by this one. SQLite's locks are not to be trusted on a network file system: share a budget between
-hosts through PostgreSQL (:mod:`dpinfer.privacy.ledger_postgres`).
+A file made by an older version is switched to WAL on its first open by this one. SQLite's locks
+(and its WAL index, shared memory) are not to be trusted on a network file system: share a budget
+between hosts through PostgreSQL (:mod:`dpinfer.privacy.ledger_postgres`).
 
 A file written by an older version is brought up to the current schema in place on first open
 (``ALTER TABLE ... ADD COLUMN`` for each column of :data:`_ADDED_COLUMNS` it lacks, the
