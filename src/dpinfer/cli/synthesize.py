@@ -132,8 +132,10 @@ def _covariate_source(args: argparse.Namespace, result: Any, ledger: Any, datase
     """The covariates of a DPVI fit's synthetic records (module docstring)."""
     from ..models.synthesis import MarginalHistogramModel, PublicCovariates
 
+    from ..inference.glm import GLMPosterior
+
     names: tuple[str, ...] | None
-    if type(result).__name__ == "GLMPosterior":  # a private GLM: its release names the features
+    if isinstance(result, GLMPosterior):  # a private GLM: its release names the features
         d, names = int(result.release.n_features), tuple(result.release.feature_names)
     else:
         d = int(getattr(result.model, "n_features", result.dim))
