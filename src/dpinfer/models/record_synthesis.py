@@ -97,21 +97,21 @@ def record_simulator(
             return model.simulate_conditional_records(th, rng, covariates=source, design=design)
 
         return conditional, columns
+    if not isinstance(model, SupportsRecordSynthesis):
+        raise InvalidDataError(
+            f"no record-level simulator for model {type(model).__name__}: to give synthetic records a "
+            "model implements record_columns() and simulate_records(theta, rng) "
+            "(dpinfer.models.record_synthesis.SupportsRecordSynthesis), or, for a regression of y on "
+            "covariates, conditional_record_columns(covariates) and simulate_conditional_records(theta, "
+            "rng, *, covariates, design) (SupportsConditionalRecordSynthesis). The shipped "
+            "mixture-uniform, covid, gaussian-mean and linreg models and DPVI's logistic regression do."
+        )
     if covariates is not None:
         raise InvalidDataError(
             f"model {type(model).__name__} simulates whole records from θ: covariates are taken only by "
             "conditional models (a DPVI regression)."
         )
-    if isinstance(model, SupportsRecordSynthesis):
-        return model.simulate_records, tuple(model.record_columns())
-    raise InvalidDataError(
-        f"no record-level simulator for model {type(model).__name__}: to give synthetic records a model "
-        "implements record_columns() and simulate_records(theta, rng) "
-        "(dpinfer.models.record_synthesis.SupportsRecordSynthesis), or, for a regression of y on "
-        "covariates, conditional_record_columns(covariates) and simulate_conditional_records(theta, rng, "
-        "*, covariates, design) (SupportsConditionalRecordSynthesis). The shipped mixture-uniform, covid, "
-        "gaussian-mean and linreg models and DPVI's logistic regression do."
-    )
+    return model.simulate_records, tuple(model.record_columns())
 
 
 __all__ = [
