@@ -130,9 +130,8 @@ def _bounds(text: str, columns: tuple[str, ...]) -> Any:
 
 def _covariate_source(args: argparse.Namespace, result: Any, ledger: Any, dataset: Any) -> Any:
     """The covariates of a DPVI fit's synthetic records (module docstring)."""
-    from ..models.synthesis import MarginalHistogramModel, PublicCovariates
-
     from ..inference.glm import GLMPosterior
+    from ..models.synthesis import MarginalHistogramModel, PublicCovariates
 
     names: tuple[str, ...] | None
     if isinstance(result, GLMPosterior):  # a private GLM: its release names the features
