@@ -85,6 +85,10 @@ def test_a_users_conditional_model_takes_covariates_from_a_declared_source():
 def test_a_model_without_the_protocol_is_told_which_methods_to_implement():
     with pytest.raises(InvalidDataError, match=r"record_columns\(\) and simulate_records\(theta, rng\)"):
         record_simulator(object())
+    # a model whose records do not match θ's rows is told the shape expected
+    wrong = type("Wrong", (Coin,), {"simulate_records": lambda self, theta, rng: np.zeros((1, 1))})()
+    with pytest.raises(InvalidDataError, match=r"expected \(5, 1\), one record per row"):
+        synthesize_from(_posterior(0.5), 5, 0, wrong)
     # a class merely *named* like a supported model gets nothing from its name
     with pytest.raises(InvalidDataError, match="simulate_records"):
         record_simulator(type("LogisticRegression", (), {})(), PublicCovariates(np.zeros((2, 1))))

@@ -59,7 +59,7 @@ class SupportsConditionalRecordSynthesis(Protocol):
     """A regression that simulates y given covariates x from a :class:`CovariateSource`."""
 
     def conditional_record_columns(self, covariates: CovariateSource) -> tuple[str, ...]:
-        """The names of the columns of one record (the covariates', then the response's)."""
+        """The names of the columns of one record: the covariates', then one response column."""
 
     def simulate_conditional_records(
         self,

@@ -71,7 +71,13 @@ def synthesize(
     """
     thetas = np.atleast_2d(np.asarray(thetas, dtype=np.float64))
     rng = np.random.default_rng(seed)
-    records = np.asarray(simulate(thetas, rng), dtype=np.float64).reshape(thetas.shape[0], -1)
+    records = np.asarray(simulate(thetas, rng), dtype=np.float64)
+    if records.ndim not in (1, 2) or records.shape[0] != thetas.shape[0]:
+        raise InvalidDataError(
+            f"the simulator gave an array of shape {records.shape} for {thetas.shape[0]} θ rows: expected "
+            f"({thetas.shape[0]}, {len(columns)}), one record per row of θ."
+        )
+    records = records.reshape(thetas.shape[0], -1)
     if records.shape[1] != len(columns):
         raise InvalidDataError(f"the simulator gave {records.shape[1]} columns, expected {len(columns)}.")
     return SyntheticData(records, tuple(columns), thetas, source_privacy, dict(source or {}))
