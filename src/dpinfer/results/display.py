@@ -130,6 +130,23 @@ def _warnings(result: Any) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def summary_dict(
+    kind: str,
+    *,
+    privacy: Any = None,
+    names: tuple[str, ...] = (),
+    what: str = "parameter",
+    size: str = "",
+    method: str = "",
+    warnings: list[str] | None = None,
+) -> dict[str, Any]:
+    """The summary dict of an object that is not a posterior (a released model, synthetic
+    records): ``names`` are its ``what`` (e.g. columns); no table."""
+    return {"type": kind, "method": method, "privacy": privacy_summary(privacy),
+            "param_names": tuple(str(n) for n in names), "what": what, "size": size,
+            "warnings": list(warnings or []), "level": 0.95, "table": None}
+
+
 def result_summary(result: Any, *, stats: bool = False, level: float = 0.95) -> dict[str, Any]:
     """The summary dict of ``result`` (module docstring); ``stats`` adds ``table``: per parameter
     (name, mean, lower, upper) of the ``level`` interval (None when the result cannot give them)."""
@@ -139,6 +156,7 @@ def result_summary(result: Any, *, stats: bool = False, level: float = 0.95) -> 
         "method": _method(result),
         "privacy": privacy_summary(getattr(result, "privacy", None)),
         "param_names": names,
+        "what": "parameter",
         "size": _size(result),
         "warnings": _warnings(result),
         "level": level,
@@ -171,7 +189,8 @@ def render_text(s: dict[str, Any]) -> str:
     parts = [_privacy_text(s["privacy"])]
     if s["size"]:
         parts.append(s["size"])
-    parts.append(f"{len(names)} parameter{'s' if len(names) != 1 else ''} ({shown})")
+    what = s.get("what", "parameter")
+    parts.append(f"{len(names)} {what}{'s' if len(names) != 1 else ''} ({shown})")
     warnings = list(s["warnings"]) + list((s["privacy"] or {}).get("warnings", []))
     if warnings:
         parts.append(f"{len(warnings)} warning{'s' if len(warnings) != 1 else ''} (summary() says which)")
@@ -203,7 +222,7 @@ def render_html(s: dict[str, Any]) -> str:
             parts.append(f"<tr><td>{_e(name)}</td><td>{mean:.4g}</td><td>[{lo:.4g}, {hi:.4g}]</td></tr>")
         parts.append("</tbody></table>")
     elif s["param_names"]:
-        parts.append("<p>parameters: " + _e(", ".join(s["param_names"])) + "</p>")
+        parts.append(f"<p>{_e(s.get('what', 'parameter'))}s: " + _e(", ".join(s["param_names"])) + "</p>")
     warnings = list(s["warnings"]) + list((p or {}).get("warnings", []))
     if warnings:
         parts.append("<ul>" + "".join(f"<li>warning: {_e(w)}</li>" for w in warnings) + "</ul>")
@@ -221,21 +240,25 @@ def report_html(report: Any, lines: list[str]) -> str:
 
 
 class DisplayMixin:
-    """``__repr__`` and ``_repr_html_`` from :func:`result_summary` (the repr never computes
-    draws; the HTML table does). A display never raises."""
+    """``__repr__`` and ``_repr_html_`` from the summary dict of :meth:`_display_summary`
+    (default :func:`result_summary`: the repr never computes draws; the HTML table does). A
+    display never raises. A dataclass using it needs ``repr=False``."""
+
+    def _display_summary(self, stats: bool) -> dict[str, Any]:
+        return result_summary(self, stats=stats)
 
     def __repr__(self) -> str:
         try:
-            return render_text(result_summary(self))
+            return render_text(self._display_summary(False))
         except Exception:  # noqa: BLE001 - a repr must not raise
             return f"<{type(self).__name__}>"
 
     def _repr_html_(self) -> str:
         try:
-            return render_html(result_summary(self, stats=True))
+            return render_html(self._display_summary(True))
         except Exception:  # noqa: BLE001
             return f"<p>{_e(type(self).__name__)}</p>"
 
 
 __all__ = ["BRIEF_MAX_ITEMS", "DisplayMixin", "brief", "privacy_summary", "render_html", "render_text",
-           "report_html", "result_summary"]
+           "report_html", "result_summary", "summary_dict"]
