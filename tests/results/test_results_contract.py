@@ -325,7 +325,9 @@ def _html_tags(text):
 @pytest.mark.parametrize("key", list(TYPES))
 def test_every_result_has_a_readable_repr_and_html(results, key):
     res = results[key]
+    stored = vars(res).get("draws")
     text, page = repr(res), res._repr_html_()
+    assert vars(res).get("draws") is stored  # a display leaves the result as it was (SPLE's chains)
     for out in (text, page):
         assert "object at 0x" not in out and "array(" not in out
         assert type(res).__name__ in out and res.param_names[0] in out

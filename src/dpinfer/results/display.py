@@ -3,12 +3,13 @@
 Every result (every :class:`~dpinfer.results.format.ResultFile` subclass, and the
 :class:`~dpinfer.privacy.PrivacyReport`) is shown from a small *summary dict* built here from
 released, post-processed quantities only: the method, ε / δ / accountant / mechanism of the
-release, the parameter names, the number of draws or particles, the posterior mean and an
-equal-tailed interval per parameter (HTML only: they cost draws), and the warnings the result
-recorded. Never a raw array of the result (particles, observed statistics, traces): those stay
-behind their attributes, in saved files and in ``to_dict()``.
+release, the parameter names, the number of draws or particles, the posterior mean and an equal-
+tailed interval per parameter (HTML only: they cost draws, taken on a shallow copy so that a
+display changes nothing in the result), and the warnings the result recorded. Never a raw array of
+the result (particles, observed statistics, traces): those stay behind their attributes, in saved
+files and in ``to_dict()``.
 
-The renderers are pure functions of that dict: :func:`render_text` (a few lines) and
+The renderers are pure functions of that dict: :func:`render_text` (one line) and
 :func:`render_html` (a small table; every string HTML-escaped). :func:`brief` is how a value
 appears in any printed summary: floats to 6 significant digits, and a long sequence (a trace) as
 its length, minimum, median and maximum.
@@ -16,6 +17,7 @@ its length, minimum, median and maximum.
 
 from __future__ import annotations
 
+import copy
 import html
 import math
 from collections.abc import Mapping
@@ -147,6 +149,19 @@ def summary_dict(
             "warnings": list(warnings or []), "level": 0.95, "table": None}
 
 
+def _detached(result: Any) -> Any:
+    """A shallow copy of ``result`` (and of the result it wraps), so that the draws a display
+    computes (e.g. SPLE's MCMC, which stores its last chains) leave the result as it was."""
+    view = copy.copy(result)
+    inner = getattr(result, "result", None)
+    if inner is not None and hasattr(inner, "param_names"):
+        try:
+            view.result = copy.copy(inner)
+        except AttributeError:  # a read-only attribute: the wrapped result is left shared
+            pass
+    return view
+
+
 def result_summary(result: Any, *, stats: bool = False, level: float = 0.95) -> dict[str, Any]:
     """The summary dict of ``result`` (module docstring); ``stats`` adds ``table``: per parameter
     (name, mean, lower, upper) of the ``level`` interval (None when the result cannot give them)."""
@@ -164,8 +179,9 @@ def result_summary(result: Any, *, stats: bool = False, level: float = 0.95) -> 
     }
     if stats and names:
         try:
-            mean = np.asarray(result.mean(), dtype=np.float64).ravel()
-            ci = np.asarray(result.interval(level), dtype=np.float64).reshape(-1, 2)
+            view = _detached(result)
+            mean = np.asarray(view.mean(), dtype=np.float64).ravel()
+            ci = np.asarray(view.interval(level), dtype=np.float64).reshape(-1, 2)
             out["table"] = [(n, float(mean[i]), float(ci[i, 0]), float(ci[i, 1]))
                             for i, n in enumerate(names)]
         except Exception:  # noqa: BLE001 - a display never raises; the table is left out
