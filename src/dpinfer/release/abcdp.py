@@ -88,12 +88,13 @@ def check_c(c: Any, n_draws: int) -> int:
 
 
 def _progress(total: int, enabled: bool | None, desc: str) -> Any:
+    """A bar on a terminal (None: only there); asked for elsewhere, one line when the run ends
+    (:func:`dpinfer.execution.progress.progress_bar`)."""
     import sys
 
-    from tqdm.auto import tqdm
+    from ..execution.progress import progress_bar
 
-    disable = (not sys.stderr.isatty()) if enabled is None else (not enabled)
-    return tqdm(total=total, desc=desc, unit="draw", disable=disable, leave=False)
+    return progress_bar(total, desc, sys.stderr.isatty() if enabled is None else enabled, unit="draw")
 
 
 def _batch_distances(distance: Distance, prepared: Any, theta: np.ndarray, sims: Any) -> np.ndarray:
