@@ -25,6 +25,7 @@ from ...results.format import Record, ResultFile, draws_to_arviz, write_record
 from ...sizes import check_allocation
 from .constraints import constrained_sample
 from .design import apply_design
+from .diagnostics import NOISE_DOMINATES
 from .families import make_family
 from .models import BUILTIN_MODELS, Model, make_model
 
@@ -326,7 +327,7 @@ class DPVIResult(ResultFile):
             ratio = float(np.max(d["noise_ratio"])) if d["noise_ratio"] else 0.0
             lines.append(
                 f"  noise sd / posterior sd: max {ratio:.2f}"
-                + (" (the noise dominates)" if ratio > 1 else "")
+                + (" (the noise dominates)" if ratio > NOISE_DOMINATES else "")
                 + f"; converged: {'yes' if d['converged'] else 'NO'} "
                 f"(tail drift z max {max(d['drift_z'], default=0.0):.1f})"
             )
