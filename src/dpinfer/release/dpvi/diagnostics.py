@@ -264,6 +264,11 @@ class FitDiagnostics:
         non-private fit).
     noise_ratio
         noise_sd / posterior sd, per coordinate.
+    dominance
+        noise_sd / the sampling posterior's sd: q's sd, or the sd of the curvature the released
+        trajectory shows where that is smaller (under heavy noise q's own sd is inflated by the
+        noise, so noise_ratio understates how much the noise dominates). DPVINoiseWarning fires
+        when it exceeds :data:`NOISE_DOMINATES` on some coordinate.
     drift
         ū_B − ū_A, the change of the mean between the two halves of the averaged tail.
     drift_z
@@ -274,6 +279,7 @@ class FitDiagnostics:
 
     noise_sd: np.ndarray
     noise_ratio: np.ndarray
+    dominance: np.ndarray
     drift: np.ndarray
     drift_z: np.ndarray
     converged: bool
@@ -282,6 +288,8 @@ class FitDiagnostics:
         return {
             "noise_sd": self.noise_sd.tolist(),
             "noise_ratio": self.noise_ratio.tolist(),
+            "noise_dominance": self.dominance.tolist(),
+            "noise_dominates_above": NOISE_DOMINATES,
             "drift": self.drift.tolist(),
             "drift_z": self.drift_z.tolist(),
             "converged": bool(self.converged),
@@ -330,6 +338,7 @@ def diagnose(record: Trajectory, covariance: np.ndarray, steps: int) -> FitDiagn
     return FitDiagnostics(
         noise_sd=noise_sd,
         noise_ratio=noise_sd / sd,
+        dominance=noise_sd / scale,
         drift=drift,
         drift_z=z,
         converged=bool(np.all(np.isfinite(z)) and float(np.max(z)) <= DRIFT_Z),
@@ -367,8 +376,8 @@ def warn_diagnostics(result: Any, diag: FitDiagnostics, epsilon: float | None) -
     """Emit :class:`DPVINoiseWarning` when some noise_sd exceeds NOISE_DOMINATES posterior sd and
     :class:`DPVIConvergenceWarning` when the tail drift says the fit has not converged."""
     names, sd = result.param_names, result.std
-    if np.any(diag.noise_ratio > NOISE_DOMINATES):
-        warnings.warn(noise_message(names, diag.noise_ratio, epsilon), DPVINoiseWarning, stacklevel=3)
+    if np.any(diag.dominance > NOISE_DOMINATES):
+        warnings.warn(noise_message(names, diag.dominance, epsilon), DPVINoiseWarning, stacklevel=3)
     if not diag.converged:
         msg = drift_message(names, diag.drift_z, diag.drift, sd)
         warnings.warn(msg, DPVIConvergenceWarning, stacklevel=3)
