@@ -97,7 +97,8 @@ def test_bounds_take_private_glms_forms(form):
     fit = DPVI(LogisticRegression()).fit(X, y, private=False, seed=0, training=FAST,
                                          data=DataOptions(bounds=bounds, feature_names=names))
     # the same (k, 2) bounds private_glm reads from the same argument
-    np.testing.assert_array_equal(np.asarray(fit.config["design"]["bounds"]), glm_bounds(bounds, tuple(names)))
+    expected = glm_bounds(bounds, tuple(names))
+    np.testing.assert_array_equal(np.asarray(fit.config["design"]["bounds"]), expected)
     assert fit.param_names == ("intercept", "age", "bmi")
 
 

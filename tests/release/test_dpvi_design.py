@@ -62,11 +62,14 @@ def test_data_outside_the_public_bounds_is_refused_before_anything_is_charged(tm
     ctx = ReleaseContext(ledger=ledger, dataset="patients")
     with pytest.raises(InvalidDataError, match="outside the declared public bounds in column 1"):
         DPVI(LogisticRegression(3)).fit(
-            X, y, epsilon=1.0, delta=1e-5, data=DataOptions(intercept=True, bounds=[(20, 80), (18, 40)]), context=ctx,
+            X, y, epsilon=1.0, delta=1e-5, context=ctx,
+            data=DataOptions(intercept=True, bounds=[(20, 80), (18, 40)]),
         )
     assert ledger.spent("patients") == 0.0 and ledger.history("patients") == []
     with pytest.raises(InvalidDataError, match="bounds must give"):
-        DPVI(LogisticRegression(3)).fit(X, y, private=False, data=DataOptions(intercept=True, bounds=[(20, 80)]))
+        DPVI(LogisticRegression(3)).fit(
+            X, y, private=False, data=DataOptions(intercept=True, bounds=[(20, 80)])
+        )
     with pytest.raises(InvalidDataError, match="takes no offset"):
         DPVI(LogisticRegression(2)).fit(X, y, private=False, data=DataOptions(offset=np.zeros(len(y))))
 
@@ -94,6 +97,7 @@ def test_poisson_with_an_exposure_offset_fits_the_rate():
     assert np.all(np.abs(fit.mean() - b) < 0.5 * sd), (fit.mean(), b, sd)
     # known-broken variant: the same counts without the offset are far off
     plain = DPVI(PoissonRegression(2)).fit(
-        x[:, None], y, private=False, seed=0, data=DataOptions(intercept=True), training=TrainingOptions(steps=200)
+        x[:, None], y, private=False, seed=0, data=DataOptions(intercept=True),
+        training=TrainingOptions(steps=200),
     )
     assert abs(plain.mean()[0] - b[0]) > 10 * sd[0]

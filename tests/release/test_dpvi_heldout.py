@@ -23,7 +23,7 @@ from scipy import special
 
 from dpinfer.privacy import PrivacyRNG
 from dpinfer.privacy.context import ReleaseContext
-from dpinfer.release.dpvi import DataOptions, DPVI, DPVINoiseWarning, LogisticRegression
+from dpinfer.release.dpvi import DPVI, DataOptions, DPVINoiseWarning, LogisticRegression
 from dpinfer.release.dpvi import loop as loop_module
 from glm_reference import reference_posterior
 

@@ -20,7 +20,8 @@ def _fit(**kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return DPVI(LogisticRegression(2)).fit(
-            X, (X[:, 0] > 0).astype(float), epsilon=1.0, delta=1e-5, data=DataOptions(bounds=[(-1.0, 1.0)] * 2, intercept=False),
+            X, (X[:, 0] > 0).astype(float), epsilon=1.0, delta=1e-5,
+            data=DataOptions(bounds=[(-1.0, 1.0)] * 2, intercept=False),
             training=TrainingOptions(steps=20), seed=0, **kw,
         )  # fmt: skip
 

@@ -272,7 +272,9 @@ def _run(args: argparse.Namespace) -> int:
             seed=args.seed,
             context=ReleaseContext(ledger=ledger, dataset=dataset),
             # public bounds (--bounds, else the schema's) scale the features to [-1, 1]
-            data=DataOptions(intercept=not args.no_intercept, bounds=bounds, schema=schema, feature_names=names),
+            data=DataOptions(
+                intercept=not args.no_intercept, bounds=bounds, schema=schema, feature_names=names
+            ),
         )
     mark_unaccounted(fit, ledger)
     if not private:

@@ -364,10 +364,13 @@ class DPVI:
         o_opts = check_group("optimizer", optimizer, OptimizerOptions)
         t_opts = check_group("training", training, TrainingOptions)
         d_opts = check_group("data", data, DataOptions)
-        bounds, offset, feature_names, schema = d_opts.bounds, d_opts.offset, d_opts.feature_names, d_opts.schema
+        bounds, offset, schema = d_opts.bounds, d_opts.offset, d_opts.schema
+        feature_names = d_opts.feature_names
         intercept = self.model.regression if d_opts.intercept is None else d_opts.intercept
         if not isinstance(intercept, (bool, np.bool_)):  # "no" would be read as True
-            raise InvalidDataError(f"intercept must be True or False, got {intercept!r}. Nothing was charged.")
+            raise InvalidDataError(
+                f"intercept must be True or False, got {intercept!r}. Nothing was charged."
+            )
         if context is not None and not isinstance(context, ReleaseContext):
             raise TypeError(f"context must be a ReleaseContext, got {type(context).__name__}.")
         if schema is not None or isinstance(y, str) or isinstance(offset, str) or is_source(X):
@@ -385,9 +388,11 @@ class DPVI:
         # 1. validate everything (nothing planned, charged or released yet)
         X0 = X
         X, names, design = prepare_design(
-            self.model, X, intercept=bool(intercept), bounds=bounds, offset=offset, feature_names=feature_names
+            self.model, X, intercept=bool(intercept), bounds=bounds, offset=offset,
+            feature_names=feature_names,
         )
-        if not self._fit_dim(X, bool(intercept), defaulted=d_opts.intercept is None, offset=offset is not None):
+        defaulted = d_opts.intercept is None
+        if not self._fit_dim(X, bool(intercept), defaulted=defaulted, offset=offset is not None):
             # the earlier convention (dim = the feature columns, no intercept): kept, with a warning
             X, names, design = prepare_design(
                 self.model, X0, intercept=False, bounds=bounds, offset=offset, feature_names=feature_names
