@@ -203,16 +203,25 @@ def plot_interval_comparison(
 
 
 def plot_coefficients(
-    fits: Mapping[str, tuple[Any, Any]], features: Sequence[str], title: str, path: str | Path | None = None
+    fits: Mapping[str, tuple[Any, Any]],
+    features: Sequence[str],
+    title: str,
+    path: str | Path | None = None,
+    *,
+    bars: str = "posterior mean +- 2 sd",
 ) -> Any:
-    """Posterior mean ± 2 sd of every coefficient, one marker per fit (label -> (means, sds))."""
+    """Every coefficient's mean and bar, one marker per fit: label -> (means, sds) draws mean ± 2 sd;
+    label -> (means, intervals of shape (dim, 2)) draws the intervals as given (e.g. a DPVI fit's
+    ``interval()``, privacy noise included). ``bars`` says what the bars are, on the y axis."""
     fig, ax = plt.subplots(figsize=(7, 3.5))
     x = np.arange(len(features))
-    for k, (label, (mean, sd)) in enumerate(fits.items()):
-        ax.errorbar(x + 0.2 * (k - 1), mean, 2 * np.asarray(sd), fmt="o", ms=4, capsize=2, label=label)
+    for k, (label, (mean, spread)) in enumerate(fits.items()):
+        m, w = np.asarray(mean, dtype=float), np.asarray(spread, dtype=float)
+        err = np.vstack([m - w[:, 0], w[:, 1] - m]) if w.ndim == 2 else 2 * w
+        ax.errorbar(x + 0.2 * (k - 1), m, err, fmt="o", ms=4, capsize=2, label=label)
     ax.axhline(0.0, color="k", lw=0.5)
     ax.set_xticks(x, features, rotation=30)
-    ax.set_ylabel("coefficient")
+    ax.set_ylabel(f"coefficient\n({bars})", fontsize=8)
     ax.set_title(title)
     ax.legend(fontsize=8)
     fig.tight_layout()

@@ -38,7 +38,7 @@ from dpinfer.privacy import Ledger
 from dpinfer.privacy.context import ReleaseContext
 from dpinfer.privacy.mechanisms.clamped import clamped_release
 from dpinfer.release import ABCDPOptions, abcdp
-from dpinfer.release.dpvi import DPVI, LogisticRegression, PrivacyOptions, TrainingOptions
+from dpinfer.release.dpvi import DPVI, DataOptions, LogisticRegression, PrivacyOptions, TrainingOptions
 from dpinfer.release.glm import private_glm, release_glm_statistics
 from dpinfer.release.synthesis import release_covariate_model
 from seeded_privacy_rng import prng
@@ -270,8 +270,9 @@ def _dpvi(kind, data, tmp_path, sink):
     kw = dict(feature_names=["age", "bmi"], bounds=[(20, 80), (18, 40)]) if kind == "numpy" else dict(
         schema=Schema.load(tmp / "schema.yaml"))
     fit = DPVI(LogisticRegression(3)).fit(
-        X, y, epsilon=2.0, delta=1e-5, intercept=True, ledger=ledger, dataset="clinic", seed=0,
-        privacy=PrivacyOptions(clip=1.0), training=TrainingOptions(steps=30, sampling_rate=0.2), **kw)
+        X, y, epsilon=2.0, delta=1e-5, data=DataOptions(intercept=True, **kw), ledger=ledger,
+        dataset="clinic", seed=0, privacy=PrivacyOptions(clip=1.0),
+        training=TrainingOptions(steps=30, sampling_rate=0.2))
     sink.result(f"{kind} DPVI", fit)
     sink.file(f"{kind} DPVI file", fit.save(tmp_path / "dpvi.json"))
     idata = fit.to_arviz(n_draws=50)
