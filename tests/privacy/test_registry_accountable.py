@@ -22,7 +22,7 @@ from dpinfer.privacy.events import (
     SparseVectorEvent,
     compose,
 )
-from dpinfer.privacy.mechanisms.registry import REGISTRY
+from dpinfer.audit.registry import REGISTRY
 
 #: What each registry entry charges (the event types of its mechanism, at typical parameters).
 CHARGES = {
