@@ -174,10 +174,12 @@ REGISTRY: tuple[RegistryEntry, ...] = (
 #: Functions in dpinfer.privacy that call a sampler but release nothing (the completeness test
 #: accepts them with this reason).
 NOT_RELEASES: dict[str, str] = {
-    "dpinfer.privacy.mechanisms.base:Mechanism.simulate_release": "inference-time simulation from a public seed",
-    "dpinfer.privacy.mechanisms.base:Mechanism._prepare_release": "the default draw of a user mechanism: refused, or a float "
-    "release behind an explicit unsafe switch (issue 23, finding 2); the 'float-noise' variants of "
-    "LaplaceMechanism and KnownNoiseMechanism.laplace show the float test catching it",
+    "dpinfer.privacy.mechanisms.base:Mechanism.simulate_release":
+        "inference-time simulation from a public seed",
+    "dpinfer.privacy.mechanisms.base:Mechanism._prepare_release":
+        "the default draw of a user mechanism: refused, or a float "
+            "release behind an explicit unsafe switch (issue 23, finding 2); the 'float-noise' variants of "
+        "LaplaceMechanism and KnownNoiseMechanism.laplace show the float test catching it",
     "dpinfer.privacy.ledger_postgres:PostgresStore.transaction": "retry back-off jitter (public randomness)",
 }
 

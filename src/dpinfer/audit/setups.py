@@ -28,7 +28,11 @@ from ..models import BinomialTrajectoryMechanism
 from ..privacy.accountants import get_accountant
 from ..privacy.calibration import calibrate_gaussian_svt, composed_gaussian_multiplier
 from ..privacy.context import ReleaseContext
-from ..privacy.events import PoissonSubsampledGaussianEvent, SampledWithReplacementGaussianEvent, SparseVectorEvent
+from ..privacy.events import (
+    PoissonSubsampledGaussianEvent,
+    SampledWithReplacementGaussianEvent,
+    SparseVectorEvent,
+)
 from ..privacy.gaussian import analytic_gaussian_epsilon, analytic_gaussian_sigma
 from ..privacy.grid import gaussian, gaussian_grid, laplace, laplace_grid
 from ..privacy.mechanisms.base import LaplaceMechanism
@@ -135,6 +139,7 @@ def _miscalibrated(name: str, release: Callable[[Any, PrivacyRNG], Any], defect:
 
 
 def build_grid_laplace(*, epsilon: float, delta: float) -> AuditSetup:
+    """The audit set-up of the registry entry ``grid.laplace``."""
     sens = 1.0
 
     def of(s: float) -> Callable[[Any, PrivacyRNG], float]:
@@ -149,6 +154,7 @@ def build_grid_laplace(*, epsilon: float, delta: float) -> AuditSetup:
 
 
 def build_grid_gaussian(*, epsilon: float, delta: float) -> AuditSetup:
+    """The audit set-up of the registry entry ``grid.gaussian``."""
     sens = 1.0
 
     def of(s: float) -> Callable[[Any, PrivacyRNG], float]:
@@ -169,6 +175,7 @@ def build_grid_gaussian(*, epsilon: float, delta: float) -> AuditSetup:
 
 
 def build_laplace_mechanism(*, epsilon: float, delta: float) -> AuditSetup:
+    """The audit set-up of the registry entry ``LaplaceMechanism``."""
     mech = LaplaceMechanism(1, 1.0, epsilon)
     broken = (
         _miscalibrated("half-sensitivity", _release_of(LaplaceMechanism(1, 0.5, epsilon)),
@@ -180,6 +187,7 @@ def build_laplace_mechanism(*, epsilon: float, delta: float) -> AuditSetup:
 
 
 def build_gaussian_mechanism(*, epsilon: float, delta: float) -> AuditSetup:
+    """The audit set-up of the registry entry ``GaussianMechanism``."""
     d, shift = 2, [1.0 / math.sqrt(2.0)] * 2  # an L2 move of exactly the sensitivity 1
     mech = GaussianMechanism(d, 1.0, epsilon, delta)
     broken = (
@@ -192,6 +200,7 @@ def build_gaussian_mechanism(*, epsilon: float, delta: float) -> AuditSetup:
 
 
 def build_geometric(*, epsilon: float, delta: float) -> AuditSetup:
+    """The audit set-up of the registry entry ``GeometricMechanism``."""
     mech = GeometricMechanism(1, 2, epsilon)
     broken = (_miscalibrated("half-sensitivity", _release_of(GeometricMechanism(1, 1, epsilon)),
                              "declared sensitivity 1 for a statistic of sensitivity 2", 2 * epsilon),)
@@ -199,6 +208,7 @@ def build_geometric(*, epsilon: float, delta: float) -> AuditSetup:
 
 
 def build_randomized_response(*, epsilon: float, delta: float) -> AuditSetup:
+    """The audit set-up of the registry entry ``RandomizedResponseMechanism``."""
     n = 4
     mech = RandomizedResponseMechanism(n, epsilon)
     broken = (_miscalibrated("4x-epsilon", _release_of(RandomizedResponseMechanism(n, 4 * epsilon)),
@@ -209,6 +219,7 @@ def build_randomized_response(*, epsilon: float, delta: float) -> AuditSetup:
 
 
 def build_composed(*, epsilon: float, delta: float) -> AuditSetup:
+    """The audit set-up of the registry entry ``ComposedMechanism``."""
     def make(k: float) -> ComposedMechanism:
         parts = [LaplaceMechanism(1, 1.0 / k, epsilon / 2), GeometricMechanism(1, 2, k * epsilon / 2)]
         return ComposedMechanism(parts)
@@ -225,6 +236,7 @@ def _records_release(mech: Any) -> Callable[[Any, PrivacyRNG], np.ndarray]:
 
 
 def build_clamped_mean(*, epsilon: float, delta: float) -> AuditSetup:
+    """The audit set-up of the registry entry ``clamped_release.mean``."""
     n = 10
     mech = clamped_release("mean", 0.0, 1.0, epsilon, n=n)
     data = np.zeros(n)
@@ -238,6 +250,7 @@ def build_clamped_mean(*, epsilon: float, delta: float) -> AuditSetup:
 
 
 def build_clamped_sum_and_count(*, epsilon: float, delta: float) -> AuditSetup:
+    """The audit set-up of the registry entry ``clamped_release.sum_and_count``."""
     def make(k: float) -> Any:
         return clamped_release("sum_and_count", -1, 1, k * epsilon, mechanism="geometric",
                                neighbouring="add-remove")
@@ -250,6 +263,7 @@ def build_clamped_sum_and_count(*, epsilon: float, delta: float) -> AuditSetup:
 
 
 def build_binomial_trajectory(*, epsilon: float, delta: float) -> AuditSetup:
+    """The audit set-up of the registry entry ``BinomialTrajectoryMechanism``."""
     K, N = 1, 2  # small N: the bound N·log(1 + 1/M) is attained at the output N/N, probability ~0.2
     mech = BinomialTrajectoryMechanism(K, 1, N, epsilon)
     loose = BinomialTrajectoryMechanism(K, 1, N, 4 * epsilon)
@@ -260,14 +274,18 @@ def build_binomial_trajectory(*, epsilon: float, delta: float) -> AuditSetup:
 
 
 def build_known_gaussian(*, epsilon: float, delta: float) -> AuditSetup:
-    mech = KnownNoiseMechanism.gaussian(4.0, 1, discrete=True, sensitivity=1, delta=delta)  # a published σ = 4 on counts
+    """The audit set-up of the registry entry ``KnownNoiseMechanism.gaussian``."""
+    # a published σ = 4 on counts
+    mech = KnownNoiseMechanism.gaussian(4.0, 1, discrete=True, sensitivity=1, delta=delta)
     broken = (_miscalibrated("8x-sensitivity", _scaled(_release_of(mech), 8.0),
                              "the count moves by 8 where sensitivity 1 was declared"),)
     return AuditSetup(_release_of(mech), [0.0], [1.0], _reported_epsilon(mech), delta, broken, Lattice(1.0))
 
 
 def build_known_laplace(*, epsilon: float, delta: float) -> AuditSetup:
-    mech = KnownNoiseMechanism.laplace(1.0 / epsilon, 1, sensitivity=1.0)  # a published b = Δ/ε on a real statistic
+    """The audit set-up of the registry entry ``KnownNoiseMechanism.laplace``."""
+    # a published b = Δ/ε on a real statistic
+    mech = KnownNoiseMechanism.laplace(1.0 / epsilon, 1, sensitivity=1.0)
     broken = (
         _miscalibrated("2x-sensitivity", _scaled(_release_of(mech), 2.0),
                        "the statistic moves by 2 where sensitivity 1 was declared", 2 * epsilon),
@@ -318,6 +336,7 @@ def _svt_release(cls: type, **kw: Any) -> Callable[[Any, PrivacyRNG], np.ndarray
 
 
 def build_svt(*, epsilon: float, delta: float) -> AuditSetup:
+    """The audit set-up of the registry entry ``SparseVector``."""
     c, sens = 1, 1.0
     b = (c + 1) * sens / epsilon  # Park et al. 2021, Theorem 1 (one threshold draw)
     claimed = get_accountant("pure").epsilon(SparseVectorEvent(c, epsilon), 0.0)
@@ -329,6 +348,7 @@ def build_svt(*, epsilon: float, delta: float) -> AuditSetup:
 
 
 def build_gaussian_svt(*, epsilon: float, delta: float) -> AuditSetup:
+    """The audit set-up of the registry entry ``GaussianSparseVector``."""
     event = calibrate_gaussian_svt(epsilon, delta, 1, len(_SVT_RHO))
     s1, s2 = event.threshold_noise_multiplier, event.query_noise_multiplier  # Δρ = 1
     claimed = get_accountant("rdp").epsilon(event, delta)
@@ -346,6 +366,7 @@ def build_gaussian_svt(*, epsilon: float, delta: float) -> AuditSetup:
 
 
 def build_embedding(*, epsilon: float, delta: float) -> AuditSetup:
+    """The audit set-up of the registry entry ``abcdp.embedding``."""
     options = ABCDPOptions(release="embedding")
     n, n_features = 5, 50
     dist = RFFMMD(0.3, n_features, seed=1)
@@ -407,6 +428,7 @@ _DPVI_FLOAT = ("the gradient sum is plain float noise by design (gaussian_sum.py
 
 
 def build_dpvi_step(*, epsilon: float, delta: float) -> AuditSetup:
+    """The audit set-up of the registry entry ``dpvi.step``."""
     q = 0.5
     sigma = analytic_gaussian_sigma(epsilon, delta)  # the unamplified calibration; the claim is amplified
     claimed = get_accountant("pld").epsilon(PoissonSubsampledGaussianEvent(q, sigma, 1), delta)
@@ -419,6 +441,7 @@ def build_dpvi_step(*, epsilon: float, delta: float) -> AuditSetup:
 
 
 def build_dpvi_with_replacement(*, epsilon: float, delta: float) -> AuditSetup:
+    """The audit set-up of the registry entry ``dpvi.step.with_replacement``."""
     q, sigma = 0.5, 20.0  # the advanced accountant's paper convention needs σ ≈ 20 for ε ≈ 1 here
     claimed = get_accountant("advanced").epsilon(SampledWithReplacementGaussianEvent(q, sigma, 1), delta)
     data = np.vstack([[[-5.0]], np.zeros((3, 1))])  # record 0 clipped to -C ...
@@ -431,6 +454,7 @@ def build_dpvi_with_replacement(*, epsilon: float, delta: float) -> AuditSetup:
 
 
 def build_dpvi_count(*, epsilon: float, delta: float) -> AuditSetup:
+    """The audit set-up of the registry entry ``dpvi.clip_count``."""
     sens = 0.5  # each record moves the centred count by 1/2 (add-remove)
     std = analytic_gaussian_sigma(epsilon, delta, sens)
 
@@ -455,10 +479,12 @@ def build_dpvi_count(*, epsilon: float, delta: float) -> AuditSetup:
 
 
 def build_gaussian_rounds(*, epsilon: float, delta: float) -> AuditSetup:
+    """The audit set-up of the registry entry ``gaussian_rounds``."""
     plan = gaussian_rounds(1.0, 2, 1, epsilon, delta)
 
     def release(values: Any, rng: PrivacyRNG) -> np.ndarray:
-        return np.asarray(release_gaussian_round(values, plan, ReleaseContext(privacy_rng=rng)), dtype=np.float64)
+        out = release_gaussian_round(values, plan, ReleaseContext(privacy_rng=rng))
+        return np.asarray(out, dtype=np.float64)
 
     claimed = get_accountant("rdp").epsilon(plan.event, delta)
     broken = (_miscalibrated("8x-sensitivity", _scaled(release, 8.0),
