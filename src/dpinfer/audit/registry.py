@@ -2,8 +2,9 @@
 
 Every mechanism that can release a confidential value has one :class:`~.entries.RegistryEntry`
 here: its proof reference, how to build it at a given (ε, δ) through its *public* API
-(:mod:`.setups`), and the public objects it releases through. ``tests/audits/
-test_mechanism_registry.py`` runs every entry through the black-box checks of this package:
+(:mod:`.setups`), and the public objects it releases through. The tests of
+``tests/audits/test_mechanism_registry.py`` run every entry through the black-box checks of this
+package:
 
 (a) grid membership and reachability of its outputs (:func:`~dpinfer.audit.grid.check_grid`);
 (b) a Clopper–Pearson lower bound on ε from releases on the two inputs, which must not exceed
