@@ -35,6 +35,7 @@ from ..privacy.context import ReleaseContext
 from ..privacy.events import REPLACE_ONE, GaussianSparseVectorEvent, PrivacyEvent, SparseVectorEvent
 from ..privacy.mechanisms.svt import GaussianSparseVector, SparseVector, check_noise_scale
 from ..privacy.report import PrivacyReport
+from ..privacy.svt_scale import svt_laplace_scale
 from ..privacy.validation import check_epsilon
 from .abc_result import ABCDPResult, check_param_names
 from .draws import as_draw_source
@@ -363,7 +364,7 @@ def _noise_event(
                 f"Laplace ABCDP is pure epsilon-DP: delta must be 0, got {delta!r}; use "
                 "noise='gaussian' for an (epsilon, delta) guarantee."
             )
-        b = (2 * c if resample else c + 1) * delta_rho / eps_total  # Theorem 1, eq. (9)
+        b = svt_laplace_scale(c, eps_total, delta_rho, resample=resample)  # Theorem 1, eq. (9)
         return SparseVectorEvent(c, eps_total, resample=bool(resample), neighbouring=REPLACE_ONE), b, 0.0
     if noise != "gaussian":
         raise InvalidPrivacyParameterError(f"noise must be 'laplace' or 'gaussian', got {noise!r}.")

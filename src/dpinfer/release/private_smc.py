@@ -48,6 +48,7 @@ from ..privacy.context import ReleaseContext
 from ..privacy.events import REPLACE_ONE, SparseVectorEvent, compose
 from ..privacy.mechanisms.svt import SparseVector, check_noise_scale
 from ..privacy.report import PrivacyReport
+from ..privacy.svt_scale import svt_laplace_scale
 from ..privacy.validation import check_delta, check_epsilon
 from .abcdp import check_epsilon_abc
 
@@ -283,7 +284,7 @@ def private_smc_abc(
     eps_k = per_population_epsilon(eps, dlt, c, K, accountant)
     pop_event = SparseVectorEvent(c, eps_k, neighbouring=REPLACE_ONE)
     event = compose(*[pop_event] * K)
-    check_noise_scale((c + 1) * sens.sensitivity / eps_k, magnitude=max(schedule[0], sens.bound),
+    check_noise_scale(svt_laplace_scale(c, eps_k, sens.sensitivity), magnitude=max(schedule[0], sens.bound),
                       name="sparse vector noise scale b")
     dist = sens.distance
     prepared = dist.prepare(observed)  # checks the observed data
