@@ -56,16 +56,16 @@ def main() -> dict[str, str]:
 
 
 def _abcdp() -> dict[str, str]:
-    from seeded_privacy_rng import prng
-
     from dpinfer.distances import RFFMMD
     from dpinfer.models.shipped.mixture_uniform import MixtureOfUniforms
     from dpinfer.privacy.context import ReleaseContext
     from dpinfer.release import ABCDPOptions, SimulatedDraws, abcdp
+    from seeded_privacy_rng import prng
 
     model = MixtureOfUniforms(n_points=200)
     observed = MixtureOfUniforms(n_points=400).observed(seed=1)
-    thetas, sims = SimulatedDraws(model.prior_sample, model.simulate, 150, seed=7, batch_size=64).materialize()
+    thetas, sims = SimulatedDraws(model.prior_sample, model.simulate, 150, seed=7,
+                                   batch_size=64).materialize()
     dist = RFFMMD(bandwidth=0.6, n_features=20, seed=0)
     out = {}
     for resample in (False, True):

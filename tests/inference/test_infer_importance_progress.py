@@ -11,7 +11,9 @@ from user_problems import PoissonClampedSum
 
 def test_callback_reports_every_stage_and_changes_nothing():
     model = PoissonClampedSum()
-    kw = dict(n_theta=400, n_inner=4, pilot_theta=200, pilot_inner=2, proposal_options=ProposalOptions(adapt=1), seed=3,
+    kw = dict(n_theta=400, n_inner=4, pilot_theta=200, pilot_inner=2,
+              proposal_options=ProposalOptions(adapt=1),
+              seed=3,
               batch_size=200)
     calls: list[tuple[str, int, int]] = []
     with_cb = mechanism_importance_sampling(model, [110.0], callback=lambda *a: calls.append(a), **kw)

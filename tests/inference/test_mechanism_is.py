@@ -203,7 +203,8 @@ def test_collapsed_pilot_falls_back_with_a_warning_not_linalgerror():
     with pytest.warns(WeightDegeneracyWarning, match=expected), warnings.catch_warnings():
         warnings.filterwarnings("ignore", "Pareto k")
         res = mechanism_importance_sampling(
-            model, obs, n_theta=400, n_inner=2, pilot_theta=300, pilot_inner=2, proposal_options=ProposalOptions(adapt=0), seed=1
+            model, obs, n_theta=400, n_inner=2, pilot_theta=300, pilot_inner=2,
+            proposal_options=ProposalOptions(adapt=0), seed=1
         )
     assert np.all(np.isfinite(res.mean())) and res.diagnostics["proposal_fallback"]
 

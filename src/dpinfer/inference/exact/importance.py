@@ -288,7 +288,9 @@ def _refuse_moved(removed: dict[str, Any]) -> None:
     )
 
 
-def _check_proposal(proposal: Any, opts: ProposalOptions, pilot_theta: Any, pilot_inner: Any) -> tuple[int, int, int]:
+def _check_proposal(
+    proposal: Any, opts: ProposalOptions, pilot_theta: Any, pilot_inner: Any
+) -> tuple[int, int, int]:
     """Check the proposal settings; ``(pilot_theta, pilot_inner, adapt)`` (checked under ``"auto"``)."""
     inflation, df, defensive = opts.inflation, opts.df, opts.defensive
     if not (inflation > 0 and df > 0 and 0 <= defensive < 1):
