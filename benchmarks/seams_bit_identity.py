@@ -52,6 +52,26 @@ def main() -> dict[str, str]:
                     training={"max_epochs": 3, "patience": 2}, seed=0).fit([0.6])
         out["sppe"] = _h(post.sample(200, seed=1))
     out.update(_abcdp())
+    out.update(_more(model))
+    return out
+
+
+def _more(model: object) -> dict[str, str]:
+    """The other refactored loops: slice sampling, tempered SMC, an SPLE fit, c2st."""
+    from dpinfer.diagnostics import c2st
+    from dpinfer.inference.exact.tempered import tempered_smc
+    from dpinfer.inference.neural.mcmc import slice_sample
+
+    out = {}
+    rng = np.random.default_rng(0)
+    draws = slice_sample(lambda x: -0.5 * np.sum(x**2, axis=1) - np.abs(x[:, 0]), rng.normal(size=(6, 2)), 40,
+                         seed=2, warmup=20)
+    out["slice_sample"] = _h(draws)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = tempered_smc(model, [1.3], n_particles=200, n_inner=10, seed=4)
+        out["tempered_smc"] = _h(res.particles, res.weights)
+        out["c2st"] = _h(c2st(rng.normal(size=(300, 2)), rng.normal(0.2, 1, size=(300, 2)), seed=1))
     return out
 
 

@@ -411,37 +411,7 @@ class SequentialEstimator:
                 bar = tqdm(total=rounds, desc=self.kind.upper(), unit="round")
             try:
                 for r in range(first, rounds):
-                    t0 = timer()
-                    n_new = 0
-                    if obs is not None:
-                        theta = self._simulate(pool, posterior, r)
-                        n_new = theta.shape[0]
-                    t1 = timer()
-                    if r == 0:
-                        self._standardize(flow, *pool.arrays())
-                    train, val = pool.tensors(self.device)
-                    fit = train_flow(
-                        flow, self._loss(r), train, val, self.training, gen, self._epoch_report(r)
-                    )
-                    t2 = timer()
-                    extra = self._end_of_round(posterior, r, r == rounds - 1) if obs is not None else {}
-                    if obs is not None:
-                        extra.update(self._round_summary(posterior, r))
-                    if fit["epoch_cap"]:
-                        extra["epoch_cap"] = True
-                        extra["first_validation_loss"] = float(fit["first_validation_loss"])
-                    t3 = timer()
-                    info = RoundInfo(
-                        round=r,
-                        n_simulations=n_new,
-                        n_simulations_total=pool.n_simulations,
-                        epochs=int(fit["epochs"]),
-                        best_validation_loss=float(fit["best_validation_loss"]),
-                        train_loss=float(fit["train_loss"]),
-                        simulation_time=t1 - t0,
-                        training_time=(t2 - t1) + (t3 - t2),
-                        extra=extra,
-                    )
+                    info = self._round(r, rounds, obs, pool, posterior, flow, gen)
                     posterior.rounds.append(info)
                     if bar is not None:
                         bar.update(1)
@@ -467,6 +437,42 @@ class SequentialEstimator:
         if obs is not None and self.warn:
             checks.emit(found, stacklevel=3)
         return posterior
+
+    def _round(
+        self, r: int, rounds: int, obs: np.ndarray | None, pool: SimulationPool, posterior: NeuralPosterior,
+        flow: ConditionalFlow, gen: torch.Generator,
+    ) -> RoundInfo:
+        """Round ``r``: simulate (from the proposal of the posterior so far), train the flow on
+        the pool, summarise the round."""
+        t0 = timer()
+        n_new = 0
+        if obs is not None:
+            theta = self._simulate(pool, posterior, r)
+            n_new = theta.shape[0]
+        t1 = timer()
+        if r == 0:
+            self._standardize(flow, *pool.arrays())
+        train, val = pool.tensors(self.device)
+        fit = train_flow(flow, self._loss(r), train, val, self.training, gen, self._epoch_report(r))
+        t2 = timer()
+        extra = self._end_of_round(posterior, r, r == rounds - 1) if obs is not None else {}
+        if obs is not None:
+            extra.update(self._round_summary(posterior, r))
+        if fit["epoch_cap"]:
+            extra["epoch_cap"] = True
+            extra["first_validation_loss"] = float(fit["first_validation_loss"])
+        t3 = timer()
+        return RoundInfo(
+            round=r,
+            n_simulations=n_new,
+            n_simulations_total=pool.n_simulations,
+            epochs=int(fit["epochs"]),
+            best_validation_loss=float(fit["best_validation_loss"]),
+            train_loss=float(fit["train_loss"]),
+            simulation_time=t1 - t0,
+            training_time=(t2 - t1) + (t3 - t2),
+            extra=extra,
+        )
 
     # -- diagnostics --------------------------------------------------------------------------
     def diagnostics(
