@@ -98,7 +98,31 @@ def _abcdp() -> dict[str, str]:
             if getattr(res, name, None) is not None:
                 fields.append(getattr(res, name))
         out[f"abcdp_resample={resample}"] = _h(*fields)
+    out.update(_private_smc(prng))
     return out
+
+
+def _private_smc(prng: object) -> dict[str, str]:
+    """The two private SMC-ABC releases, under fixed test PrivacyRNGs."""
+    from dpinfer.datasets.abcdp_data import load_covid_nl
+    from dpinfer.distances import ExactMMD
+    from dpinfer.models.shipped.covid import CovidPolynomial
+    from dpinfer.privacy.context import ReleaseContext
+    from dpinfer.release import gaussian_weights_smc_abc, private_smc_abc
+
+    _, observed = load_covid_nl()
+    model, dist = CovidPolynomial(), ExactMMD(900.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ctx = ReleaseContext(privacy_rng=prng(2))  # type: ignore[operator]
+        res = private_smc_abc(observed, model, dist, epsilon_abc_schedule=[3.0, 2.0], c=5, epsilon=44.0,
+                              delta=1e-6, seed=1, context=ctx)
+        a = _h(res.particles if hasattr(res, "particles") else res.theta, res.weights)
+        ctx = ReleaseContext(privacy_rng=prng(2))  # type: ignore[operator]
+        res = gaussian_weights_smc_abc(observed, model, dist, n_particles=50, n_populations=3, epsilon=6.0,
+                                       delta=1e-6, seed=1, context=ctx)
+        b = _h(res.particles if hasattr(res, "particles") else res.theta, res.weights)
+    return {"private_smc_abc": a, "gaussian_weights_smc_abc": b}
 
 
 if __name__ == "__main__":
