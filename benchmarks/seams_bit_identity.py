@@ -51,6 +51,13 @@ def main() -> dict[str, str]:
         post = SPPE(model, flow=flow, rounds=2, simulations_per_round=40, rqmc_points=2, atoms=3,
                     training={"max_epochs": 3, "patience": 2}, seed=0).fit([0.6])
         out["sppe"] = _h(post.sample(200, seed=1))
+        from dpinfer.inference.neural import SPLE, sple_mle
+
+        post = SPLE(model, flow=flow, rounds=1, simulations_per_round=40, rqmc_points=2, chains=4, warmup=5,
+                    posterior_draws=40, training={"max_epochs": 3, "patience": 2}, seed=0).fit([0.6])
+        out["sple"] = _h(post.draws)
+        mle = sple_mle(post)
+        out["sple_mle"] = _h(mle.theta, mle.se, mle.log_likelihood, mle.n_distinct_optima)
     out.update(_abcdp())
     out.update(_more(model))
     return out
