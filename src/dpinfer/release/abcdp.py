@@ -309,7 +309,7 @@ def _check_call(
 def _first_batch(batches: Any) -> tuple[np.ndarray, Any]:
     """The first batch of draws (simulated, and checked, before the charge)."""
     try:
-        return next(batches)  # type: ignore[no-any-return]
+        return next(batches)
     except StopIteration:
         raise InvalidDataError("the stream of simulations is empty (its n_draws said otherwise).") from None
 
