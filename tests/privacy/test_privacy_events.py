@@ -150,7 +150,8 @@ def test_neighbouring_enum_is_accepted_wherever_a_string_is():
         assert a == b and repr(a) == repr(b) and hash(a) == hash(b)
         assert type(a.neighbouring) is str and event_to_dict(a) == event_to_dict(b)
     mech = LaplaceMechanism(1, 1.0, 1.0, Neighbouring.ADD_REMOVE)
-    assert type(mech.neighbouring) is str and mech.event() == LaplaceMechanism(1, 1.0, 1.0, "add-remove").event()
+    assert type(mech.neighbouring) is str
+    assert mech.event() == LaplaceMechanism(1, 1.0, 1.0, "add-remove").event()
     assert REPLACE_ONE == Neighbouring.REPLACE_ONE
 
 
@@ -168,6 +169,6 @@ def test_the_event_class_list_is_in_one_place():
     assert _EVENT_TYPES is events.EVENT_TYPES
     assert base.ALL_LEAF_TYPES is events.ALL_LEAF_EVENT_TYPES
     assert base.GAUSSIAN_EVENT_TYPES is events.GAUSSIAN_EVENT_TYPES
-    leaf_classes = {c for c in vars(events).values()
-                    if isinstance(c, type) and issubclass(c, events.PrivacyEvent) and not c.__name__.startswith("_")}
+    leaf_classes = {c for c in vars(events).values() if isinstance(c, type)
+                    and issubclass(c, events.PrivacyEvent) and not c.__name__.startswith("_")}
     assert leaf_classes - {events.PrivacyEvent} == set(events.EVENT_TYPES.values())
