@@ -311,3 +311,57 @@ def test_few_long_functions_and_no_wide_public_signature():
     assert function_sizes(planted) == (
         ["dpinfer.inference.x.long_one (81)"], ["dpinfer.inference.x.wide (16)"]
     )
+
+
+# A model's records are found through a protocol it implements, never by its type's name (issue 37:
+# ``type(model).__name__ == "LogisticRegression"`` hid a dependency on a layer above). The few
+# comparisons that identify a *foreign* type by module and name, so that an optional library is never
+# imported to ask, are named here with the constant they compare against.
+TYPE_NAME_CHECKS_ALLOWED = {
+    ("dpinfer.data.labels", "DataFrame"),  # pandas / polars, pinned by the type's module
+    ("dpinfer.data.labels", "Table"),  # pinned to dpinfer.data.table, which imports labels (no cycle)
+    ("dpinfer.execution", "Client"),  # dask.distributed's, pinned by the type's module
+}
+
+
+def _is_type_name(node: ast.AST) -> bool:
+    """``type(x).__name__`` / ``x.__class__.__name__`` (or ``__qualname__``)."""
+    if not (isinstance(node, ast.Attribute) and node.attr in ("__name__", "__qualname__")):
+        return False
+    v = node.value
+    return (isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == "type") or (
+        isinstance(v, ast.Attribute) and v.attr == "__class__"
+    )
+
+
+def type_name_comparisons(sources: dict[str, tuple[str, bool]]) -> list[str]:
+    """Comparisons (``==``, ``!=``, ``in``, ...) of a type's name, outside the named allowances."""
+    out = []
+    for mod, (text, _) in sources.items():
+        for node in ast.walk(ast.parse(text)):
+            if not isinstance(node, ast.Compare):
+                continue
+            operands = [node.left, *node.comparators]
+            if not any(_is_type_name(o) for o in operands):
+                continue
+            consts = [c for o in operands for c in ([o] if not isinstance(o, ast.Tuple | ast.List | ast.Set)
+                                                    else o.elts)]
+            names = {c.value for c in consts if isinstance(c, ast.Constant) and isinstance(c.value, str)}
+            if not names or any((mod, n) not in TYPE_NAME_CHECKS_ALLOWED for n in names):
+                out.append(f"{mod}:{node.lineno}: {ast.unparse(node)}")
+    return out
+
+
+def test_no_dispatch_on_a_types_name():
+    assert type_name_comparisons(_sources()) == []
+    # known-broken variants: the old synthesis dispatch, a __class__ spelling with `in`, a comparison
+    # against a variable, and an allowed module comparing a name it is not allowed
+    planted = {
+        "dpinfer.models.synthesis": ('if type(model).__name__ == "LogisticRegression":\n    pass\n', False),
+        "dpinfer.cli.x": ('ok = result.__class__.__name__ in ("A", "B")\n', False),
+        "dpinfer.cli.y": ("ok = kind != type(result).__qualname__\n", False),
+        "dpinfer.data.labels": ('t = type(X).__name__ != "Series"\n', False),
+    }
+    assert [f.split(":")[0] for f in type_name_comparisons(planted)] == list(planted)
+    allowed = {"dpinfer.data.labels": ('k = top == "pandas" and type(X).__name__ == "DataFrame"\n', False)}
+    assert type_name_comparisons(allowed) == []

@@ -19,7 +19,7 @@ over the examples; the built-in models override them with closed forms (same val
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -27,6 +27,8 @@ import torch
 from torch.func import grad, vmap
 
 from ...errors import InvalidDataError
+from ...models.binary_records import logistic_simulator
+from ...models.covariates import CovariateSource
 from ...privacy.validation import check_finite_array, check_positive
 from .constraints import ParamLayout, ParamSpec, link_predict, pad_covariates
 
@@ -302,6 +304,24 @@ class LogisticRegression(Model):
             z = X @ samples.T
             return np.mean(self.squash + (1.0 - 2.0 * self.squash) / (1.0 + np.exp(-z)), axis=1)
         raise InvalidDataError(f"method must be 'probit' or 'mc', got {method!r}.")
+
+    # -- synthetic records (dpinfer.models.record_synthesis.SupportsConditionalRecordSynthesis) -----
+    def conditional_record_columns(self, covariates: CovariateSource) -> tuple[str, ...]:
+        """The covariates' columns (as ``covariates`` names them, else ``x0, x1, ...``), then ``y``."""
+        return logistic_simulator(covariates)[1]
+
+    def simulate_conditional_records(
+        self,
+        theta: np.ndarray,
+        rng: np.random.Generator,
+        *,
+        covariates: CovariateSource,
+        design: Mapping[str, Any] | None = None,
+    ) -> np.ndarray:
+        """One record (x, y) per row of θ: x from ``covariates``, y ~ Bernoulli(logistic(x̃ᵀθ)) with
+        x̃ the fit's design columns (:func:`dpinfer.models.binary_records.apply_design`), with the
+        plain logistic link (the fit's ``squash``, 1e-6 by default, is not applied)."""
+        return logistic_simulator(covariates, design=design)[0](theta, rng)
 
     def config(self) -> dict[str, Any]:
         return {"dim": self.dim, "prior_scale": self.prior_scale, "squash": self.squash}

@@ -19,9 +19,10 @@ import numpy as np
 from scipy import special
 
 from ...errors import InvalidDataError
-from ...models.synthesis import SyntheticData, synthesize_from
+from ...models.synthesis import synthesize_from
 from ...privacy import PrivacyReport
 from ...results.format import Record, ResultFile, draws_to_arviz, write_record
+from ...results.synthetic import SyntheticData
 from ...sizes import check_allocation
 from .constraints import constrained_sample
 from .design import apply_design
