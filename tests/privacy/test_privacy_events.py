@@ -172,3 +172,18 @@ def test_the_event_class_list_is_in_one_place():
     leaf_classes = {c for c in vars(events).values() if isinstance(c, type)
                     and issubclass(c, events.PrivacyEvent) and not c.__name__.startswith("_")}
     assert leaf_classes - {events.PrivacyEvent} == set(events.EVENT_TYPES.values())
+
+
+def test_a_ledger_charge_is_the_same_whichever_spelling(tmp_path):
+    """The enum and its string give the same stored rows and the same spent ε, bit for bit."""
+    from dpinfer.privacy import Ledger, Neighbouring
+
+    rows = []
+    for i, relation in enumerate(["add-remove", Neighbouring.ADD_REMOVE]):
+        ledger = Ledger(tmp_path / f"l{i}.db", create=True)
+        ledger.register("d", epsilon=5.0, delta=1e-6, neighbouring=relation)
+        with ledger.charge("d", GaussianEvent(3.0, neighbouring=relation), label="x"):
+            pass
+        (entry,) = ledger.history("d")
+        rows.append({k: v for k, v in entry.items() if k not in ("created", "id")})
+    assert rows[0] == rows[1] and repr(rows[0]) == repr(rows[1])
