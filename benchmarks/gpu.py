@@ -229,7 +229,7 @@ def section_rff(B: int | None = None, N: int = 5000, d: int = 5, D: int = 100) -
 # ---------------------------------------------------------------------------------------------
 def section_fits() -> dict[str, Any]:
     from dpinfer.diagnostics.metrics import c2st
-    from dpinfer.inference.neural import SPLE, SPPE
+    from dpinfer.inference.neural import SPLE, SPPE, NeuralRunOptions
     from dpinfer.models import GaussianMean
 
     model = GaussianMean()
@@ -241,7 +241,8 @@ def section_fits() -> dict[str, Any]:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 t0 = time.perf_counter()
-                post = klass(model, simulations=300 if SMOKE else 2000, seed=0, device=device).fit([0.5])
+                post = klass(model, simulations=300 if SMOKE else 2000, seed=0,
+                             run=NeuralRunOptions(device=device)).fit([0.5])
                 d = post.sample(2000, seed=1)
                 wall = time.perf_counter() - t0
             row = {
