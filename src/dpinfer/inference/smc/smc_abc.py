@@ -36,7 +36,7 @@ from ...sizes import check_allocation
 from ..weighted import ess as _ess
 from ..weighted import release_facts, weighted_cov
 from .adaptive_schedule import AdaptiveSchedule, stall_message, stalled_findings
-from .convergence import range_findings, shrinking_findings, stop_findings
+from .convergence import range_findings, shrinking_findings, stop_findings, tolerance_findings
 from .kernel import BatchTask, PerturbationKernel, population_batch
 from .options import KernelOptions, RunOptions
 from .progress import progress_bar
@@ -378,6 +378,14 @@ class _SMCRun:
         if "stalled" in stop and not found and span0 is None:  # a resumed run: no population 0 here
             found += stalled_findings(model, obs, root)
         found += shrinking_findings(self.pops, self.names) + stop_findings(stop, complete, self.adaptive)
+        if self.particles is not None and self.weights is not None and self.pops:
+            spread_seed = np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + (96,))
+            wide, facts = tolerance_findings(
+                model, self.particles, self.weights, float(self.pops[-1].tolerance), self.scale_arr,
+                spread_seed, int(obs.size),
+            )
+            found += wide
+            self.settings.update(facts)
         self.settings["findings"] = [f.to_dict() for f in found]
         return found
 
