@@ -429,6 +429,24 @@ def add_release_options(parser: argparse.ArgumentParser) -> None:
         )
 
 
+def load_model(spec: str, epsilon: float | None, model_args: dict[str, Any]) -> Any:
+    """The model a ``--model`` names: a registry model (``gaussian-mean``, ...; ``epsilon`` None: 1)
+    or ``package.module:factory`` called with ``model_args`` (and ``epsilon=`` when given and the
+    factory takes it). The one loader of every command's ``--model``, as ``--observed`` commands
+    load theirs (:func:`~dpinfer.models.shipped.registry.load_release`): a factory is imported by
+    :func:`dpinfer.models.user_factory.build_user_model`, with the current directory importable."""
+    from ..models.shipped.registry import build_model
+    from ..models.user_factory import build_user_model, is_user_model
+
+    if spec in MODELS:
+        return build_model(spec, 1.0 if epsilon is None else epsilon, **model_args)
+    if not is_user_model(spec):
+        raise InvalidDataError(
+            f"--model must be one of {', '.join(MODELS)} or 'package.module:factory', got {spec!r}."
+        )
+    return build_user_model(spec, epsilon, **model_args)[0]
+
+
 def _numbers(value: str) -> float | list[float]:
     """``--prior-mean`` / ``--prior-sd``: one number, or comma-separated numbers."""
     try:
