@@ -5,6 +5,7 @@
 * :mod:`~dpinfer.cli.dpvi`: ``dpvi``;
 * :mod:`~dpinfer.cli.glm`: ``glm`` (the noise-aware private GLM);
 * :mod:`~dpinfer.cli.smc`: ``smc-abc`` and ``exact-posterior``;
+* :mod:`~dpinfer.cli.infer`: ``infer`` (the method that suits the release, :func:`dpinfer.infer`);
 * :mod:`~dpinfer.cli.neural`: ``sppe`` and ``sple``;
 * :mod:`~dpinfer.cli.runs`: ``runs list | show`` (runs recorded for resuming);
 * :mod:`~dpinfer.cli.synthesize`: ``synthesize`` (synthetic data from a released posterior);
@@ -36,6 +37,7 @@ COMMAND_MODULES: list[tuple[str, str]] = [
     ("dpinfer.cli.dpvi", "dpinfer.release.dpvi"),  # dpvi
     ("dpinfer.cli.glm", "dpinfer.release.glm"),  # glm
     ("dpinfer.cli.smc", "dpinfer.inference"),  # smc-abc, exact-posterior
+    ("dpinfer.cli.infer", "dpinfer.inference"),  # infer (the automatic choice)
     ("dpinfer.cli.neural", "dpinfer.inference.neural"),  # sppe, sple
     ("dpinfer.cli.release", "dpinfer.models"),  # release
     ("dpinfer.cli.check", "dpinfer.inference"),  # check (calibration)
