@@ -149,6 +149,7 @@ def test_every_option_has_help_and_its_default(command):
     import argparse
 
     from dpinfer.cli import build_parser
+    from dpinfer.cli.common import shows_default
 
     parser = _subparser(build_parser(), command)
     text = parser.format_help()
@@ -156,15 +157,18 @@ def test_every_option_has_help_and_its_default(command):
         if isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):
             continue
         assert action.help, f"{command} {action.option_strings or action.dest} has no help"
-        if not action.required and action.option_strings and action.default not in (None, False):
-            assert f"(default: {action.default})" in " ".join(text.split()), (command, action.dest)
+        if shows_default(action, action.help) or (action.option_strings and "default" in action.help.lower()
+                                                  and action.default not in (None, False)):
+            # a meaningful default is stated once: by --help's "(default: X)" or by the help itself
+            shown = f"(default: {action.default})" in " ".join(text.split())
+            assert shown != ("default" in action.help.lower()), (command, action.dest)
 
 
 def test_budget_init_help_explains_the_accountant(capsys):
     with pytest.raises(SystemExit):
         main(["budget", "init", "--help"])
     out = " ".join(capsys.readouterr().out.split())
-    assert "budgets cannot be changed later" in out and "(default: pld)" in out
+    assert "budgets cannot be changed later" in out and "pld (default)" in out
     assert "(default: 1e-6, or 0 with --accountant pure" in out
 
 

@@ -254,6 +254,25 @@ def cli_warnings(hints: Hints = ()) -> Iterator[None]:
         warnings.formatwarning = original
 
 
+def without_warning_lines(summary: str) -> str:
+    """A result's summary without its ``  warning: ...`` lines: the command shows those findings as
+    warnings (once each, in its flags), so printing the library's copy (in Python-API terms) as
+    well would show each twice."""
+    return "\n".join(ln for ln in summary.splitlines() if not ln.startswith("  warning: "))
+
+
+@contextmanager
+def shown_warnings() -> Iterator[None]:
+    """Record the body's warnings (every one, even one a caller's filters or ``catch_warnings``
+    would keep from standard error) and show them afterwards through the command's handler: each
+    distinct warning once, as :func:`format_warning` writes it (inside :func:`run_command`)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    for w in caught:
+        sys.stderr.write(warnings.formatwarning(w.message, w.category, w.filename, w.lineno, w.line))
+
+
 #: Every command's exit statuses, ``(status, meaning)``: ``dpinfer --help`` and the README list them.
 EXIT_STATUSES: tuple[tuple[int, str], ...] = (
     (0, "success"),

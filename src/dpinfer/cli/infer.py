@@ -19,7 +19,14 @@ import argparse
 import json
 from typing import Any
 
-from .common import add_command, add_output_options, add_release_options, release_from_args
+from .common import (
+    add_command,
+    add_output_options,
+    add_release_options,
+    release_from_args,
+    shown_warnings,
+    without_warning_lines,
+)
 
 
 def _method_args(text: str) -> dict[str, Any]:
@@ -37,10 +44,11 @@ def _infer(args: argparse.Namespace) -> int:
 
     options = _method_args(args.method_args)
     model, observed, epsilon = release_from_args(args)
-    res = infer(
-        model, observed, args.method, seed=args.seed, backend=args.backend, budget_seconds=args.budget,
-        progress=False if args.no_progress else None, **options,
-    )  # fmt: skip
+    with shown_warnings():  # its diagnostics, each once, in this command's flags
+        res = infer(
+            model, observed, args.method, seed=args.seed, backend=args.backend, budget_seconds=args.budget,
+            progress=False if args.no_progress else None, **options,
+        )  # fmt: skip
     saved = str(res.save(args.out)) if args.out else None
     if args.json:
         print(json.dumps({
@@ -53,7 +61,7 @@ def _infer(args: argparse.Namespace) -> int:
         return 0
     print(f"method: {res.method} ({'requested' if args.method != 'auto' else 'chosen'}: {res.reason})")
     # the findings were shown as warnings (once each); the summary's own copies are left out
-    print("\n".join(ln for ln in res.summary().splitlines()[1:] if not ln.startswith("  warning: ")))
+    print("\n".join(without_warning_lines(res.summary()).splitlines()[1:]))
     if saved:
         print(f"saved to {saved}")
     return 0
@@ -74,7 +82,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--budget", type=float, default=120.0,
                    help="seconds auto may plan to run (simulations plus neural training)")
     p.add_argument("--method-args", default="{}",
-                   help="JSON object of keyword arguments for the chosen method, e.g. '{\"n_particles\": 500}'")
+                   help="JSON object of keyword arguments for the chosen method, e.g. "
+                   "'{\"n_particles\": 500}'")
     p.add_argument("--backend", default="auto",
                    help="where simulations run: auto | serial | processes | dask | tcp://scheduler:8786")
     p.add_argument("--seed", type=int, default=None, help="simulation seed (never privacy noise)")
