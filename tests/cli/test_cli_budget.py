@@ -60,18 +60,18 @@ def test_budget_errors_are_clear(tmp_path, capsys):
     path = str(tmp_path / "b.db")
     assert main(["budget", "history", "--ledger", path, "--dataset", "nope"]) == 2
     assert "no ledger at" in capsys.readouterr().err
-    assert main(["budget", "init", "--ledger", path, "--dataset", "x", "--epsilon", "-1", "--unbound"]) == 1
+    assert main(["budget", "init", "--ledger", path, "--dataset", "x", "--epsilon", "-1", "--unbound"]) == 2
     assert "positive" in capsys.readouterr().err
     assert not (tmp_path / "b.db").exists()  # nothing created for an invalid budget
     Ledger(path, create=True)
-    assert main(["budget", "history", "--ledger", path, "--dataset", "nope"]) == 1
+    assert main(["budget", "history", "--ledger", path, "--dataset", "nope"]) == 2
     assert "not registered" in capsys.readouterr().err
     assert (
         main(
             ["budget", "init", "--ledger", path, "--dataset", "x", "--epsilon", "1", "--accountant", "bogus",
              "--unbound"]
         )
-        == 1
+        == 2
     )
     assert "unknown accountant" in capsys.readouterr().err
 
@@ -112,7 +112,7 @@ def test_pure_budget_charged_with_dpvi_says_what_to_do(tmp_path, capsys):
     assert main(["budget", "init", "--ledger", str(ledger), "--dataset", "r", "--epsilon", "3",
                  "--delta", "0", "--accountant", "pure", "--data", str(data)]) == 0
     capsys.readouterr()
-    assert _dpvi(data, ledger, "r", tmp_path / "fit.json") == 2
+    assert _dpvi(data, ledger, "r", tmp_path / "fit.json") == 1  # refused: the budget's accountant cannot account it
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1
     assert "Nothing was charged" in err and "pure" in err
@@ -183,7 +183,7 @@ def test_dpvi_csv_errors_name_file_and_line(tmp_path, capsys, body, match):
     data = tmp_path / "bad.csv"
     data.write_text(body)
     assert main(["dpvi", "--data", str(data), "--target", "label", "--epsilon", "1", "--no-ledger",
-                 "--steps", "5", "--no-progress", "--out", str(tmp_path / "f.json")]) == 1
+                 "--steps", "5", "--no-progress", "--out", str(tmp_path / "f.json")]) == 2
     err = capsys.readouterr().err
     assert match in err and "bad.csv" in err and "'x'" not in err  # a record's cell is never shown
 

@@ -147,13 +147,13 @@ def test_cli_bad_input_is_a_clear_error_and_nothing_is_charged(tmp_path, capsys)
         "--out",
         str(tmp_path / "o.json"),
     ]
-    assert main(args) == 1
+    assert main(args) == 2
     err = capsys.readouterr().err
     assert "line 5" in err and "not a number" in err and "oops" not in err  # the cell is a record's
     _write_csv(tmp_path / "bad.csv", X, y + 1)  # labels 1/2: not binary
-    assert main(args) == 1
+    assert main(args) == 2
     assert "binary" in capsys.readouterr().err
-    assert main([*args[:-2], "--target", "nope", "--out", "x.json"]) == 1
+    assert main([*args[:-2], "--target", "nope", "--out", "x.json"]) == 2
     assert "not in" in capsys.readouterr().err
     assert Ledger(ledger).history("bad") == []
     assert not (tmp_path / "o.json").exists()
@@ -222,5 +222,5 @@ def test_cli_defaults_are_the_librarys(tmp_path):
     assert paper.config["average"] is False and paper.config["mc_samples"] == 1
     assert paper.family == "meanfield"
     for bad in ("0", "-1", "inf", "big"):
-        assert main([*base, "--clip", bad, "--out", str(tmp_path / "c.json")]) == 1
+        assert main([*base, "--clip", bad, "--out", str(tmp_path / "c.json")]) == 2
     assert not (tmp_path / "c.npz").exists()
