@@ -112,7 +112,8 @@ def test_pure_budget_charged_with_dpvi_says_what_to_do(tmp_path, capsys):
     assert main(["budget", "init", "--ledger", str(ledger), "--dataset", "r", "--epsilon", "3",
                  "--delta", "0", "--accountant", "pure", "--data", str(data)]) == 0
     capsys.readouterr()
-    assert _dpvi(data, ledger, "r", tmp_path / "fit.json") == 1  # refused: the budget's accountant cannot account it
+    # refused (exit 1): the budget's accountant cannot account it
+    assert _dpvi(data, ledger, "r", tmp_path / "fit.json") == 1
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1
     assert "Nothing was charged" in err and "pure" in err

@@ -46,7 +46,8 @@ def test_every_help_is_plain_text_with_each_default_once(capsys):
     for path in PATHS:
         code, out, _ = _run([*path, "--help"], capsys)
         assert code == 0 and out.startswith("usage: dpinfer"), path
-        for markup in ("``", ":func:", ":class:", ":mod:", ":meth:", "::\n", "(default: None)", "(default: )"):
+        for markup in ("``", ":func:", ":class:", ":mod:", ":meth:", "::\n", "(default: None)",
+                       "(default: )"):
             assert markup not in out, (path, markup)
         flat = " ".join(out.split())
         assert not re.search(r"\(default:[^()]*\) \(default:", flat), path
@@ -95,7 +96,7 @@ def tiny(tmp_path):
     rng = np.random.default_rng(0)
     x, y = rng.uniform(0, 1, 30), rng.integers(0, 2, 30)
     csv = tmp_path / "d.csv"
-    csv.write_text("x,y\n" + "".join(f"{a:.3f},{b}\n" for a, b in zip(x, y)))
+    csv.write_text("x,y\n" + "".join(f"{a:.3f},{b}\n" for a, b in zip(x, y, strict=True)))
     return csv
 
 
@@ -134,16 +135,16 @@ def test_data_errors_exit_2_without_traceback(tmp_path, tiny, capsys):
 
 def test_an_exhausted_budget_exits_1_and_nothing_is_charged(tmp_path, tiny, capsys):
     ledger = str(tmp_path / "l.db")
-    assert main(["budget", "init", "--ledger", ledger, "--dataset", "d", "--epsilon", "0.01", "--delta", "1e-5",
-                 "--data", str(tiny)]) == 0
+    assert main(["budget", "init", "--ledger", ledger, "--dataset", "d", "--epsilon", "0.01",
+                 "--delta", "1e-5", "--data", str(tiny)]) == 0
     charged = ["--ledger", ledger, "--dataset", "d", "--out", str(tmp_path / "out.json")]
     cases = {
         "release": ["release", "--model", "gaussian-mean", "--data", str(tiny), "--columns", "x",
                     "--model-args", '{"clamp": [0, 1]}', "--epsilon", "1", *charged],
         "glm": ["glm", "--data", str(tiny), "--target", "y", "--bounds", "0:1", "--epsilon", "1",
                 "--fallback", "none", "--proposals", "200", *charged],
-        "dpvi": ["dpvi", "--data", str(tiny), "--target", "y", "--epsilon", "1", "--steps", "5", "--no-progress",
-                 *charged],
+        "dpvi": ["dpvi", "--data", str(tiny), "--target", "y", "--epsilon", "1", "--steps", "5",
+                 "--no-progress", *charged],
     }
     for name, argv in cases.items():
         code, _, err = _run(argv, capsys)
@@ -180,7 +181,8 @@ def test_infer_on_a_released_statistic_says_what_it_chose_and_saves(tmp_path, ca
     assert first.startswith("method: exact (chosen: ") and "expected" in first and "budget" in first  # why
     assert f"saved to {post}" in out
     saved = InferenceResult.load(post)
-    assert saved.method == "exact" and abs(float(saved.mean()[0]) - json.loads(rel.read_text())["observed"][0]) < 1
+    observed = json.loads(rel.read_text())["observed"][0]
+    assert saved.method == "exact" and abs(float(saved.mean()[0]) - observed) < 1
 
 
 # ---- one --model loader ----------------------------------------------------------------------
@@ -231,9 +233,9 @@ def test_run_command_shows_each_warning_once_with_its_cli_hint(capsys):
 def test_a_command_prints_its_warning_once(tmp_path, capsys):
     far = tmp_path / "far.json"
     far.write_text("[3.0]")
-    code, _, err = _run(["exact-posterior", "--model", "gaussian-mean", "--observed", str(far), "--epsilon", "1",
-                         "--model-args", '{"n": 50}', "--theta", "1000", "--inner", "5", "--pilot-theta", "500",
-                         "--pilot-inner", "5"], capsys)
+    code, _, err = _run(["exact-posterior", "--model", "gaussian-mean", "--observed", str(far),
+                         "--epsilon", "1", "--model-args", '{"n": 50}', "--theta", "1000", "--inner", "5",
+                         "--pilot-theta", "500", "--pilot-inner", "5"], capsys)
     assert code in (0, 3), err
     assert sum("prior-data conflict" in ln for ln in err.splitlines()) == 1, err
     assert [ln for ln in err.splitlines() if "conflict" in ln][0].startswith("dpinfer: warning: ")
