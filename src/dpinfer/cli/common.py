@@ -93,7 +93,7 @@ def plain_text(text: str | None) -> str:
     return text
 
 
-_NO_DEFAULT = (None, "", False, True, [], (), {})
+_NO_DEFAULT: tuple[Any, ...] = (None, "", False, True, [], (), {})
 
 
 def shows_default(action: argparse.Action, help_text: str) -> bool:
@@ -208,8 +208,8 @@ def _class_hints(category: type[Warning], message: Warning | str) -> Hints:
     if not hint:
         return ()
     if isinstance(hint[0], str):
-        return (tuple(hint),)  # type: ignore[return-value]
-    return tuple(tuple(h) for h in hint)  # type: ignore[misc]
+        return (tuple(hint),)
+    return tuple(tuple(h) for h in hint)
 
 
 def format_warning(
