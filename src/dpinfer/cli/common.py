@@ -42,6 +42,7 @@ from ..errors import (
     LedgerConnectionError,
     PrivacyWarning,
     RunStoreError,
+    UnknownDatasetError,
     UnsupportedEventError,
 )
 from ..models.shipped.registry import MODEL_HELP, MODELS, load_release, model_args
@@ -122,6 +123,8 @@ class HelpFormatter(argparse.HelpFormatter):
         if action.help is None or action.help is argparse.SUPPRESS:
             return action.help
         text = plain_text(action.help)
+        if action.default is None:  # "(None: 5000)": what an unset option means, said as a default
+            text = text.replace("(None: ", "(default: ")
         if shows_default(action, text):
             text += " (default: %(default)s)"
         return text
@@ -298,7 +301,7 @@ def exit_status(exc: BaseException) -> int | None:
         return REFUSED
     if isinstance(exc, (BudgetExceededError, UnsupportedEventError, BudgetOwnerError, LedgerConnectionError)):
         return REFUSED
-    if isinstance(exc, (Refusal, ValueError, LookupError, FileNotFoundError, IsADirectoryError,
+    if isinstance(exc, (Refusal, ValueError, UnknownDatasetError, FileNotFoundError, IsADirectoryError,
                         NotADirectoryError, PermissionError, RunStoreError)):  # fmt: skip
         return USAGE_ERROR
     if isinstance(exc, DPInferError):
