@@ -71,7 +71,9 @@ def test_dpvi_style_design_is_applied_before_theta():
     X = np.array([[0.0], [10.0]])
     post = SimpleNamespace(sample=lambda n, rng: np.tile([0.0, 50.0], (n, 1)), privacy=None,
                            config={"design": {"intercept": True, "bounds": [[0.0, 10.0]], "n_columns": 1}})
-    model = type("LogisticRegression", (), {})()
+    from dpinfer.release.dpvi import LogisticRegression
+
+    model = LogisticRegression(2)  # synthesis finds its records through the protocol, not its name
     out = synthesize_from(post, 2000, 0, model, covariates=PublicCovariates(X, source="t", columns=("x",)))
     y_at = {v: out.records[out.records[:, 0] == v, 1] for v in (0.0, 10.0)}
     assert y_at[0.0].max() == 0.0 and y_at[10.0].min() == 1.0  # x = 0 -> scaled -1, x = 10 -> +1

@@ -138,10 +138,11 @@ def _bounds(text: str, columns: tuple[str, ...]) -> Any:
 
 def _covariate_source(args: argparse.Namespace, result: Any, ledger: Any, dataset: Any) -> Any:
     """The covariates of a DPVI fit's synthetic records (module docstring)."""
+    from ..inference.glm import GLMPosterior
     from ..models.synthesis import MarginalHistogramModel, PublicCovariates
 
     names: tuple[str, ...] | None
-    if type(result).__name__ == "GLMPosterior":  # a private GLM: its release names the features
+    if isinstance(result, GLMPosterior):  # a private GLM: its release names the features
         d, names = int(result.release.n_features), tuple(result.release.feature_names)
     else:
         d = int(getattr(result.model, "n_features", result.dim))

@@ -11,8 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from ..models.synthesis import SyntheticData, synthesize_from
+from ..models.synthesis import synthesize_from
 from ..results.format import ResultFile, draws_to_arviz
+from ..results.synthetic import SyntheticData
 from ..sizes import check_allocation
 
 

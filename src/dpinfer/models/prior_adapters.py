@@ -141,9 +141,9 @@ class TorchPrior(Prior):
         c = constraint
         while isinstance(c, constraints.independent):
             c = c.base_constraint
-        if c.is_discrete or type(c).__name__ not in (
-            "_Real", "_GreaterThan", "_GreaterThanEq", "_LessThan", "_Interval", "_HalfOpenInterval"
-        ):
+        names = ("_Real", "_GreaterThan", "_GreaterThanEq", "_LessThan", "_Interval", "_HalfOpenInterval")
+        box = tuple(getattr(constraints, name) for name in names if hasattr(constraints, name))
+        if c.is_discrete or type(c) not in box:  # exactly these classes of torch's, not a subclass
             raise InvalidDataError(
                 f"a torch prior needs a box support (real, positive, interval); {type(self.dist).__name__} "
                 f"has support {constraint}. Use DirichletPrior for a simplex; priors must be continuous."

@@ -72,7 +72,9 @@ Direct ``EXECUTE`` grants fit analysts the owner trusts to run dpinfer unmodifie
 
 from __future__ import annotations
 
+import os
 import random
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -494,6 +496,7 @@ class PostgresStore:
         params["options"] = f"{params.get('options', '')} {settings}".strip()
         params.setdefault("application_name", "dpinfer-ledger")
         self._params = params
+        self._local = threading.local()
         where = params.get("host") or "(libpq default host)"
         self.location = redact(
             f"postgresql://{params.get('user', '')}{'@' if params.get('user') else ''}{where}"
@@ -632,15 +635,18 @@ class PostgresStore:
         for reads); retried on serialisation failures and deadlocks."""
         errors = self._psycopg.errors
         for attempt in range(_RETRIES):
-            conn = self._connect(what)
+            reused = getattr(self._local, "conn", None) is not None
+            conn = self._kept(what)
             committing = False
+            keep = False
             try:
-                if not write:
-                    conn.isolation_level = self._psycopg.IsolationLevel.REPEATABLE_READ
-                    conn.read_only = True
+                level = self._psycopg.IsolationLevel
+                conn.isolation_level = level.READ_COMMITTED if write else level.REPEATABLE_READ
+                conn.read_only = not write
                 result = body(_PostgresTx(conn))
                 committing = True
                 conn.commit()
+                keep = True
                 return result
             except (errors.SerializationFailure, errors.DeadlockDetected):
                 _rollback(conn)
@@ -658,6 +664,10 @@ class PostgresStore:
                     "timeout."
                 ) from None
             except self._psycopg.OperationalError as exc:
+                if reused and not committing and attempt < _RETRIES - 1:
+                    # a kept connection the server closed meanwhile (a restart, an idle timeout):
+                    # nothing was committed, so the transaction runs again on a new connection
+                    continue
                 outcome = (
                     "the connection was lost while committing: the charge is either fully recorded or "
                     "absent (see `dpinfer budget history`)"
@@ -677,12 +687,39 @@ class PostgresStore:
                     f"{what}: ledger {self.location} refused the operation ({self._scrub(exc)}); "
                     "nothing was recorded or released. Is it a dpinfer ledger of this version?"
                 ) from None
-            except BaseException:
+            except BaseException as exc:
                 _rollback(conn)
+                # a refusal raised by the body (budget exceeded, data binding, ...) leaves the
+                # connection as it was; anything else (an interrupt) drops it
+                keep = isinstance(exc, Exception)
                 raise
             finally:
-                conn.close()
+                if not keep:
+                    self._drop()
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _kept(self, what: str) -> Any:
+        """This thread's open connection to the ledger, opened on first use and reused by every
+        transaction (a new connection per transaction costs a TCP handshake and authentication,
+        more than the charge itself); dropped after a fork and after any database error. Only
+        transaction-scoped state is set on it (advisory locks are ``_xact``; isolation level and
+        read-only are set before every transaction)."""
+        kept = getattr(self._local, "conn", None)
+        if kept is not None and kept[0] == os.getpid() and not kept[1].closed:
+            return kept[1]
+        self._local.conn = None
+        conn = self._connect(what)
+        self._local.conn = (os.getpid(), conn)
+        return conn
+
+    def _drop(self) -> None:
+        kept = getattr(self._local, "conn", None)
+        self._local.conn = None
+        if kept is not None and kept[0] == os.getpid():  # a forked parent's connection is not closed
+            try:
+                kept[1].close()
+            except Exception:  # noqa: BLE001 - it is being dropped anyway
+                pass
 
     def integrity_check(self) -> bool:
         """All tables present, the schema version known, and no charge of an unknown data set."""

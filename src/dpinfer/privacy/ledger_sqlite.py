@@ -3,9 +3,18 @@
 Every write runs inside ``BEGIN IMMEDIATE``: SQLite's reserved lock serialises writers across the
 processes of one host, so "read the history, check the budget, insert the charge" is one atomic
 step, and a failed step is rolled back; reads run in one deferred transaction (one snapshot).
-``synchronous=FULL`` and the rollback journal keep the file consistent if a process is killed
-mid-write. SQLite's locks are not to be trusted on a network file system: share a budget between
-hosts through PostgreSQL (:mod:`dpinfer.privacy.ledger_postgres`).
+The file is in write-ahead-log mode (``journal_mode=WAL``) with ``synchronous=FULL``: a commit
+appends the transaction's pages to ``<ledger>-wal`` and syncs that one file before it returns, so
+every committed charge survives a killed process or a power loss, and an interrupted write is
+never seen (the log is replayed or discarded whole on the next open). The rollback journal this
+replaces gave the same guarantees with three syncs per commit (journal, database, journal
+removal): 6.6 ms against 0.2 ms per commit on this project's test machine under load
+(``benchmarks/results/ledger_charge_cost.json``). The ``-wal`` and ``-shm`` files beside the ledger
+are part of it (SQLite creates them with the ledger's permissions): copy or back up a ledger with
+``sqlite3 <ledger> ".backup <copy>"`` or while no process has it open, never the main file alone.
+A file made by an older version is switched to WAL on its first open by this one. SQLite's locks
+(and its WAL index, shared memory) are not to be trusted on a network file system: share a budget
+between hosts through PostgreSQL (:mod:`dpinfer.privacy.ledger_postgres`).
 
 A file written by an older version is brought up to the current schema in place on first open
 (``ALTER TABLE ... ADD COLUMN`` for each column of :data:`_ADDED_COLUMNS` it lacks, the
@@ -29,6 +38,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -185,6 +195,17 @@ _ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
 )
 
 
+def _use_wal(conn: sqlite3.Connection) -> None:
+    """Switch the file to write-ahead logging (persistent; see the module docstring). A file
+    another process is reading may refuse the switch for now: it is retried on the next open, and
+    the ledger is as safe meanwhile (rollback journal, ``synchronous=FULL``)."""
+    try:
+        if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+            conn.execute("PRAGMA journal_mode=WAL")
+    except sqlite3.OperationalError:
+        pass
+
+
 def _table_names(conn: sqlite3.Connection) -> set[str]:
     return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
 
@@ -275,6 +296,7 @@ class SQLiteStore:
         self.timeout = float(timeout)
         self.location = str(self.path)
         self._uri = self.path.absolute().as_uri()
+        self._local = threading.local()
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], timeout: float, *, create: bool) -> SQLiteStore:
@@ -314,20 +336,70 @@ class SQLiteStore:
         finally:
             conn.close()
 
-    def transaction(self, body: Callable[[_SQLiteTx], T], *, write: bool, what: str) -> T:
-        """Run ``body`` in ``BEGIN IMMEDIATE`` (write) or ``BEGIN DEFERRED`` (read)."""
+    def _kept(self) -> sqlite3.Connection:
+        """This thread's open connection to the ledger file, opened on first use.
+
+        Transactions reuse it: closing the last connection to a WAL file checkpoints the log into
+        the database and syncs it, which would cost a charge more than its own commit. It is
+        dropped and reopened when the process forked, when the path now names another file (or
+        none: :class:`LedgerNotFoundError`), and after any error other than a refusal.
+        """
         try:
-            with self.connect() as conn, immediate(conn, "IMMEDIATE" if write else "DEFERRED"):
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            raise LedgerNotFoundError(f"no ledger at {self.path}; {HOW_TO_CREATE}.") from None
+        key = (os.getpid(), st.st_dev, st.st_ino)
+        kept = getattr(self._local, "conn", None)
+        if kept is not None and kept[0] == key:
+            return kept[1]
+        self._drop()
+        try:
+            conn = sqlite3.connect(
+                f"{self._uri}?mode=rw", timeout=self.timeout, isolation_level=None, uri=True,
+            )
+        except sqlite3.OperationalError as exc:
+            if not self.path.exists():
+                raise LedgerNotFoundError(f"no ledger at {self.path}; {HOW_TO_CREATE}.") from None
+            raise LedgerFileError(f"cannot open ledger {self.path}: {exc}.") from None
+        conn.execute("PRAGMA synchronous=FULL")
+        self._local.conn = (key, conn)
+        return conn
+
+    def _drop(self) -> None:
+        kept = getattr(self._local, "conn", None)
+        self._local.conn = None
+        if kept is not None and kept[0][0] == os.getpid():  # a forked parent's connection is not closed
+            try:
+                kept[1].close()
+            except sqlite3.Error:
+                pass
+
+    def transaction(self, body: Callable[[_SQLiteTx], T], *, write: bool, what: str) -> T:
+        """Run ``body`` in ``BEGIN IMMEDIATE`` (write) or ``BEGIN DEFERRED`` (read), on this
+        thread's kept connection (:meth:`_kept`)."""
+        conn = self._kept()
+        try:
+            with immediate(conn, "IMMEDIATE" if write else "DEFERRED"):
                 return body(_SQLiteTx(conn))
-        except sqlite3.IntegrityError as exc:
+        except BaseException as exc:
+            if not (isinstance(exc, sqlite3.IntegrityError) and "dpinfer:" in str(exc)) and not (
+                isinstance(exc, Exception) and not isinstance(exc, sqlite3.Error)
+            ):
+                self._drop()  # a connection in an unknown state is not reused
+            self._refusal(exc, what)
+            raise
+
+    def _refusal(self, exc: BaseException, what: str) -> None:
+        """Raise the ledger's own error for a refusal by a trigger or a lock that stayed held."""
+        if isinstance(exc, sqlite3.IntegrityError):
             if "dpinfer:" not in str(exc):
-                raise
+                return
             raise BudgetChangeError(
                 f"{what}: ledger {self.path} refused it ({exc}); nothing was changed."
             ) from None
-        except sqlite3.OperationalError as exc:
+        if isinstance(exc, sqlite3.OperationalError):
             if "locked" not in str(exc) and "busy" not in str(exc):
-                raise
+                return
             raise LedgerConnectionError(
                 f"{what}: ledger {self.path} stayed locked by another process for more than "
                 f"{self.timeout:g} s ({exc}); nothing was recorded. Try again, or pass a longer timeout."
@@ -383,6 +455,11 @@ class SQLiteStore:
                 for statement in _GUARDS:
                     conn.execute(statement)
                 conn.execute(_SET_VERSION, (str(SCHEMA_VERSION),))
+        self._use_wal()
+
+    def _use_wal(self) -> None:
+        with self.connect() as conn:
+            _use_wal(conn)
 
     @staticmethod
     def _state(conn: sqlite3.Connection) -> tuple[list[tuple[str, str, str]], list[str], int | None]:
@@ -406,6 +483,7 @@ class SQLiteStore:
             missing, indexes, version = self._state(conn)
             check_version(version, self.location)
             if not missing and not indexes and version == SCHEMA_VERSION:
+                _use_wal(conn)
                 return
             with immediate(conn):
                 missing, indexes, version = self._state(conn)  # another process may have done it
@@ -419,3 +497,4 @@ class SQLiteStore:
                     conn.execute(statement)
                 conn.execute(_BACKFILL_HISTORY)
                 conn.execute(_SET_VERSION, (str(SCHEMA_VERSION),))
+        self._use_wal()

@@ -19,9 +19,10 @@ import numpy as np
 
 from ..errors import InvalidDataError
 from ..models.shipped.registry import make_abcdp_model
-from ..models.synthesis import SyntheticData, synthesize_from
+from ..models.synthesis import synthesize_from
 from ..privacy.report import PrivacyReport
 from ..results.format import Record, ResultFile, draws_to_arviz
+from ..results.synthetic import SyntheticData
 from ..sizes import check_allocation
 
 

@@ -29,9 +29,10 @@ import torch
 from ...errors import InvalidDataError
 from ...execution.device import resolve_device
 from ...models.priors import GaussianPrior, Prior
-from ...models.synthesis import SyntheticData, synthesize_from
+from ...models.synthesis import synthesize_from
 from ...privacy.report import PrivacyReport
 from ...results.format import Record, ResultFile, draws_to_arviz
+from ...results.synthetic import SyntheticData
 from .flows import ConditionalFlow, FlowConfig
 from .training import RoundInfo
 

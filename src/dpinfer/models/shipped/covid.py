@@ -45,3 +45,13 @@ class CovidPolynomial:
     def simulate(self, theta: Any, rng: np.random.Generator | None = None) -> np.ndarray:
         """The simulated data sets as point sets; shape (B, n_days, 1). ``rng`` is unused."""
         return self.curve(theta)[:, :, None]
+
+    # -- synthetic records (dpinfer.models.record_synthesis.SupportsRecordSynthesis) -------------
+    def record_columns(self) -> tuple[str, ...]:
+        """One synthetic record is a whole curve (the data are one series): ``day_0, ...``."""
+        return tuple(f"day_{t}" for t in range(self.n_days))
+
+    def simulate_records(self, theta: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """The curve of each row of θ; shape (B, n_days). ``rng`` is unused (the model is
+        deterministic given θ)."""
+        return self.curve(theta)

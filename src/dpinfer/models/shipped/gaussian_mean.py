@@ -135,6 +135,14 @@ class GaussianMean(PrivateDataModel):
         """One confidential data set of n records at ``theta``."""
         return float(theta) + self.noise_sd * as_generator(seed).standard_normal(self.n)
 
+    def record_columns(self) -> tuple[str, ...]:
+        """One synthetic record is one value ``x`` (dpinfer.models.record_synthesis)."""
+        return ("x",)
+
+    def simulate_records(self, theta: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """One record x ~ N(θ, noise_sd²) per row of θ; shape (B, 1)."""
+        return theta[:, :1] + self.noise_sd * rng.standard_normal((theta.shape[0], 1))
+
     def statistic(self, x: Any) -> np.ndarray:
         """The confidential statistic of a data set: the clamped mean, shape (1,)."""
         x = np.asarray(x, dtype=np.float64)

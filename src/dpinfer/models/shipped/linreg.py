@@ -189,6 +189,18 @@ class LinearRegression(PrivateDataModel):
         y = beta[0] + x @ beta[1:] + np.sqrt(self.noise_var) * gen.standard_normal(self.n)
         return x, y
 
+    def record_columns(self) -> tuple[str, ...]:
+        """One synthetic record is one row ``(x1, x2, y)`` (dpinfer.models.record_synthesis)."""
+        return ("x1", "x2", "y")
+
+    def simulate_records(self, theta: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """One row per row of θ: x ~ N(x_mean, I₂) (the model's declared public law of the
+        covariates), y = β₀ + xᵀβ₁:₃ + N(0, noise_var); shape (B, 3)."""
+        x = self.x_mean + rng.standard_normal((theta.shape[0], 2))
+        y = theta[:, 0] + np.einsum("ij,ij->i", x, theta[:, 1:3])
+        y = y + np.sqrt(self.noise_var) * rng.standard_normal(theta.shape[0])
+        return np.column_stack([x, y])
+
     def statistic(self, x: Any, y: Any) -> np.ndarray:
         """The confidential mean-scale statistic of a data set (clamped and rescaled)."""
         x = np.asarray(x, dtype=np.float64)

@@ -67,6 +67,15 @@ class MixtureOfUniforms:
         _inverse_cdf(w, u, out)
         return out
 
+    # -- synthetic records (dpinfer.models.record_synthesis.SupportsRecordSynthesis) -------------
+    def record_columns(self) -> tuple[str, ...]:
+        """One synthetic record is one point ``y`` of the mixture."""
+        return ("y",)
+
+    def simulate_records(self, theta: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """One point per row of θ; shape (B, 1)."""
+        return self.simulate(theta, rng, n_points=1)[:, 0, :]
+
     def observed(self, seed: int = 0, theta: Any = None) -> np.ndarray:
         """A synthetic observed data set Y* at θ* (the paper's set-up); shape (n_points, 1)."""
         th = self.theta_true if theta is None else np.asarray(theta, dtype=np.float64)
