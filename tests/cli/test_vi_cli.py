@@ -148,13 +148,13 @@ def test_cli_bad_input_is_a_clear_error_and_nothing_is_charged(tmp_path, capsys)
         "--out",
         str(tmp_path / "o.json"),
     ]
-    assert main(args) == 1
+    assert main(args) == 2
     err = capsys.readouterr().err
     assert "line 5" in err and "not a number" in err and "oops" not in err  # the cell is a record's
     _write_csv(tmp_path / "bad.csv", X, y + 1)  # labels 1/2: not binary
-    assert main(args) == 1
+    assert main(args) == 2
     assert "binary" in capsys.readouterr().err
-    assert main([*args[:-2], "--target", "nope", "--out", "x.json"]) == 1
+    assert main([*args[:-2], "--target", "nope", "--out", "x.json"]) == 2
     assert "not in" in capsys.readouterr().err
     assert Ledger(ledger).history("bad") == []
     assert not (tmp_path / "o.json").exists()
@@ -223,7 +223,7 @@ def test_cli_defaults_are_the_librarys(tmp_path):
     assert paper.config["average"] is False and paper.config["mc_samples"] == 1
     assert paper.family == "meanfield"
     for bad in ("0", "-1", "inf", "big"):
-        assert main([*base, "--clip", bad, "--out", str(tmp_path / "c.json")]) == 1
+        assert main([*base, "--clip", bad, "--out", str(tmp_path / "c.json")]) == 2
     assert not (tmp_path / "c.npz").exists()
 
 
@@ -248,8 +248,8 @@ def test_cli_bounds_and_intercept_flags_match_dpinfer_glm(tmp_path, capsys):
     assert DPVIResult.load(tmp_path / "h.json").param_names == ("intercept", "a", "b")
     spent = Ledger(ledger).spent("d")
     capsys.readouterr()
-    assert main([*base, "--bounds=-0.1:0.1", "--out", str(tmp_path / "x.json")]) == 1
-    assert main([*base, "--bounds=a=-5:5,zz=0:1", "--out", str(tmp_path / "x.json")]) != 0
+    assert main([*base, "--bounds=-0.1:0.1", "--out", str(tmp_path / "x.json")]) == 2
+    assert main([*base, "--bounds=a=-5:5,zz=0:1", "--out", str(tmp_path / "x.json")]) == 2  # data errors
     err = capsys.readouterr().err
     assert "outside the declared public bounds" in err and "not features" in err and "Traceback" not in err
     assert Ledger(ledger).spent("d") == spent
