@@ -41,7 +41,7 @@ from dpinfer.inference import mechanism_importance_sampling
 from dpinfer.inference.neural import SPPE
 from dpinfer.inference.smc.schedule import QuantileSchedule
 from dpinfer.inference.smc.smc_abc import smc_abc
-from dpinfer.inference.weighted import weighted_quantile
+from dpinfer.results.weighted import weighted_quantile
 from dpinfer.models import SIR
 from dpinfer.privacy import Ledger, PrivacyRNG
 

@@ -37,7 +37,7 @@ from dpinfer.inference.exact.baselines import DAMCMCResult, da_mcmc_linreg
 from dpinfer.inference.exact.gibbs_ss import GibbsSSResult, gibbs_ss
 from dpinfer.inference.glm import GLMPosterior, GLMSamplerOptions
 from dpinfer.inference.neural import SPLE, SPPE, NeuralPosterior, SPLEPosterior, SPPEPosterior
-from dpinfer.inference.weighted import WeightedSample
+from dpinfer.results.weighted import WeightedSample
 from dpinfer.models import GaussianMean, LinearRegression
 from dpinfer.models.shipped.mixture_uniform import MixtureOfUniforms
 from dpinfer.privacy import PrivacyRNG

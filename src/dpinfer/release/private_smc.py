@@ -42,7 +42,7 @@ from scipy.special import logsumexp
 from ..distances.base import count_records
 from ..distances.enforce import release_sensitivity
 from ..errors import InvalidDataError, InvalidPrivacyParameterError
-from ..inference.weighted import WeightedSample
+from ..results.weighted import WeightedSample
 from ..privacy.accountants import get_accountant
 from ..privacy.context import ReleaseContext
 from ..privacy.events import REPLACE_ONE, SparseVectorEvent, compose

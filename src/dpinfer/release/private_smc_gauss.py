@@ -53,7 +53,7 @@ import numpy as np
 from ..distances.base import count_records
 from ..distances.enforce import release_sensitivity
 from ..errors import InvalidPrivacyParameterError
-from ..inference.weighted import ess
+from ..results.weighted import ess
 from ..privacy.context import ReleaseContext
 from ..privacy.mechanisms.gaussian_rounds import ACCOUNTANT, gaussian_rounds, release_gaussian_round
 from ..privacy.report import PrivacyReport
