@@ -29,6 +29,7 @@ LAYERS = {
     "errors": 0, "_version": 0, "randomness": 0, "sizes": 0, "privacy": 0, "results": 0,
     "models": 1, "distances": 1, "execution": 1, "datasets": 1, "diagnostics": 1, "data": 1,
     "release": 2, "inference": 2,
+    "pipelines": 2.5,  # a release followed by its post-processing (private_glm): above both, below the face
     "plots": 1,  # draws figures from arrays and prints nothing: results offer .plot()
     "__init__": 3, "__main__": 3, "cli": 3, "demo": 3, "report": 3,
     "service": 3,  # the data owner's HTTP service and the analyst's client: a face, like cli
@@ -36,7 +37,10 @@ LAYERS = {
 # Upward imports allowed by name, with the reason. The result contract's ``plot()`` draws with
 # ``plots`` (which draws figures from arrays, prints nothing and spends nothing); it imports it
 # inside the method, so that loading or saving a result never imports matplotlib (issue 26).
-ALLOWED_UPWARD = {("dpinfer.results.format", "dpinfer.plots")}
+# Weighted samples (``results.weighted``) are the result contract of releases and samplers alike;
+# their ``synthesize()`` draws records with ``models.synthesis``, imported inside the method.
+ALLOWED_UPWARD = {("dpinfer.results.format", "dpinfer.plots"),
+                  ("dpinfer.results.weighted", "dpinfer.models.synthesis")}
 # What touches secret randomness: the privacy RNG and the exact samplers.
 SECRET_MODULES = ("dpinfer.privacy.rng", "dpinfer.privacy.discrete")
 SECRET_NAMES = {"PrivacyRNG", "as_privacy_rng"}

@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 
 from ..results.format import Record, ResultFile, draws_to_arviz, result_class
-from ..sizes import check_allocation
 from ..results.weighted import weighted_to_arviz
+from ..sizes import check_allocation
 
 
 def decimals_for(sd: float) -> int:

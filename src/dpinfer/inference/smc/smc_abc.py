@@ -32,9 +32,9 @@ import numpy as np
 from ...diagnostics.checks import emit
 from ...errors import DPInferError, ImpossibleObservationError, InvalidDataError
 from ...execution import Backend, batch_seeds, get_backend
-from ...sizes import check_allocation
 from ...results.weighted import ess as _ess
 from ...results.weighted import release_facts, weighted_cov
+from ...sizes import check_allocation
 from .adaptive_schedule import AdaptiveSchedule, stall_message, stalled_findings
 from .convergence import range_findings, shrinking_findings, stop_findings
 from .kernel import BatchTask, PerturbationKernel, population_batch
