@@ -38,6 +38,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1] / "tests"))
 
 from dpinfer.inference.glm import GLMPrior  # noqa: E402
+from dpinfer.pipelines.glm import private_glm  # noqa: E402
 from dpinfer.privacy import PrivacyRNG  # noqa: E402
 from dpinfer.privacy.context import ReleaseContext  # noqa: E402
 from dpinfer.release.dpvi import (  # noqa: E402
@@ -46,7 +47,6 @@ from dpinfer.release.dpvi import (  # noqa: E402
     LogisticRegression,
     PoissonRegression,
 )
-from dpinfer.release.glm import private_glm  # noqa: E402
 from glm_reference import reference_posterior  # noqa: E402
 
 FAMILIES = ("logistic", "poisson", "linear")
