@@ -38,9 +38,11 @@ LAYERS = {
 # ``plots`` (which draws figures from arrays, prints nothing and spends nothing); it imports it
 # inside the method, so that loading or saving a result never imports matplotlib (issue 26).
 # Weighted samples (``results.weighted``) are the result contract of releases and samplers alike;
-# their ``synthesize()`` draws records with ``models.synthesis``, imported inside the method.
+# their ``synthesize()`` draws records with ``models.synthesis`` and ``to_arviz()`` computes the
+# weights' Pareto k-hat with ``diagnostics.sampling``, each imported inside the function.
 ALLOWED_UPWARD = {("dpinfer.results.format", "dpinfer.plots"),
-                  ("dpinfer.results.weighted", "dpinfer.models.synthesis")}
+                  ("dpinfer.results.weighted", "dpinfer.models.synthesis"),
+                  ("dpinfer.results.weighted", "dpinfer.diagnostics.sampling")}
 # What touches secret randomness: the privacy RNG and the exact samplers.
 SECRET_MODULES = ("dpinfer.privacy.rng", "dpinfer.privacy.discrete")
 SECRET_NAMES = {"PrivacyRNG", "as_privacy_rng"}
@@ -239,3 +241,52 @@ def test_few_imports_of_other_modules_private_names():
     found = private_name_imports(_sources())
     assert len(found) <= MAX_PRIVATE_IMPORTS, found
     assert private_name_imports({"dpinfer.a": ("from .b import _x\n", False)}) == ["dpinfer.a: dpinfer.b._x"]
+
+
+def release_inference_imports(sources: dict[str, tuple[str, bool]]) -> list[str]:
+    """Every import between ``dpinfer.release`` and ``dpinfer.inference``, either way: absolute or
+    relative, at the top or inside a function (``from .. import inference`` included), whether or
+    not the target module exists in ``sources``."""
+    sides = ("dpinfer.release", "dpinfer.inference")
+
+    def side(name: str) -> str | None:
+        return next((s for s in sides if name == s or name.startswith(s + ".")), None)
+
+    out = []
+    for mod, (text, is_pkg) in sources.items():
+        own = side(mod)
+        if own is None:
+            continue
+        other = sides[1 - sides.index(own)]
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = _resolve(mod, is_pkg, node)
+                targets = [base] + [f"{base}.{a.name}" for a in node.names]
+            else:
+                continue
+            hits = [t for t in targets if side(t) == other]
+            if hits:  # one finding per import statement
+                out.append(f"{mod} imports {hits[0]}")
+    return out
+
+
+def test_release_and_inference_never_import_each_other():
+    assert release_inference_imports(_sources()) == []
+    # known-broken variants: each way, relative and absolute, at the top and inside a function
+    planted = {
+        "dpinfer.release.a": ("from ..inference.glm import glm_posterior\n", False),
+        "dpinfer.release.b": ("def f():\n    import dpinfer.inference.weighted\n", False),
+        "dpinfer.release.c": ("def f():\n    from .. import inference\n", False),
+        "dpinfer.inference.d": ("from dpinfer.release.glm import release_glm_statistics\n", False),
+        "dpinfer.inference.sub": ("from ...release import abcdp\n", True),
+        "dpinfer.models.e": ("from ..release import glm\nfrom ..inference import glm as g\n", False),
+    }
+    found = release_inference_imports(planted)
+    assert [f.split(" ")[0] for f in found] == [
+        "dpinfer.release.a", "dpinfer.release.b", "dpinfer.release.c", "dpinfer.inference.d",
+        "dpinfer.inference.sub"]
+    fine = {"dpinfer.release.ok": ("from ..results.weighted import ess\n", False),
+            "dpinfer.inference.ok": ("from ..models import glm_release\n", False)}
+    assert release_inference_imports(fine) == []
