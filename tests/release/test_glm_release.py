@@ -144,3 +144,48 @@ def test_a_poisson_model_with_an_exposure_offset_fits():
     z = (fit.mean() - theta) / fit.sd()
     assert np.all(np.abs(z) < 4), z
     assert fit.param_names == ("intercept", "x1", "x2")
+
+
+def test_the_keywords_the_option_objects_replaced_are_refused_naming_the_new_spelling(tmp_path):
+    """``bounds=``, ``sampler=``, ... moved into ``data=GLMDataSpec`` / ``posterior=GLMPosteriorOptions``:
+    the old spelling is a TypeError naming the new one, before anything is read or charged."""
+    import dpinfer
+    from dpinfer.pipelines.glm import MOVED_KEYWORDS
+    from dpinfer.release.glm import DATA_KEYWORDS
+
+    X, y = _data()
+    ledger = Ledger(tmp_path / "l.db", create=True)
+    ledger.register("d", epsilon=5.0, delta=1e-5, accountant="rdp")
+    with pytest.raises(TypeError, match=r"no longer takes bounds=, y_bounds=: pass "
+                                        r"data=dpinfer\.GLMDataSpec\(bounds=\.\.\., y_bounds=\.\.\.\)"):
+        release_glm_statistics(X, y, family="logistic", bounds=(10, 30), y_bounds=1, epsilon=1.0, delta=1e-6,
+                               ledger=ledger, dataset="d")
+    with pytest.raises(TypeError, match=r"data=dpinfer\.GLMDataSpec\(bounds=\.\.\.\) and "
+                                        r"posterior=dpinfer\.GLMPosteriorOptions\(sampler=\.\.\.\)"):
+        dpinfer.private_glm(X, y, family="logistic", bounds=(10, 30), sampler=FAST, epsilon=1.0, delta=1e-6,
+                            ledger=ledger, dataset="d")
+    for bad in ({"data": {"bounds": (10, 30)}}, {"posterior": {"sampler": FAST}}):
+        with pytest.raises(InvalidDataError, match="GLMDataSpec|GLMPosteriorOptions"):
+            private_glm(X, y, family="logistic", epsilon=1.0, delta=1e-6, ledger=ledger, dataset="d", **bad)
+    assert ledger.history("d") == []  # nothing was charged
+    assert set(DATA_KEYWORDS) <= set(MOVED_KEYWORDS) and {"prior", "sampler", "covariates", "warn"} <= set(
+        MOVED_KEYWORDS)
+    with pytest.raises(ImportError, match=r"dpinfer\.private_glm"):
+        from dpinfer.release.glm import private_glm as _old  # noqa: F401
+
+
+def test_the_old_module_paths_and_the_parameter_counts():
+    """Users' imports keep working; the entry points take at most 15 parameters."""
+    import inspect
+
+    import dpinfer
+    from dpinfer.inference.glm import GLMPosterior, GLMPrior, GLMSamplerOptions, glm_posterior
+    from dpinfer.inference.weighted import WeightedSample, ess
+    from dpinfer.results import weighted
+
+    assert (GLMPosterior.__module__, glm_posterior.__module__) == ("dpinfer.inference.glm.posterior",) * 2
+    assert GLMPrior().coef_sd == 2.5 and GLMSamplerOptions().method == "laplace-is"
+    assert WeightedSample is weighted.WeightedSample and ess is weighted.ess
+    assert dpinfer.private_glm is private_glm and dpinfer.GLMDataSpec is GLMDataSpec
+    assert len(inspect.signature(private_glm).parameters) <= 15
+    assert len(inspect.signature(release_glm_statistics).parameters) <= 15

@@ -104,7 +104,7 @@ def private_glm(
     >>> fit.interval(0.9)  # doctest: +SKIP
 
     Parameters are those of :func:`~dpinfer.release.glm.release_glm_statistics` (the data's public
-    description in ``data=``:class:`~dpinfer.models.glm_release.GLMDataSpec`), plus ``posterior``
+    description in ``data``, a :class:`~dpinfer.models.glm_release.GLMDataSpec`), plus ``posterior``
     (:class:`~dpinfer.inference.glm.GLMPosteriorOptions`: ``prior``, ``sampler``, ``covariates``,
     ``warn`` of the posterior) and ``seed``. The keywords those option objects replaced
     (``bounds=``, ``sampler=``, ...) are refused with a :class:`TypeError` naming the new spelling.

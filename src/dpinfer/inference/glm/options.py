@@ -114,7 +114,7 @@ def check_posterior_options(
 ) -> tuple[GLMPrior, GLMSamplerOptions]:
     """Validate the analyst's posterior options completely; return them with their defaults filled.
 
-    :func:`dpinfer.release.glm.private_glm` calls it *before* the statistic is released and
+    :func:`dpinfer.pipelines.glm.private_glm` calls it *before* the statistic is released and
     charged (issue 35: a bad option found after the charge wastes the budget), and
     :func:`glm_posterior` again. Refuses (:class:`~dpinfer.errors.InvalidDataError`): a prior that
     is not a :class:`GLMPrior` or has a non-finite field or a standard deviation <= 0; sampler
