@@ -96,10 +96,10 @@ def in_process(site: Any, ledger_target: str, n: int) -> dict[str, Any]:
             X,
             truth["smoker"],
             family="logistic",
-
             epsilon=GLM["epsilon"],
             delta=GLM["delta"],
-            context=context, data=GLMDataSpec(bounds=bounds, feature_names=["age", "bmi"])
+            data=GLMDataSpec(bounds=bounds, feature_names=["age", "bmi"]),
+            context=context,
         )
 
     free = ReleaseContext()  # no ledger: what a dry run costs in process

@@ -132,7 +132,7 @@ def replicate(cell: str, r: int, opts: GLMSamplerOptions) -> dict:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         rel = release_glm_statistics(X, y, family=family, epsilon=eps, delta=DELTA,
-                                     privacy_rng=prng(r), **kw, data=GLMDataSpec(bounds=(0, 1)))
+                                     privacy_rng=prng(r), data=GLMDataSpec(bounds=(0, 1), **kw))
     truth = theta
     out: dict = {"r": r, "truth": truth.tolist()}
     for cm in ("moment-matched", "gaussian"):
