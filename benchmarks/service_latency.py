@@ -49,6 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "service"
 from service_helpers import Server, make_site, tokens  # noqa: E402
 
 from dpinfer.errors import PrivacyWarning  # noqa: E402
+from dpinfer.models.glm_release import GLMDataSpec  # noqa: E402
 from dpinfer.privacy import Ledger  # noqa: E402
 from dpinfer.privacy.context import ReleaseContext  # noqa: E402
 from dpinfer.privacy.mechanisms.clamped import clamped_release  # noqa: E402
@@ -95,10 +96,9 @@ def in_process(site: Any, ledger_target: str, n: int) -> dict[str, Any]:
             X,
             truth["smoker"],
             family="logistic",
-            bounds=bounds,
             epsilon=GLM["epsilon"],
             delta=GLM["delta"],
-            feature_names=["age", "bmi"],
+            data=GLMDataSpec(bounds=bounds, feature_names=["age", "bmi"]),
             context=context,
         )
 

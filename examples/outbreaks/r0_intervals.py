@@ -41,9 +41,9 @@ from dpinfer.inference import mechanism_importance_sampling
 from dpinfer.inference.neural import SPPE
 from dpinfer.inference.smc.schedule import QuantileSchedule
 from dpinfer.inference.smc.smc_abc import smc_abc
-from dpinfer.inference.weighted import weighted_quantile
 from dpinfer.models import SIR
 from dpinfer.privacy import Ledger, PrivacyRNG
+from dpinfer.results.weighted import weighted_quantile
 
 # Published privatised statistics (Xiong et al. 2025, App. E.1.2; authors' Dataset.py, flags 2-5).
 PUBLISHED = {

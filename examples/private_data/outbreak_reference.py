@@ -23,8 +23,8 @@ import numpy as np
 from neural_sir_paper_observed import DATA, read_sir_observed
 
 from dpinfer.inference import mechanism_importance_sampling
-from dpinfer.inference.weighted import weighted_quantile
 from dpinfer.models import SIR
+from dpinfer.results.weighted import weighted_quantile
 
 OUTBREAKS = ("flu", "guinea", "liberia", "sierra", "covid")
 

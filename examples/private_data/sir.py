@@ -25,8 +25,8 @@ import numpy as np
 
 from dpinfer.datasets.private_data import load_sir_synthetic
 from dpinfer.inference.smc.smc_abc import smc_abc
-from dpinfer.inference.weighted import weighted_quantile
 from dpinfer.models import SIR
+from dpinfer.results.weighted import weighted_quantile
 
 EPSILONS = (10.0, 1.0, 0.1)
 

@@ -37,7 +37,9 @@ import torch
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1] / "tests"))
 
-from dpinfer.inference.glm import GLMPrior  # noqa: E402
+from dpinfer.inference.glm import GLMPosteriorOptions, GLMPrior  # noqa: E402
+from dpinfer.models.glm_release import GLMDataSpec  # noqa: E402
+from dpinfer.pipelines.glm import private_glm  # noqa: E402
 from dpinfer.privacy import PrivacyRNG  # noqa: E402
 from dpinfer.privacy.context import ReleaseContext  # noqa: E402
 from dpinfer.release.dpvi import (  # noqa: E402
@@ -46,7 +48,6 @@ from dpinfer.release.dpvi import (  # noqa: E402
     LogisticRegression,
     PoissonRegression,
 )
-from dpinfer.release.glm import private_glm  # noqa: E402
 from glm_reference import reference_posterior  # noqa: E402
 
 FAMILIES = ("logistic", "poisson", "linear")
@@ -89,13 +90,15 @@ def simulate(family: str, rng: np.random.Generator) -> dict:
 
 
 def glm_fit(family: str, data: dict, eps: float, seed: int):
-    kw = dict(family=family, bounds=(-1, 1), epsilon=eps, delta=DELTA, prior=PRIORS[family], seed=seed,
-              warn=False)
+    kw: dict = dict(family=family, epsilon=eps, delta=DELTA, seed=seed,
+                    posterior=GLMPosteriorOptions(prior=PRIORS[family], warn=False))
+    spec: dict = dict(bounds=(-1, 1))
     if family == "poisson":
-        kw.update(y_bounds=Y_MAX, offset=data["offset"], offset_bounds=OFFSET_BOUNDS)
+        kw.update(offset=data["offset"])
+        spec.update(y_bounds=Y_MAX, offset_bounds=OFFSET_BOUNDS)
     if family == "linear":
-        kw.update(y_bounds=(-1, 1))
-    return private_glm(data["X"], data["y"], **kw)
+        spec.update(y_bounds=(-1, 1))
+    return private_glm(data["X"], data["y"], data=GLMDataSpec(**spec), **kw)
 
 
 def dpvi_fit(family: str, data: dict, eps: float, seed: int, rng_priv):

@@ -27,6 +27,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1] / "tests"))
 
 from dpinfer.inference.glm import GLMSamplerOptions, glm_posterior  # noqa: E402
+from dpinfer.models.glm_release import GLMDataSpec  # noqa: E402
 from dpinfer.privacy import Ledger  # noqa: E402
 from dpinfer.release.glm import release_glm_statistics  # noqa: E402
 from seeded_privacy_rng import prng  # noqa: E402
@@ -51,9 +52,10 @@ def main() -> None:
     ledger.register("survey", epsilon=2.0, delta=1e-5, accountant="rdp")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        rel = release_glm_statistics(X, y, family="logistic", bounds=bounds, epsilon=1.0, delta=1e-6,
+        rel = release_glm_statistics(X, y, family="logistic", epsilon=1.0, delta=1e-6,
                                      ledger=ledger, dataset="survey", privacy_rng=prng(6366),
-                                     feature_names=["age", "north", "east", "smoker", "female", "income"])
+                                     data=GLMDataSpec(bounds=bounds, feature_names=["age", "north", "east",
+                                                      "smoker", "female", "income"]))
     rows = {}
     spent = ledger.spent("survey")
     runs = {

@@ -13,8 +13,9 @@ from .privacy import Ledger, PrivacyReport, PrivacyRNG, ReleaseContext
 
 def __getattr__(name: str) -> object:
     """``dpinfer.infer`` (:func:`dpinfer.inference.entry.infer`), ``dpinfer.private_glm``
-    (:func:`dpinfer.release.glm.private_glm`) and ``dpinfer.connect``
-    (:func:`dpinfer.service.client.connect`), imported on first use."""
+    (:func:`dpinfer.pipelines.glm.private_glm`) with its option objects ``dpinfer.GLMDataSpec`` and
+    ``dpinfer.GLMPosteriorOptions``, and ``dpinfer.connect`` (:func:`dpinfer.service.client.connect`),
+    imported on first use."""
     if name == "infer":
         from .inference.entry import infer
 
@@ -23,16 +24,18 @@ def __getattr__(name: str) -> object:
         from .service.client import connect
 
         return connect
-    if name == "private_glm":
-        from .release.glm import private_glm
+    if name in ("private_glm", "GLMDataSpec", "GLMPosteriorOptions"):
+        from .pipelines import glm
 
-        return private_glm
+        return getattr(glm, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = [
     "BudgetExceededError",
     "DPInferError",
+    "GLMDataSpec",
+    "GLMPosteriorOptions",
     "InvalidDataError",
     "InvalidPrivacyParameterError",
     "Ledger",

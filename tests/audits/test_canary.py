@@ -33,13 +33,15 @@ import pytest
 
 from dpinfer.data import Schema, SchemaError, draft_schema, duckdb_query, read_table, record_fingerprint
 from dpinfer.errors import DPInferError
-from dpinfer.inference.glm import GLMSamplerOptions
+from dpinfer.inference.glm import GLMPosteriorOptions, GLMSamplerOptions
+from dpinfer.models.glm_release import GLMDataSpec
+from dpinfer.pipelines.glm import private_glm
 from dpinfer.privacy import Ledger
 from dpinfer.privacy.context import ReleaseContext
 from dpinfer.privacy.mechanisms.clamped import clamped_release
 from dpinfer.release import ABCDPOptions, abcdp
 from dpinfer.release.dpvi import DPVI, DataOptions, LogisticRegression, PrivacyOptions, TrainingOptions
-from dpinfer.release.glm import private_glm, release_glm_statistics
+from dpinfer.release.glm import release_glm_statistics
 from dpinfer.release.synthesis import release_covariate_model
 from seeded_privacy_rng import prng
 
@@ -197,7 +199,7 @@ def _cheap_releases(kind, data, tmp_path, sink):
     numpy = kind == "numpy"
     kw = dict(feature_names=["age", "bmi"], bounds=[(20, 80), (18, 40)]) if numpy else dict(schema=schema)
     rel = release_glm_statistics(X, y, family="logistic", epsilon=1.0, delta=1e-6, ledger=ledger,
-                                 dataset="clinic", privacy_rng=prng(1), **kw)
+                                 dataset="clinic", privacy_rng=prng(1), data=GLMDataSpec(**kw))
     sink.result(f"{kind} GLM statistics", rel)
     model = release_covariate_model(X, epsilon=1.0, columns=["age", "bmi"], ledger=ledger, dataset="clinic",
                                     privacy_rng=prng(2), **({} if numpy else {"schema": schema}),
@@ -219,16 +221,20 @@ def _cheap_releases(kind, data, tmp_path, sink):
     for bad in (narrow,) if numpy else (narrow, categories):
         with pytest.raises(DPInferError) as e:
             if numpy:
-                release_glm_statistics(X, y, family="logistic", epsilon=1.0, delta=1e-6, schema=bad,
-                                       feature_names=["age", "bmi"], ledger=ledger, privacy_rng=prng(4))
+                release_glm_statistics(X, y, family="logistic", epsilon=1.0, delta=1e-6,
+                                       ledger=ledger, privacy_rng=prng(4),
+                                       data=GLMDataSpec(schema=bad, feature_names=["age", "bmi"]))
             else:
                 read_table(X, schema=bad)
         sink.text(f"{kind} schema refusal", str(e.value))
     with pytest.raises(DPInferError) as e:
-        release_glm_statistics(X, "event", feature_names=["age", "name"], family="logistic", epsilon=1.0,
-                               delta=1e-6, bounds=(0, 100), privacy_rng=prng(5)) if not numpy else \
+        release_glm_statistics(X, "event", family="logistic", epsilon=1.0,
+                               delta=1e-6, privacy_rng=prng(5),
+                               data=GLMDataSpec(feature_names=["age", "name"], bounds=(0,
+                                                100))) if not numpy else \
             release_glm_statistics(np.column_stack([cols["age"], cols["name"]]), y, family="logistic",
-                                   epsilon=1.0, delta=1e-6, bounds=(0, 100), privacy_rng=prng(5))
+                                   epsilon=1.0, delta=1e-6, privacy_rng=prng(5),
+                                   data=GLMDataSpec(bounds=(0, 100)))
     sink.text(f"{kind} text-feature refusal", str(e.value))
     _ledger_rows(sink, ledger, tmp_path)
 
@@ -255,7 +261,8 @@ def _private_glm(kind, data, tmp_path, sink):
     kw = dict(feature_names=["age", "bmi"], bounds=[(20, 80), (18, 40)]) if kind == "numpy" else dict(
         schema=tmp / "schema.yaml")
     fit = private_glm(X, y, family="logistic", epsilon=1.0, delta=1e-6, ledger=ledger, dataset="clinic",
-                      privacy_rng=prng(6), sampler=FAST, seed=0, **kw)
+                      privacy_rng=prng(6), seed=0, data=GLMDataSpec(**kw),
+                      posterior=GLMPosteriorOptions(sampler=FAST))
     sink.result(f"{kind} private GLM", fit)
     sink.file(f"{kind} private GLM file", fit.save(tmp_path / "glm.npz"))
     idata = fit.to_arviz(n_draws=50)

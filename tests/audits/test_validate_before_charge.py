@@ -32,6 +32,7 @@ import numpy as np
 import pytest
 
 from dpinfer.errors import DPInferError
+from dpinfer.inference.glm import GLMPosteriorOptions
 from dpinfer.privacy import Ledger
 from dpinfer.privacy.context import ReleaseContext
 from dpinfer.privacy.mechanisms import LaplaceMechanism as _RealLaplace
@@ -373,12 +374,20 @@ def _glm_statistics(ctx: ReleaseContext, **o: Any) -> Any:
 
     X, y = _glm_data()
     k = _kw({"X": X, "y": y, "family": "logistic", "bounds": (-1, 1), "epsilon": 1.0, "delta": 1e-6}, o)
-    return release_glm_statistics(k.pop("X"), k.pop("y"), context=ctx, **k)
+    return release_glm_statistics(k.pop("X"), k.pop("y"), context=ctx, data=_glm_data_spec(k), **k)
+
+
+def _glm_data_spec(k: dict[str, Any]) -> Any:
+    """The data description keywords of ``k`` (popped) as the GLMDataSpec that now holds them."""
+    from dpinfer.models.glm_release import GLMDataSpec
+
+    return GLMDataSpec(**{n: k.pop(n) for n in ("bounds", "y_bounds", "offset_bounds", "feature_names",
+                                                "schema") if n in k})
 
 
 def _private_glm(ctx: ReleaseContext, **o: Any) -> Any:
     from dpinfer.inference.glm import GLMPrior, GLMSamplerOptions
-    from dpinfer.release.glm import private_glm
+    from dpinfer.pipelines.glm import private_glm
 
     X, y = _glm_data()
     k = _kw(
@@ -400,7 +409,10 @@ def _private_glm(ctx: ReleaseContext, **o: Any) -> Any:
         prior = GLMPrior(**prior)
     if isinstance(sampler, dict):
         sampler = GLMSamplerOptions(**{"proposals": 200, "draws": 200, **sampler})
-    return private_glm(k.pop("X"), k.pop("y"), prior=prior, sampler=sampler, context=ctx, warn=False, **k)
+    covariates = k.pop("covariates", "moment-matched")
+    return private_glm(k.pop("X"), k.pop("y"), context=ctx, data=_glm_data_spec(k), **k,
+                       posterior=GLMPosteriorOptions(prior=prior, sampler=sampler, warn=False,
+                                                     covariates=covariates))
 
 
 def _dpvi(ctx: ReleaseContext, **o: Any) -> Any:
@@ -835,7 +847,7 @@ def test_glm_posterior_options_are_checked_before_the_release(tmp_path: Path) ->
 def test_a_glm_that_checks_its_posterior_options_after_the_charge_is_caught(monkeypatch, tmp_path):
     """main before issue 35: private_glm released (and charged) first and met a bad sampler option,
     seed or prior only in glm_posterior."""
-    import dpinfer.release.glm as glm
+    import dpinfer.pipelines.glm as glm
     from dpinfer.inference.glm import GLMPrior, GLMSamplerOptions
 
     monkeypatch.setattr(
@@ -1301,7 +1313,7 @@ def test_release_context_runs_prepare_before_the_charge_and_marks_errors_after_i
 def test_a_glm_posterior_failing_after_the_release_says_it_was_charged(monkeypatch, tmp_path: Path) -> None:
     """An error of the posterior (after the charge) keeps the release on the error and is not a
     refusal: the command line exits 1 and says the release was charged."""
-    import dpinfer.release.glm as glm
+    import dpinfer.pipelines.glm as glm
     from dpinfer.errors import InvalidDataError
 
     def broken(*args: Any, **kwargs: Any) -> Any:
@@ -1321,7 +1333,7 @@ def test_the_cli_check_catches_a_glm_command_that_validates_after_the_charge(
 ):
     """Known-broken (main before issue 35): ``dpinfer glm --proposals 10`` charged, then refused in
     one line as if nothing had been charged."""
-    import dpinfer.release.glm as glm
+    import dpinfer.pipelines.glm as glm
     from dpinfer.inference.glm import GLMPrior, GLMSamplerOptions
 
     monkeypatch.setattr(

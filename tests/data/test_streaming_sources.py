@@ -14,6 +14,7 @@ import pytest
 
 from dpinfer.data.streaming import OnDask, accumulate, iter_chunks
 from dpinfer.errors import InvalidDataError
+from dpinfer.models.glm_release import GLMDataSpec
 from dpinfer.privacy import Ledger
 from dpinfer.privacy.fixed_point import GLMSums
 from dpinfer.privacy.mechanisms.clamped import clamped_release
@@ -39,11 +40,12 @@ def _parquet(tmp_path, cols, row_group=700):
     return path
 
 
-def _glm(source, y, **kw):
+def _glm(source, y, feature_names=None, **kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return release_glm_statistics(source, y, family="logistic", bounds=BOUNDS, epsilon=1.0, delta=1e-6,
-                                      privacy_rng=prng(9), **kw).z
+        return release_glm_statistics(source, y, family="logistic", epsilon=1.0, delta=1e-6,
+                                      privacy_rng=prng(9), **kw,
+                                      data=GLMDataSpec(bounds=BOUNDS, feature_names=feature_names)).z
 
 
 def test_the_glm_release_is_the_same_bits_from_every_source(tmp_path):
@@ -112,8 +114,8 @@ def test_records_outside_the_bounds_in_a_file_are_refused_before_any_charge(tmp_
     with pytest.raises(InvalidDataError, match=r"no column.*'smoker'"):
         _glm(path, "smoker", ledger=ledger, dataset="d")
     with pytest.raises(InvalidDataError, match="feature_names"):
-        release_glm_statistics(path, "event", family="logistic", bounds=(0, 1), epsilon=1.0, delta=1e-6,
-                               chunk_rows=100)
+        release_glm_statistics(path, "event", family="logistic", epsilon=1.0, delta=1e-6,
+                               chunk_rows=100, data=GLMDataSpec(bounds=(0, 1)))
     assert ledger.spent("d") == 0 and ledger.history("d") == []
 
 

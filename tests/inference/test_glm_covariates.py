@@ -14,19 +14,22 @@ import torch
 from scipy.special import logit
 
 from dpinfer.errors import InvalidDataError, WeightDegeneracyWarning
-from dpinfer.inference import glm as glm_mod
 from dpinfer.inference.glm import (
     GLMPosterior,
+    GLMPosteriorOptions,
     GLMPrior,
     GLMRelease,
     GLMSamplerOptions,
     NoiseDominatesWarning,
-    _Model,
     glm_posterior,
 )
+from dpinfer.inference.glm import posterior as glm_mod
+from dpinfer.inference.glm.model import GLMModel as _Model
 from dpinfer.inference.glm_covariates import exclusive_groups, fit_shape, plugin_moments
+from dpinfer.models.glm_release import GLMDataSpec
+from dpinfer.pipelines.glm import private_glm
 from dpinfer.privacy import Ledger
-from dpinfer.release.glm import private_glm, release_glm_statistics
+from dpinfer.release.glm import release_glm_statistics
 from seeded_privacy_rng import prng
 
 FAST = GLMSamplerOptions(proposals=1000, adapt=1, draws=1000)
@@ -154,8 +157,8 @@ def test_a_binary_feature_at_large_n_matches_the_exact_posterior_and_the_gaussia
     y = (rng.random(n) < 1 / (1 + np.exp(-(-0.5 + 1.5 * x)))).astype(float)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        rel = release_glm_statistics(x[:, None], y, family="logistic", bounds=(-1, 1), epsilon=5.0,
-                                     delta=1e-6, privacy_rng=prng(0))
+        rel = release_glm_statistics(x[:, None], y, family="logistic", epsilon=5.0,
+                                     delta=1e-6, privacy_rng=prng(0), data=GLMDataSpec(bounds=(-1, 1)))
     pr = GLMPrior(coef_sd=2.0, intercept_sd=2.0)
     ref_m, ref_sd = _exact_binary(x, y, 2.0)
     fit = glm_posterior(rel, prior=pr, sampler=FAST, seed=0, warn=False)
@@ -173,9 +176,11 @@ def _small_fit(tmp_path, **kw):
     y = (rng.random(800) < 1 / (1 + np.exp(-(-1 + 0.03 * (X[:, 0] - 50) + 0.8 * X[:, 1])))).astype(float)
     ledger = Ledger(tmp_path / "l.db", create=True)
     ledger.register("d", epsilon=5.0, delta=1e-5, accountant="rdp")
-    fit = private_glm(X, y, family="logistic", bounds={"age": (18, 90), "smoker": (0, 1)},
-                      feature_names=["age", "smoker"], epsilon=2.0, delta=1e-6, ledger=ledger, dataset="d",
-                      privacy_rng=prng(1), seed=0, **kw)
+    fit = private_glm(X, y, family="logistic",
+                      epsilon=2.0, delta=1e-6, ledger=ledger, dataset="d",
+                      privacy_rng=prng(1), seed=0, posterior=GLMPosteriorOptions(**kw),
+                      data=GLMDataSpec(bounds={"age": (18, 90), "smoker": (0, 1)},
+                                       feature_names=["age", "smoker"]))
     return fit, ledger
 
 
@@ -242,9 +247,11 @@ def test_the_noise_dominates_warning_fires_on_large_counts_and_not_on_a_strong_r
     X = rng.uniform(-1, 1, (n, 1))
     y = np.minimum(rng.poisson(np.exp(4.0 + 0.5 * X[:, 0])), 200)
     with pytest.warns(NoiseDominatesWarning, match="without privacy"):
-        fit = private_glm(X, y, family="poisson", bounds=(-1, 1), y_bounds=200, epsilon=0.5, delta=1e-6,
-                          privacy_rng=prng(2), seed=0, sampler=FAST,
-                          prior=GLMPrior(coef_sd=1.0, intercept_sd=3.0))
+        fit = private_glm(X, y, family="poisson", epsilon=0.5, delta=1e-6,
+                          privacy_rng=prng(2), seed=0,
+                          data=GLMDataSpec(bounds=(-1, 1), y_bounds=200),
+                          posterior=GLMPosteriorOptions(sampler=FAST, prior=GLMPrior(coef_sd=1.0,
+                                                        intercept_sd=3.0)))
     assert min(fit.diagnostics["privacy_width_ratio"]) >= 10 and "privacy noise dominates" in fit.summary()
     n = 20_000
     x = np.where(rng.random(n) < 0.5, 1.0, -1.0)
@@ -252,8 +259,9 @@ def test_the_noise_dominates_warning_fires_on_large_counts_and_not_on_a_strong_r
     with warnings.catch_warnings():
         warnings.simplefilter("error", NoiseDominatesWarning)
         warnings.filterwarnings("ignore", message=".*(ledger|insecure|unaccounted).*")
-        strong = private_glm(x[:, None], y2, family="logistic", bounds=(-1, 1), epsilon=5.0, delta=1e-6,
-                             privacy_rng=prng(3), seed=0, sampler=FAST)
+        strong = private_glm(x[:, None], y2, family="logistic", epsilon=5.0, delta=1e-6,
+                             privacy_rng=prng(3), seed=0, data=GLMDataSpec(bounds=(-1, 1)),
+                             posterior=GLMPosteriorOptions(sampler=FAST))
     assert max(strong.diagnostics["privacy_width_ratio"]) < 2
 
 
@@ -273,8 +281,8 @@ def test_sbc_with_binary_covariates_is_calibrated_and_the_gaussian_model_is_caug
         y = (rng.random(n) < 1 / (1 + np.exp(-(theta[0] + (2 * X - 1) @ theta[1:])))).astype(float)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            rel = release_glm_statistics(X, y, family="logistic", bounds=(0, 1), epsilon=1.0, delta=1e-6,
-                                         privacy_rng=prng(r))
+            rel = release_glm_statistics(X, y, family="logistic", epsilon=1.0, delta=1e-6,
+                                         privacy_rng=prng(r), data=GLMDataSpec(bounds=(0, 1)))
             ci = glm_posterior(rel, prior=pr, sampler=FAST, seed=r, warn=False).interval(0.9, scale="scaled")
             gci = glm_posterior(rel, prior=pr, sampler=FAST, seed=r, warn=False,
                                 covariates="gaussian").interval(0.9, scale="scaled")

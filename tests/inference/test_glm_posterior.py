@@ -16,13 +16,16 @@ import torch
 from dpinfer.errors import InvalidDataError
 from dpinfer.inference.glm import (
     GLMPosterior,
+    GLMPosteriorOptions,
     GLMPrior,
     GLMRelease,
     GLMSamplerOptions,
-    _Model,
     glm_posterior,
 )
-from dpinfer.release.glm import private_glm, release_glm_statistics
+from dpinfer.inference.glm.model import GLMModel as _Model
+from dpinfer.models.glm_release import GLMDataSpec
+from dpinfer.pipelines.glm import private_glm
+from dpinfer.release.glm import release_glm_statistics
 from seeded_privacy_rng import prng
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -110,8 +113,9 @@ def test_at_a_huge_epsilon_it_matches_the_exact_non_private_posterior():
     X, y = _logistic_data(3000, 7, theta)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fit = private_glm(X, y, family="logistic", bounds=(-1, 1), epsilon=1e4, delta=1e-6,
-                          privacy_rng=prng(1), prior=GLMPrior(coef_sd=2.5, intercept_sd=2.5), seed=0)
+        fit = private_glm(X, y, family="logistic", epsilon=1e4, delta=1e-6,
+                          privacy_rng=prng(1), seed=0, data=GLMDataSpec(bounds=(-1, 1)),
+                          posterior=GLMPosteriorOptions(prior=GLMPrior(coef_sd=2.5, intercept_sd=2.5)))
     ref = reference_posterior("logistic", np.concatenate([np.ones((len(y), 1)), X], 1), y, prior_sd=2.5,
                               draws=100_000)
     assert np.all(np.abs(fit.mean() - ref["mean"]) < 0.3 * ref["sd"]), (fit.mean(), ref["mean"], ref["sd"])
@@ -137,8 +141,8 @@ def test_sbc_coverage_and_a_noise_ignoring_variant_is_caught():
         y = (rng.random(n) < 1 / (1 + np.exp(-(theta[0] + X @ theta[1:])))).astype(float)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            rel = release_glm_statistics(X, y, family="logistic", bounds=(-1, 1), epsilon=0.5, delta=1e-6,
-                                         privacy_rng=prng(r))
+            rel = release_glm_statistics(X, y, family="logistic", epsilon=0.5, delta=1e-6,
+                                         privacy_rng=prng(r), data=GLMDataSpec(bounds=(-1, 1)))
             ci = glm_posterior(rel, prior=pr, sampler=FAST, seed=r, warn=False).interval(0.9)
             bad = GLMRelease(**{**rel.__dict__, "sigma": 1e-6})
             bci = glm_posterior(bad, prior=pr, sampler=FAST, seed=r, warn=False).interval(0.9)
@@ -158,8 +162,9 @@ def test_the_result_follows_the_contract_with_real_hmc_chains(tmp_path):
     X, y = _logistic_data(300, 3, theta)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        rel = release_glm_statistics(pd.DataFrame({"age": X[:, 0]}), y, family="logistic", bounds=(-1, 1),
-                                     epsilon=2.0, delta=1e-6, privacy_rng=prng(2))
+        rel = release_glm_statistics(pd.DataFrame({"age": X[:, 0]}), y, family="logistic",
+                                     epsilon=2.0, delta=1e-6, privacy_rng=prng(2),
+                                     data=GLMDataSpec(bounds=(-1, 1)))
         fit = glm_posterior(rel, sampler=GLMSamplerOptions(method="hmc", chains=2, warmup=8, draws=40,
                                                            leapfrog=1), seed=0, warn=False)
     assert fit.param_names == ("intercept", "age") and fit.draws.shape == (2, 20, 2)

@@ -10,8 +10,8 @@ from dpinfer.inference.smc.options import RunOptions
 from dpinfer.inference.smc.result import SMCABCResult
 from dpinfer.inference.smc.schedule import FixedSchedule, GeometricSchedule, QuantileSchedule
 from dpinfer.inference.smc.smc_abc import SMCInterrupted, smc_abc
-from dpinfer.inference.weighted import weighted_quantile
 from dpinfer.models.shipped.gaussian_mean import GaussianMean
+from dpinfer.results.weighted import weighted_quantile
 
 OBS = [1.3]
 

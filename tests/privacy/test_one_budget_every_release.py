@@ -22,8 +22,9 @@ from dp_accounting.pld import privacy_loss_distribution as pld_lib
 
 import dpinfer
 from dpinfer.distances import RFFMMD
-from dpinfer.inference.glm import GLMSamplerOptions
+from dpinfer.inference.glm import GLMPosteriorOptions, GLMSamplerOptions
 from dpinfer.models import GaussianMechanism, MixtureOfUniforms, clamped_release
+from dpinfer.models.glm_release import GLMDataSpec
 from dpinfer.privacy import Ledger
 from dpinfer.privacy.context import ReleaseContext
 from dpinfer.privacy.event_conversion import event_from_dict
@@ -59,9 +60,11 @@ def _release_everything(ledger: Ledger, dataset: str, seed: int) -> None:
     y = (X[:, 0] + 0.3 * rng.standard_normal(n) > 0).astype(float)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        dpinfer.private_glm(X, y, family="logistic", bounds=(-1, 1), epsilon=1.0, delta=DELTA,
+        dpinfer.private_glm(X, y, family="logistic", epsilon=1.0, delta=DELTA,
                             ledger=ledger, dataset=dataset, privacy_rng=_rng(seed), seed=0,
-                            sampler=GLMSamplerOptions(proposals=200, adapt=1, draws=200))
+                            data=GLMDataSpec(bounds=(-1, 1)),
+                            posterior=GLMPosteriorOptions(sampler=GLMSamplerOptions(proposals=200, adapt=1,
+                                                          draws=200)))
         DPVI(LogisticRegression(2)).fit(X, y, epsilon=1.0, delta=DELTA,
                                         data=DataOptions(bounds=[(-1.0, 1.0)] * 2, intercept=False),
                                         training=TrainingOptions(steps=20), seed=0,

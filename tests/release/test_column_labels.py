@@ -14,9 +14,10 @@ import numpy as np
 import pytest
 
 from dpinfer.errors import InvalidDataError
-from dpinfer.inference.glm import GLMSamplerOptions
+from dpinfer.inference.glm import GLMPosteriorOptions, GLMSamplerOptions
+from dpinfer.models.glm_release import GLMDataSpec
+from dpinfer.pipelines.glm import private_glm
 from dpinfer.release.dpvi import DPVI, DataOptions, LogisticRegression, TrainingOptions
-from dpinfer.release.glm import private_glm
 from seeded_privacy_rng import prng
 
 pa = pytest.importorskip("pyarrow")
@@ -56,8 +57,10 @@ def test_private_glm_names_coefficients_after_the_column_labels_not_their_values
     y, tables = _containers()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fit = private_glm(tables[kind], y, family="logistic", bounds={"age": (20, 80), "bmi": (18, 40)},
-                          epsilon=1.0, delta=1e-6, privacy_rng=prng(0), sampler=FAST, seed=0, warn=False)
+        fit = private_glm(tables[kind], y, family="logistic",
+                          epsilon=1.0, delta=1e-6, privacy_rng=prng(0), seed=0,
+                          data=GLMDataSpec(bounds={"age": (20, 80), "bmi": (18, 40)}),
+                          posterior=GLMPosteriorOptions(sampler=FAST, warn=False))
     assert fit.release.feature_names == ("age", "bmi")
     text = fit.summary() + repr(fit) + json.dumps(fit.param_names)
     assert "age" in text and "bmi" in text
@@ -79,7 +82,8 @@ def test_non_string_labels_are_refused_without_showing_values():
     age, bmi, y = _data()
     df = pd.DataFrame({MARK_AGE: age, 2: bmi})  # labels that are numbers (could be values)
     with pytest.raises(InvalidDataError, match="string") as e:
-        private_glm(df, y, family="logistic", bounds=(0, 100), epsilon=1.0, delta=1e-6, privacy_rng=prng(0))
+        private_glm(df, y, family="logistic", epsilon=1.0, delta=1e-6, privacy_rng=prng(0),
+                    data=GLMDataSpec(bounds=(0, 100)))
     assert _leaks(str(e.value)) == []
     with pytest.raises(InvalidDataError, match="string") as e:
         DPVI(LogisticRegression(2)).fit(df, y, private=False, seed=0, training=TrainingOptions(steps=5))
@@ -90,7 +94,8 @@ def test_duplicate_labels_are_refused_as_ambiguous():
     age, bmi, y = _data()
     df = pd.DataFrame(np.column_stack([age, bmi]), columns=["age", "age"])
     with pytest.raises(InvalidDataError, match="more than once"):
-        private_glm(df, y, family="logistic", bounds=(0, 100), epsilon=1.0, delta=1e-6, privacy_rng=prng(0))
+        private_glm(df, y, family="logistic", epsilon=1.0, delta=1e-6, privacy_rng=prng(0),
+                    data=GLMDataSpec(bounds=(0, 100)))
 
 
 def test_declared_names_override_and_an_unknown_container_is_not_stringified():
@@ -103,11 +108,13 @@ def test_declared_names_override_and_an_unknown_container_is_not_stringified():
             return np.column_stack([age, bmi])
 
     with pytest.raises(InvalidDataError, match="string") as e:
-        private_glm(Opaque(), y, family="logistic", bounds=(0, 100), epsilon=1.0, delta=1e-6,
-                    privacy_rng=prng(0))
+        private_glm(Opaque(), y, family="logistic", epsilon=1.0, delta=1e-6,
+                    privacy_rng=prng(0), data=GLMDataSpec(bounds=(0, 100)))
     assert _leaks(str(e.value)) == []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fit = private_glm(Opaque(), y, family="logistic", bounds=(0, 100), epsilon=1.0, delta=1e-6,
-                          feature_names=["a", "b"], privacy_rng=prng(0), sampler=FAST, seed=0, warn=False)
+        fit = private_glm(Opaque(), y, family="logistic", epsilon=1.0, delta=1e-6,
+                          privacy_rng=prng(0), seed=0,
+                          data=GLMDataSpec(bounds=(0, 100), feature_names=["a", "b"]),
+                          posterior=GLMPosteriorOptions(sampler=FAST, warn=False))
     assert fit.release.feature_names == ("a", "b")

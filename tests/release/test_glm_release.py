@@ -10,10 +10,12 @@ import numpy as np
 import pytest
 
 from dpinfer.errors import InvalidDataError
-from dpinfer.inference.glm import GLMSamplerOptions, StatisticLayout
+from dpinfer.inference.glm import GLMPosteriorOptions, GLMSamplerOptions, StatisticLayout
+from dpinfer.models.glm_release import GLMDataSpec
+from dpinfer.pipelines.glm import private_glm
 from dpinfer.privacy import Ledger
 from dpinfer.privacy.context import ReleaseContext
-from dpinfer.release.glm import private_glm, release_glm_statistics
+from dpinfer.release.glm import release_glm_statistics
 from seeded_privacy_rng import prng
 
 FAST = GLMSamplerOptions(proposals=1000, adapt=1, draws=1000)
@@ -44,7 +46,7 @@ def test_every_record_statistic_is_within_the_declared_norm(offset, y2):
 
 def test_sensitivity_and_sigma_come_from_the_bounds_only():
     X, y = _data()
-    kw = dict(family="logistic", bounds=[(10, 30), (10, 30)], epsilon=1.0, delta=1e-6)
+    kw = dict(family="logistic", data=GLMDataSpec(bounds=[(10, 30), (10, 30)]), epsilon=1.0, delta=1e-6)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         a = release_glm_statistics(X, y, privacy_rng=prng(1), **kw)
@@ -59,10 +61,11 @@ def test_the_release_is_the_statistic_plus_gaussian_noise_of_the_stated_sigma():
     s = lay.statistic((X - 20) / 10, y, None)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        zs = np.stack([release_glm_statistics(X, y, family="logistic", bounds=(10, 30), epsilon=1.0,
-                                              delta=1e-6, privacy_rng=prng(i)).z for i in range(20)])
-        sigma = release_glm_statistics(X, y, family="logistic", bounds=(10, 30), epsilon=1.0, delta=1e-6,
-                                       privacy_rng=prng(0)).sigma
+        zs = np.stack([release_glm_statistics(X, y, family="logistic", epsilon=1.0,
+                                              delta=1e-6, privacy_rng=prng(i),
+                                              data=GLMDataSpec(bounds=(10, 30))).z for i in range(20)])
+        sigma = release_glm_statistics(X, y, family="logistic", epsilon=1.0, delta=1e-6,
+                                       privacy_rng=prng(0), data=GLMDataSpec(bounds=(10, 30))).sigma
     r = (zs - s) / sigma  # 20 x 9 standard normals
     assert abs(r.mean()) < 4 / math.sqrt(r.size) and abs(r.std() - 1) < 4 / math.sqrt(2 * r.size)
 
@@ -72,26 +75,30 @@ def test_data_outside_the_bounds_is_refused_and_costs_nothing(tmp_path, case):
     ledger = Ledger(tmp_path / "l.db", create=True)
     ledger.register("d", epsilon=5.0, delta=1e-5, accountant="rdp")
     X, y = _data()
-    kw: dict = dict(family="logistic", bounds=(10, 30), epsilon=1.0, delta=1e-6)
+    kw: dict = dict(family="logistic", epsilon=1.0, delta=1e-6)
+    data: dict = dict(bounds=(10, 30))
     if case == "feature":
         X[3, 1] = 31.0
         match = r"column\(s\) x2 \(1\)"
     elif case == "count":
-        kw.update(family="poisson", y_bounds=5)
+        kw.update(family="poisson")
+        data.update(y_bounds=5)
         y = np.full(len(y), 6.0)
         match = "counts outside"
     elif case == "response":
-        kw.update(family="linear", y_bounds=(0, 1))
+        kw.update(family="linear")
+        data.update(y_bounds=(0, 1))
         y = y * 2.0
         match = "responses outside"
     elif case == "offset":
-        kw.update(family="poisson", y_bounds=5, offset=np.full(len(y), 3.0), offset_bounds=(0, 2))
+        kw.update(family="poisson", offset=np.full(len(y), 3.0))
+        data.update(y_bounds=5, offset_bounds=(0, 2))
         match = "offsets outside"
     else:
         y = y + 0.5
         match = "must be 0 or 1"
     with pytest.raises(InvalidDataError, match=match) as info:
-        release_glm_statistics(X, y, ledger=ledger, dataset="d", **kw)
+        release_glm_statistics(X, y, ledger=ledger, dataset="d", data=GLMDataSpec(**data), **kw)
     assert "31" not in str(info.value)  # never a record's value
     assert ledger.spent("d") == 0 and ledger.history("d") == []
 
@@ -110,8 +117,9 @@ def test_the_ledger_is_charged_once_before_the_noise(tmp_path, monkeypatch):
         return real(*a, **k)
 
     monkeypatch.setattr(discrete, "sample_discrete_gaussian", spy)
-    rel = release_glm_statistics(X, y, family="logistic", bounds=(10, 30), epsilon=1.0, delta=1e-6,
-                                 context=ReleaseContext(ledger=ledger, dataset="d", privacy_rng=prng(3)))
+    rel = release_glm_statistics(X, y, family="logistic", epsilon=1.0, delta=1e-6,
+                                 context=ReleaseContext(ledger=ledger, dataset="d", privacy_rng=prng(3)),
+                                 data=GLMDataSpec(bounds=(10, 30)))
     assert seen == [1]  # the charge was recorded before the noise was drawn
     assert len(ledger.history("d")) == 1 and ledger.spent("d") > 0
     assert rel.privacy.accounted
@@ -128,9 +136,56 @@ def test_a_poisson_model_with_an_exposure_offset_fits():
     y = rng.poisson(expo * np.exp(theta[0] + X @ theta[1:])).clip(0, 40)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fit = private_glm(X, y, family="poisson", bounds=(-1, 1), y_bounds=40, offset=np.log(expo),
-                          offset_bounds=(math.log(0.5), math.log(2.0)), epsilon=1e4, delta=1e-6,
-                          privacy_rng=prng(5), sampler=FAST, seed=0)
+        fit = private_glm(X, y, family="poisson", offset=np.log(expo),
+                          epsilon=1e4, delta=1e-6,
+                          privacy_rng=prng(5), seed=0,
+                          data=GLMDataSpec(bounds=(-1, 1), y_bounds=40, offset_bounds=(math.log(0.5),
+                                           math.log(2.0))), posterior=GLMPosteriorOptions(sampler=FAST))
     z = (fit.mean() - theta) / fit.sd()
     assert np.all(np.abs(z) < 4), z
     assert fit.param_names == ("intercept", "x1", "x2")
+
+
+def test_the_keywords_the_option_objects_replaced_are_refused_naming_the_new_spelling(tmp_path):
+    """``bounds=``, ``sampler=``, ... moved into ``data=GLMDataSpec`` / ``posterior=GLMPosteriorOptions``:
+    the old spelling is a TypeError naming the new one, before anything is read or charged."""
+    import dpinfer
+    from dpinfer.pipelines.glm import MOVED_KEYWORDS
+    from dpinfer.release.glm import DATA_KEYWORDS
+
+    X, y = _data()
+    ledger = Ledger(tmp_path / "l.db", create=True)
+    ledger.register("d", epsilon=5.0, delta=1e-5, accountant="rdp")
+    with pytest.raises(TypeError, match=r"no longer takes bounds=, y_bounds=: pass "
+                                        r"data=dpinfer\.GLMDataSpec\(bounds=\.\.\., y_bounds=\.\.\.\)"):
+        release_glm_statistics(X, y, family="logistic", bounds=(10, 30), y_bounds=1, epsilon=1.0, delta=1e-6,
+                               ledger=ledger, dataset="d")
+    with pytest.raises(TypeError, match=r"data=dpinfer\.GLMDataSpec\(bounds=\.\.\.\) and "
+                                        r"posterior=dpinfer\.GLMPosteriorOptions\(sampler=\.\.\.\)"):
+        dpinfer.private_glm(X, y, family="logistic", bounds=(10, 30), sampler=FAST, epsilon=1.0, delta=1e-6,
+                            ledger=ledger, dataset="d")
+    for bad in ({"data": {"bounds": (10, 30)}}, {"posterior": {"sampler": FAST}}):
+        with pytest.raises(InvalidDataError, match="GLMDataSpec|GLMPosteriorOptions"):
+            private_glm(X, y, family="logistic", epsilon=1.0, delta=1e-6, ledger=ledger, dataset="d", **bad)
+    assert ledger.history("d") == []  # nothing was charged
+    assert set(DATA_KEYWORDS) <= set(MOVED_KEYWORDS) and {"prior", "sampler", "covariates", "warn"} <= set(
+        MOVED_KEYWORDS)
+    with pytest.raises(ImportError, match=r"dpinfer\.private_glm"):
+        from dpinfer.release.glm import private_glm as _old  # noqa: F401
+
+
+def test_the_old_module_paths_and_the_parameter_counts():
+    """Users' imports keep working; the entry points take at most 15 parameters."""
+    import inspect
+
+    import dpinfer
+    from dpinfer.inference.glm import GLMPosterior, GLMPrior, GLMSamplerOptions, glm_posterior
+    from dpinfer.inference.weighted import WeightedSample, ess
+    from dpinfer.results import weighted
+
+    assert (GLMPosterior.__module__, glm_posterior.__module__) == ("dpinfer.inference.glm.posterior",) * 2
+    assert GLMPrior().coef_sd == 2.5 and GLMSamplerOptions().method == "laplace-is"
+    assert WeightedSample is weighted.WeightedSample and ess is weighted.ess
+    assert dpinfer.private_glm is private_glm and dpinfer.GLMDataSpec is GLMDataSpec
+    assert len(inspect.signature(private_glm).parameters) <= 15
+    assert len(inspect.signature(release_glm_statistics).parameters) <= 15

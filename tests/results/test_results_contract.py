@@ -35,10 +35,10 @@ from dpinfer.inference import (
 )
 from dpinfer.inference.exact.baselines import DAMCMCResult, da_mcmc_linreg
 from dpinfer.inference.exact.gibbs_ss import GibbsSSResult, gibbs_ss
-from dpinfer.inference.glm import GLMPosterior, GLMSamplerOptions
+from dpinfer.inference.glm import GLMPosterior, GLMPosteriorOptions, GLMSamplerOptions
 from dpinfer.inference.neural import SPLE, SPPE, NeuralPosterior, SPLEPosterior, SPPEPosterior
-from dpinfer.inference.weighted import WeightedSample
 from dpinfer.models import GaussianMean, LinearRegression
+from dpinfer.models.glm_release import GLMDataSpec
 from dpinfer.models.shipped.mixture_uniform import MixtureOfUniforms
 from dpinfer.privacy import PrivacyRNG
 from dpinfer.privacy.context import ReleaseContext
@@ -53,6 +53,7 @@ from dpinfer.release import (
 )
 from dpinfer.release.dpvi import DPVI, DPVIResult, LogisticRegression, PrivacyOptions, TrainingOptions
 from dpinfer.results.format import FORMAT, PosteriorResult, load_result, read_meta
+from dpinfer.results.weighted import WeightedSample
 
 SMALL = {"kind": "nsf", "transforms": 1, "hidden": 8, "blocks": 1, "bins": 4}
 FAST = {"max_epochs": 3, "patience": 2}
@@ -110,9 +111,11 @@ def results() -> dict[str, object]:
                 max_draws=20_000, context=ReleaseContext(privacy_rng=_quiet_rng(3)),
             ),
             "glm": dpinfer.private_glm(
-                d.X_train[:300, :2], d.y_train[:300], family="logistic", bounds=(-4, 4), epsilon=2.0,
+                d.X_train[:300, :2], d.y_train[:300], family="logistic", epsilon=2.0,
                 delta=1e-6, privacy_rng=_quiet_rng(4), seed=0,
-                sampler=GLMSamplerOptions(proposals=500, adapt=1, draws=500, fallback="none"),
+                 data=GLMDataSpec(bounds=(-4, 4)),
+                 posterior=GLMPosteriorOptions(sampler=GLMSamplerOptions(proposals=500, adapt=1, draws=500,
+                                               fallback="none"))
             ),
         }
     return out

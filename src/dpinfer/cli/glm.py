@@ -102,8 +102,9 @@ def _bounds(text: str, names: list[str]) -> Any:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..inference.glm import GLMSamplerOptions
-    from ..release.glm import private_glm
+    from ..inference.glm import GLMPosteriorOptions, GLMSamplerOptions
+    from ..models.glm_release import GLMDataSpec
+    from ..pipelines.glm import private_glm
 
     schema = load_schema(args)
     schema_dataset(args, schema)  # the budget is the schema's data set
@@ -131,12 +132,14 @@ def _run(args: argparse.Namespace) -> int:
     try:
         with release_notices(accounted=ledger is not None):
             fit = private_glm(
-                X, y, family=args.family, bounds=bounds, epsilon=args.epsilon, delta=args.delta,
-                y_bounds=y_bounds, offset=off, offset_bounds=off_bounds, intercept=not args.no_intercept,
-                feature_names=names, schema=schema, ledger=ledger, dataset=dataset, seed=args.seed,
-                sampler=GLMSamplerOptions(
+                X, y, family=args.family, epsilon=args.epsilon, delta=args.delta, offset=off,
+                intercept=not args.no_intercept,
+                data=GLMDataSpec(bounds=bounds, y_bounds=y_bounds, offset_bounds=off_bounds,
+                                 feature_names=names, schema=schema),
+                ledger=ledger, dataset=dataset, seed=args.seed,
+                posterior=GLMPosteriorOptions(sampler=GLMSamplerOptions(
                     method=args.sampler, proposals=args.proposals, fallback=args.fallback
-                ),
+                )),
             )
     except InvalidDataError as exc:
         if getattr(exc, "charged", False):  # failed after the release: it WAS charged (exit 1)

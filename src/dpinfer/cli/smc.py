@@ -90,7 +90,7 @@ def print_weighted_result(
 
     ``r0_center`` is ``"mean"`` or ``"median"``: the point summary reported as ``R0_<center>``.
     """
-    from ..inference.weighted import weighted_quantile
+    from ..results.weighted import weighted_quantile
 
     key = f"R0_{r0_center}"
     if args.model.startswith("sir"):

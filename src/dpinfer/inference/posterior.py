@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 
 from ..results.format import Record, ResultFile, draws_to_arviz, result_class
+from ..results.weighted import weighted_to_arviz
 from ..sizes import check_allocation
-from .weighted import weighted_to_arviz
 
 
 def decimals_for(sd: float) -> int:
@@ -141,7 +141,7 @@ class InferenceResult(ResultFile):
         privacy report and the method chosen on the ``posterior`` group; for a weighted method
         (default one draw per particle) chains of independent resamples, the weights' ESS in the
         attrs, the particles and weights as ``constant_data`` and the observed release as
-        ``observed_data`` (:func:`~dpinfer.inference.weighted.weighted_to_arviz`)."""
+        ``observed_data`` (:func:`~dpinfer.results.weighted.weighted_to_arviz`)."""
         if self.weights is not None and self.particles is not None:
             # a weighted particle set: chains of independent resamples, the weights' ESS in attrs
             return weighted_to_arviz(self, n_draws or self.weights.size, seed,

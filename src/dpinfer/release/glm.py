@@ -3,7 +3,7 @@
 :func:`release_glm_statistics` reads the confidential records, scales them by *declared public
 bounds* and releases, with the library's exact discrete Gaussian mechanism
 (:class:`~dpinfer.privacy.mechanisms.gaussian.GaussianMechanism`, charged before any noise is
-drawn), the statistic of :class:`~dpinfer.inference.glm.StatisticLayout`:
+drawn), the statistic of :class:`~dpinfer.models.glm_release.StatisticLayout`:
 
     t_i = [ỹ_i (1, x̃_i) / R_y,  vech(r_i r_iᵀ)∖{1} / R_x,  (ỹ_i²)],   r_i = (1, x̃_i, õ_i),
 
@@ -31,8 +31,10 @@ file or directory, a pyarrow Table, a mapping, an iterable of chunks, or
 chunks of ``chunk_rows`` records with memory bounded by the chunk, and gives the same released
 value bit for bit (:mod:`dpinfer.data.streaming`).
 
-:func:`private_glm` is the release followed by the analyst's noise-aware posterior
-(:func:`dpinfer.inference.glm.glm_posterior`, post-processing).
+The public description of the data (bounds, names, schema) is one option object,
+:class:`~dpinfer.models.glm_release.GLMDataSpec` (``data=``). :func:`dpinfer.private_glm` (the
+release followed by the analyst's noise-aware posterior, :func:`dpinfer.inference.glm.glm_posterior`)
+lives in :mod:`dpinfer.pipelines.glm`: this module never imports :mod:`dpinfer.inference`.
 """
 
 from __future__ import annotations
@@ -47,23 +49,35 @@ from ..data.inputs import bind_dataset, release_data, with_schema
 from ..data.schema import Schema
 from ..data.streaming import DEFAULT_CHUNK_ROWS, accumulate, is_streamed
 from ..data.table import feature_matrix
-from ..errors import DPInferError, InvalidDataError
-from ..inference.glm import (
-    COVARIATE_MODELS,
+from ..errors import InvalidDataError
+from ..models.glm_release import (
     FAMILIES,
-    GLMPosterior,
-    GLMPrior,
+    GLMDataSpec,
     GLMRelease,
-    GLMSamplerOptions,
     StatisticLayout,
-    check_posterior_options,
-    glm_posterior,
+    data_spec,
+    refuse_removed_keywords,
 )
 from ..privacy.context import ReleaseContext
 from ..privacy.fixed_point import BINARY, INTEGER, REAL, GLMSums
 from ..privacy.mechanisms.gaussian import GaussianMechanism
 
-__all__ = ["private_glm", "release_glm_statistics"]
+__all__ = ["GLMDataSpec", "GLMRelease", "StatisticLayout", "release_glm_statistics"]
+
+#: The keywords that ``data=GLMDataSpec(...)`` replaced, with the new spelling.
+DATA_KEYWORDS = dict.fromkeys(("bounds", "y_bounds", "offset_bounds", "feature_names", "schema"),
+                              "data=dpinfer.GLMDataSpec")
+
+
+def __getattr__(name: str) -> object:
+    """``private_glm`` moved to :mod:`dpinfer.pipelines.glm` (it runs the analyst's posterior, which
+    this module may not import): its old path is refused with the new one."""
+    if name == "private_glm":
+        raise ImportError(
+            "private_glm moved: use dpinfer.private_glm (or from dpinfer.pipelines.glm import private_glm); "
+            "dpinfer.release.glm holds only the data owner's release_glm_statistics."
+        )
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _matrix(X: Any, declared: Sequence[str] | None = None) -> tuple[np.ndarray, tuple[str, ...] | None]:
@@ -256,20 +270,17 @@ def _check_flags(flags: Any, names: Sequence[str], family: str, schema: Schema |
             )
 
 
+@refuse_removed_keywords(DATA_KEYWORDS)
 def release_glm_statistics(
     X: Any,
     y: Any,
     *,
     family: str,
-    bounds: Any = None,
     epsilon: float,
     delta: float,
-    y_bounds: Any = None,
     offset: Any = None,
-    offset_bounds: Any = None,
     intercept: bool = True,
-    feature_names: Sequence[str] | None = None,
-    schema: Any = None,
+    data: GLMDataSpec | None = None,
     context: ReleaseContext | None = None,
     ledger: Any = None,
     dataset: str | None = None,
@@ -291,26 +302,22 @@ def release_glm_statistics(
     family
         ``"logistic"`` or ``"probit"`` (y in {0, 1}), ``"poisson"`` (integer counts in
         ``[0, y_max]``) or ``"linear"`` (y in ``y_bounds``; Gaussian errors of unknown sd).
-    bounds
-        Public (lower, upper) per feature (a list of pairs, one pair for all, or a dict by column
-        name). Declare them from the domain, never from the data.
     epsilon, delta
         The (ε, δ) of the release (replace-one neighbours; n is public).
-    y_bounds
-        ``"linear"``: the response's public (lower, upper); ``"poisson"``: ``y_max`` or ``(0, y_max)``.
-    offset, offset_bounds
-        An offset entering η with coefficient 1 (e.g. log exposure for a Poisson rate), with its
-        public (lower, upper).
+    offset
+        An offset entering η with coefficient 1 (e.g. log exposure for a Poisson rate; its public
+        bounds are ``data.offset_bounds``), or its column's name with a data source.
     intercept
         Whether the model has an intercept.
-    feature_names
-        Names of the features (default: a table's own string labels, else ``x1..xD``); with a
-        data source, the feature columns to read.
-    schema
-        The data set's public :class:`~dpinfer.data.Schema` (or its file): the bounds of the
-        features, the response and the offset default to its declared bounds (an explicit
-        ``bounds``/``y_bounds``/``offset_bounds`` overrides them), the data are refused if they do
-        not match it, the release is charged to its data set and the report carries it.
+    data
+        The public description of the data, :class:`~dpinfer.models.glm_release.GLMDataSpec`:
+        ``bounds`` per feature (needed unless the schema declares them), ``y_bounds``
+        (``"linear"``: the response's (lower, upper); ``"poisson"``: ``y_max`` or ``(0, y_max)``),
+        ``offset_bounds``, ``feature_names`` (default: a table's own string labels, else
+        ``x1..xD``; with a data source, the columns to read) and ``schema`` (the data set's
+        :class:`~dpinfer.data.Schema`: its declared bounds are the defaults, the data are refused
+        if they do not match it, the release is charged to its data set). The keywords it
+        replaced (``bounds=``, ``y_bounds=``, ...) are refused with a :class:`TypeError` naming it.
     context, ledger, dataset, privacy_rng, label
         Where the release is charged and where its noise comes from
         (:class:`~dpinfer.privacy.context.ReleaseContext`). Without a ledger the release warns
@@ -330,6 +337,9 @@ def release_glm_statistics(
     InvalidDataError, ~dpinfer.errors.InvalidPrivacyParameterError
         Bad inputs or data outside the bounds, before anything is charged.
     """
+    spec = data_spec(data)
+    bounds, y_bounds, offset_bounds = spec.bounds, spec.y_bounds, spec.offset_bounds
+    feature_names, schema = spec.feature_names, spec.schema
     if not isinstance(intercept, (bool, np.bool_)):  # "no" would be read as True
         raise InvalidDataError(f"intercept must be True or False, got {intercept!r}. Nothing was charged.")
     if family not in FAMILIES:
@@ -378,15 +388,15 @@ def release_glm_statistics(
     elif offset_bounds is not None:
         raise InvalidDataError("offset_bounds given without an offset.")
     lo_, hi_, center, inv, kind = (tuple(c) for c in zip(*cols, strict=True))
-    spec = GLMSums(keys, y_col, o_col, lo_, hi_, center, inv, kind, has_y2=family == "linear")
-    sums = accumulate(spec, source, chunk_rows=chunk_rows if isinstance(y, str) else None)
+    sums_spec = GLMSums(keys, y_col, o_col, lo_, hi_, center, inv, kind, has_y2=family == "linear")
+    sums = accumulate(sums_spec, source, chunk_rows=chunk_rows if isinstance(y, str) else None)
     n = sums.rows
     if n < 2:
         raise InvalidDataError(f"a GLM needs at least 2 records, got {n}. Nothing was charged.")
     _check_flags(sums.flags, names, family, bounds_schema)
     layout = StatisticLayout(D, o_col is not None, family == "linear")
-    statistic = sums.as_float(spec.scale) * layout.weights
-    mech = GaussianMechanism(layout.dim, 2 * math.sqrt(layout.n_blocks), epsilon, delta, "replace-one")
+    statistic = sums.as_float(sums_spec.scale) * layout.weights
+    mech = GaussianMechanism(layout.dim, layout.sensitivity, epsilon, delta, "replace-one")
     released = mech.release(
         statistic, context=ctx,
         label=ctx.label or f"GLM statistics ({family}, {D} features, {layout.dim} values) eps={epsilon:g}",
@@ -397,99 +407,3 @@ def release_glm_statistics(
         y_scale=float(y_scale), y_center=float(y_center), feature_bounds=fb,
         privacy=with_schema(released.privacy, sch),
     )
-
-
-def after_charge_note(rel: GLMRelease) -> str:
-    """What an error after the release must add: the statistic was released (and charged)."""
-    accounted = rel.privacy is None or rel.privacy.accounted
-    return ("The noisy statistic HAD already been released (" + ("charged to the ledger" if accounted else
-            "unaccounted") + ") when this error occurred: its budget is spent. The release is kept as this "
-            "error's .release attribute: fit the posterior from it with "
-            "dpinfer.inference.glm.glm_posterior(release, ...) rather than releasing again.")
-
-
-
-def private_glm(
-    X: Any,
-    y: Any,
-    *,
-    family: str,
-    bounds: Any = None,
-    epsilon: float,
-    delta: float,
-    y_bounds: Any = None,
-    offset: Any = None,
-    offset_bounds: Any = None,
-    intercept: bool = True,
-    feature_names: Sequence[str] | None = None,
-    schema: Any = None,
-    prior: GLMPrior | None = None,
-    sampler: GLMSamplerOptions | None = None,
-    ledger: Any = None,
-    dataset: str | None = None,
-    context: ReleaseContext | None = None,
-    privacy_rng: Any = None,
-    seed: Any = None,
-    warn: bool = True,
-    chunk_rows: int | None = None,
-    covariates: str = "moment-matched",
-) -> GLMPosterior:
-    """A differentially private GLM with a noise-aware posterior (one release, then post-processing).
-
-    The data owner releases noisy sufficient statistics of a second-order approximation of the
-    log-likelihood (:func:`release_glm_statistics`: exact discrete Gaussian mechanism, sensitivity
-    from the public bounds, charged before the noise is drawn); the posterior
-    (:func:`dpinfer.inference.glm.glm_posterior`) integrates over the mechanism's noise (its σ is
-    public) and the sampling distribution of the statistic given θ and a covariate model inferred
-    from the same release, by the central limit theorem (Kulkarni et al. 2021; Bernstein & Sheldon
-    2019 for the linear family).
-
-    Approximation made: Σ_i t_i | θ ≈ N(n m(θ, φ), n V(θ, φ)) with the covariates u in their scaled
-    units following ``covariates``: ``"moment-matched"`` (default; Beta margins and a Gaussian
-    copula fitted to the released moments: binary, one-hot, uniform and skewed features) or
-    ``"gaussian"`` (the paper's N(μ, Σ)). It breaks for small n or rare outcomes (the CLT), for
-    covariate laws the shape does not reach (multi-modal features, higher-order interactions of
-    binary ones), and for Poisson counts that reach ``y_max`` or non-Gaussian linear-model errors.
-    See :mod:`dpinfer.inference.glm` and :mod:`dpinfer.inference.glm_covariates`.
-
-    Results (``mean()``, ``interval()``, ``summary()``, ``to_arviz()``) are in the features' own
-    units under their names; ``scale="scaled"`` gives the coefficients of the scaled features
-    ``2 (x - lower)/(upper - lower) - 1`` the model is fitted on. ``fit.resample(sampler=...)``
-    samples the same release again (nothing charged). ``seed`` governs only the sampler's public
-    randomness.
-
-    Example
-    -------
-    >>> fit = dpinfer.private_glm(df[["age", "bmi"]], df["event"], family="logistic",  # doctest: +SKIP
-    ...                           bounds={"age": (18, 90), "bmi": (15, 50)}, epsilon=1.0, delta=1e-6,
-    ...                           ledger=ledger, dataset="patients", seed=0)
-    >>> fit.interval(0.9)  # doctest: +SKIP
-
-    Parameters are those of :func:`release_glm_statistics`, plus ``prior``
-    (:class:`~dpinfer.inference.glm.GLMPrior`), ``sampler``
-    (:class:`~dpinfer.inference.glm.GLMSamplerOptions`), ``seed``, ``warn`` and ``covariates`` of the
-    posterior. A large data set: ``private_glm("records.parquet", "event", bounds={"age": (18, 90),
-    ...}, chunk_rows=100_000, ...)`` streams it (memory bounded by the chunk, the same release bit
-    for bit as in memory).
-    """
-    # the analyst's options first: once the statistic is released its budget is spent (issue 35)
-    prior, sampler = check_posterior_options(prior, sampler, seed)
-    if covariates not in COVARIATE_MODELS:
-        raise InvalidDataError(
-            f"covariates must be one of {COVARIATE_MODELS}, got {covariates!r}. Nothing was charged."
-        )
-    rel = release_glm_statistics(
-        X, y, family=family, bounds=bounds, epsilon=epsilon, delta=delta, y_bounds=y_bounds, offset=offset,
-        offset_bounds=offset_bounds, intercept=intercept, feature_names=feature_names, schema=schema,
-        context=context, ledger=ledger, dataset=dataset, privacy_rng=privacy_rng, chunk_rows=chunk_rows,
-    )
-    try:
-        post = glm_posterior(rel, prior=prior, sampler=sampler, seed=seed, warn=warn, covariates=covariates)
-    except DPInferError as exc:  # after the charge: say so, and keep the release (its budget is spent)
-        exc.args = (f"{exc} {after_charge_note(rel)}",)
-        exc.release, exc.charged = rel, True  # type: ignore[attr-defined]
-        raise
-    name = y if isinstance(y, str) else getattr(y, "name", None)  # a column name, or a Series' name
-    if isinstance(name, str) and name:
-        post.settings["target"] = name
-    return post

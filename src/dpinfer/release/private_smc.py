@@ -42,7 +42,6 @@ from scipy.special import logsumexp
 from ..distances.base import count_records
 from ..distances.enforce import release_sensitivity
 from ..errors import InvalidDataError, InvalidPrivacyParameterError
-from ..inference.weighted import WeightedSample
 from ..privacy.accountants import get_accountant
 from ..privacy.context import ReleaseContext
 from ..privacy.events import REPLACE_ONE, SparseVectorEvent, compose
@@ -50,6 +49,7 @@ from ..privacy.mechanisms.svt import SparseVector, check_noise_scale
 from ..privacy.report import PrivacyReport
 from ..privacy.svt_scale import svt_laplace_scale
 from ..privacy.validation import check_delta, check_epsilon
+from ..results.weighted import WeightedSample
 from .abcdp import check_epsilon_abc
 
 if TYPE_CHECKING:

@@ -301,7 +301,7 @@ def _gaussian_event(dim: int, sensitivity: float, epsilon: float, delta: float) 
 
 
 def _glm(req: GLMRequest, ds: DatasetView, n: int | None) -> Plan:
-    from ..inference.glm import StatisticLayout
+    from ..models.glm_release import GLMDataSpec, StatisticLayout
     from ..release.glm import release_glm_statistics
 
     if ds.schema.neighbouring != "replace-one" or n is None:
@@ -348,12 +348,10 @@ def _glm(req: GLMRequest, ds: DatasetView, n: int | None) -> Plan:
             X,
             records[target],
             family=req.family,
-            bounds=bounds,
             epsilon=req.epsilon,
             delta=req.delta,
-            y_bounds=y_bounds,
             intercept=req.intercept,
-            feature_names=features,
+            data=GLMDataSpec(bounds=bounds, y_bounds=y_bounds, feature_names=features),
             context=ctx,
         )
         return {"glm_release": rel.to_dict(), "privacy": rel.to_dict()["privacy"], "target": target}

@@ -49,7 +49,7 @@ import numpy as np
 from ...errors import InvalidDataError
 from ...privacy.report import PrivacyReport
 from ...results.format import Record, ResultFile
-from ..weighted import release_facts
+from ...results.weighted import release_facts
 
 
 def release_noise(mech: Any, dim: int) -> tuple[str, np.ndarray]:

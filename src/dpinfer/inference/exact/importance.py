@@ -71,9 +71,9 @@ from ...diagnostics.conflict import prior_data_conflict
 from ...errors import InvalidDataError, WeightDegeneracyWarning
 from ...execution import Backend, batch_seeds, get_backend
 from ...models.contract import confidential_summaries
+from ...results.weighted import ess as kish_ess
+from ...results.weighted import release_facts, weighted_cov
 from ...sizes import check_allocation
-from ..weighted import ess as kish_ess
-from ..weighted import release_facts, weighted_cov
 from .importance_result import ImportanceResult as _Result
 from .importance_result import log_mean_exp
 

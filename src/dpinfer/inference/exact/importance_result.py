@@ -19,7 +19,7 @@ from scipy.special import logsumexp
 from ...diagnostics.checks import pareto_khat
 from ...privacy.report import PrivacyReport
 from ...results.format import Record
-from ..weighted import WeightedSample
+from ...results.weighted import WeightedSample
 
 
 def log_mean_exp(a: np.ndarray, axis: int = -1) -> np.ndarray:

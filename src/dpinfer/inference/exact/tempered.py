@@ -47,8 +47,8 @@ from ...diagnostics.checks import emit
 from ...diagnostics.conflict import prior_data_conflict
 from ...errors import ImpossibleObservationError, InvalidDataError, WeightDegeneracyWarning
 from ...execution import Backend, batch_seeds, get_backend
+from ...results.weighted import release_facts, weighted_cov
 from ...sizes import check_allocation
-from ..weighted import release_facts, weighted_cov
 from .importance import check_positive_int, estimate_log_likelihood, floor_covariance
 from .tempered_result import TemperedSMCResult
 

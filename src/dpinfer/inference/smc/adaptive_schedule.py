@@ -42,7 +42,7 @@ import numpy as np
 
 from ...diagnostics.conflict import prior_data_conflict
 from ...errors import InvalidDataError
-from ..weighted import weighted_quantile
+from ...results.weighted import weighted_quantile
 from .convergence import still_shrinking
 
 

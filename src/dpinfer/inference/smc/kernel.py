@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 from scipy.special import logsumexp
 
-from ..weighted import ess, weighted_cov
+from ...results.weighted import ess, weighted_cov
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import numpy as np
 
 from ...privacy.report import PrivacyReport
 from ...results.format import Record
-from ..weighted import WeightedSample
+from ...results.weighted import WeightedSample
 
 
 @dataclass

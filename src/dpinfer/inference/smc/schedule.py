@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import InvalidDataError
-from ..weighted import weighted_quantile
+from ...results.weighted import weighted_quantile
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ j))``; the first ``n_particles`` accepted in batch order are kept, so a seed (an
 fixes the result on every backend and worker count.
 
 The schedules, weighted statistics and result are in :mod:`~dpinfer.inference.smc.schedule`,
-:mod:`~dpinfer.inference.weighted` and :mod:`~dpinfer.inference.smc.result`.
+:mod:`~dpinfer.results.weighted` and :mod:`~dpinfer.inference.smc.result`.
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ import numpy as np
 from ...diagnostics.checks import emit
 from ...errors import DPInferError, ImpossibleObservationError, InvalidDataError
 from ...execution import Backend, batch_seeds, get_backend
+from ...results.weighted import ess as _ess
+from ...results.weighted import release_facts, weighted_cov
 from ...sizes import check_allocation
-from ..weighted import ess as _ess
-from ..weighted import release_facts, weighted_cov
 from .adaptive_schedule import AdaptiveSchedule, stall_message, stalled_findings
 from .convergence import range_findings, shrinking_findings, stop_findings, tolerance_findings
 from .kernel import BatchTask, PerturbationKernel, population_batch

@@ -1,0 +1,208 @@
+"""The samplers of a private GLM's posterior: Laplace (MAP and Hessian), HMC, importance sampling.
+
+The MAP (L-BFGS, then Newton steps) and its exact Hessian give a Laplace approximation
+(:func:`laplace`); :func:`importance` samples by self-normalised importance sampling from t₅
+proposals built on it, :func:`hmc` runs Hamiltonian Monte Carlo preconditioned by it, and
+:func:`split_rhat` is the shared ArviZ R-hat (:func:`dpinfer.diagnostics.sampling.rhat`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from ...diagnostics.checks import pareto_khat
+from ...diagnostics.sampling import rhat
+from .model import GLMModel
+from .options import GLMSamplerOptions
+
+
+def value_and_grad(model: GLMModel, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    x = x.detach().requires_grad_(True)
+    lp = model.log_post(x)
+    safe = torch.where(torch.isfinite(lp), lp, torch.zeros_like(lp))
+    (g,) = torch.autograd.grad(safe.sum(), x)
+    return lp.detach(), g.detach()
+
+
+def laplace(model: GLMModel) -> tuple[np.ndarray, np.ndarray]:
+    x = torch.tensor(model.init(), dtype=torch.float64, requires_grad=True)
+    opt = torch.optim.LBFGS([x], lr=1.0, max_iter=300, tolerance_grad=1e-7, tolerance_change=1e-12,
+                            line_search_fn="strong_wolfe")
+
+    def closure() -> torch.Tensor:
+        opt.zero_grad()
+        loss = -model.log_post(x[None])[0]
+        if not torch.isfinite(loss):
+            loss = torch.tensor(1e30, dtype=torch.float64, requires_grad=True)
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    mode = x.detach().clone()
+
+    def neg_hessian(at: torch.Tensor) -> np.ndarray:
+        # exact (automatic differentiation): the posterior of the covariate moments can be far
+        # narrower than any fixed finite-difference step at a large n and ε
+        H = torch.autograd.functional.hessian(lambda v: model.log_post(v[None])[0], at)
+        return -0.5 * (H + H.T).numpy()
+
+    def floored(Hn: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        vals, vecs = np.linalg.eigh(Hn)
+        return np.maximum(vals, 1e-3), vecs  # a flat or non-convex direction: a wide proposal there
+
+    # Newton steps from the L-BFGS point (its stopping rule is blind to very narrow directions)
+    lp0 = float(model.log_post(mode[None])[0])
+    for _ in range(20):
+        vals, vecs = floored(neg_hessian(mode))
+        _, g = value_and_grad(model, mode[None])
+        step = torch.as_tensor((vecs / vals) @ vecs.T @ g[0].numpy(), dtype=torch.float64)
+        for _half in range(30):
+            cand = mode + step
+            lp1 = float(model.log_post(cand[None])[0])
+            if math.isfinite(lp1) and lp1 >= lp0 - 1e-9:
+                break
+            step = step / 2
+        else:
+            break
+        mode, done = cand, lp1 - lp0 < 1e-8
+        lp0 = lp1
+        if done:
+            break
+    vals, vecs = floored(neg_hessian(mode))
+    cov = (vecs / vals) @ vecs.T
+    return mode.numpy(), cov
+
+
+def split_rhat(chains: np.ndarray) -> np.ndarray:
+    """Rank-normalised split R-hat of ``chains`` (C, N, d): ArviZ's, through the shared
+    :func:`dpinfer.diagnostics.sampling.rhat` (Vehtari et al. 2021)."""
+    return rhat(chains)
+
+
+def hmc(model: GLMModel, mode: np.ndarray, cov: np.ndarray, opts: GLMSamplerOptions,
+         rng: np.random.Generator) -> tuple[np.ndarray, dict[str, float]]:
+    """HMC in whitened coordinates ψ = mode + A ζ (A Aᵀ = Laplace covariance)."""
+    A = torch.as_tensor(np.linalg.cholesky(cov + 1e-12 * np.eye(len(mode))), dtype=torch.float64)
+    m0 = torch.as_tensor(mode, dtype=torch.float64)
+    d, C = len(mode), opts.chains
+
+    def f(zeta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        lp, g = value_and_grad(model, m0 + zeta @ A.T)
+        return lp, g @ A
+
+    def gen(shape: tuple[int, ...]) -> torch.Tensor:
+        return torch.as_tensor(rng.standard_normal(shape), dtype=torch.float64)
+
+    zeta = gen((C, d)) * 0.5
+    lp, g = f(zeta)
+    for _ in range(20):  # starts with a finite density
+        bad = ~torch.isfinite(lp)
+        if not bad.any():
+            break
+        zeta[bad] *= 0.5
+        lp, g = f(zeta)
+    step = 1.2 / d**0.25
+    log_bar, h_bar, mu_da, t0, gamma, kappa = 0.0, 0.0, math.log(10 * step), 10.0, 0.05, 0.75
+    per_chain = opts.draws // C
+    out = np.empty((C, per_chain, d))
+    acc_sum, n_acc = 0.0, 0
+    total = opts.warmup + per_chain
+    for it in range(total):
+        eps = step if it < opts.warmup else math.exp(log_bar)
+        nsteps = max(1, int(round(opts.leapfrog * rng.uniform(0.5, 1.5))))
+        p = gen((C, d))
+        h0 = lp - 0.5 * (p**2).sum(-1)
+        x, gx = zeta.clone(), g.clone()
+        pp = p + 0.5 * eps * gx
+        lpx = lp
+        for s in range(nsteps):
+            x = x + eps * pp
+            lpx, gx = f(x)
+            if s < nsteps - 1:
+                pp = pp + eps * gx
+        pp = pp + 0.5 * eps * gx
+        h1 = lpx - 0.5 * (pp**2).sum(-1)
+        log_a = torch.where(torch.isfinite(h1), h1 - h0, torch.full_like(h1, -math.inf))
+        a = torch.clamp(torch.exp(torch.clamp(log_a, max=0.0)), 0.0, 1.0)
+        accept = torch.as_tensor(rng.random(C)) < a
+        zeta = torch.where(accept[:, None], x, zeta)
+        lp = torch.where(accept, lpx, lp)
+        g = torch.where(accept[:, None], gx, g)
+        mean_a = float(a.mean())
+        if it < opts.warmup:
+            t = it + 1
+            h_bar = (1 - 1 / (t + t0)) * h_bar + (opts.target_accept - mean_a) / (t + t0)
+            log_step = mu_da - math.sqrt(t) / gamma * h_bar
+            step = math.exp(log_step)
+            w = t ** (-kappa)
+            log_bar = w * log_step + (1 - w) * log_bar
+        else:
+            out[:, it - opts.warmup] = (m0 + zeta @ A.T).numpy()
+            acc_sum += mean_a
+            n_acc += 1
+    return out, {"accept_rate": acc_sum / max(n_acc, 1), "step_size": math.exp(log_bar)}
+
+
+class StudentT:
+    """A multivariate t proposal by its Cholesky factor: unlike ``scipy.stats.multivariate_t`` it
+    accepts the very ill-conditioned scales of a posterior whose nuisance directions are pinned by a
+    large n at a large ε (covariances spanning more than 10⁹)."""
+
+    def __init__(self, loc: np.ndarray, shape: np.ndarray, df: float) -> None:
+        from scipy.special import gammaln
+
+        d = len(loc)
+        self.loc, self.df, self.d = loc, df, d
+        sym = 0.5 * (shape + shape.T)
+        self.A = np.linalg.cholesky(sym + 1e-14 * np.abs(np.diag(sym)).max() * np.eye(d))
+        self.const = (gammaln((df + d) / 2) - gammaln(df / 2) - d / 2 * math.log(df * math.pi)
+                      - np.log(np.diag(self.A)).sum())
+
+    def rvs(self, size: int, rng: np.random.Generator) -> np.ndarray:
+        z = rng.standard_normal((size, self.d))
+        g = rng.chisquare(self.df, size) / self.df
+        return self.loc + (z @ self.A.T) / np.sqrt(g)[:, None]
+
+    def logpdf(self, X: np.ndarray) -> np.ndarray:
+        from scipy.linalg import solve_triangular
+
+        r = solve_triangular(self.A, (X - self.loc).T, lower=True)
+        return self.const - (self.df + self.d) / 2 * np.log1p((r**2).sum(0) / self.df)
+
+
+def importance(model: GLMModel, mode: np.ndarray, cov: np.ndarray, opts: GLMSamplerOptions,
+                rng: np.random.Generator) -> tuple[np.ndarray, dict[str, float]]:
+    """Self-normalised importance sampling from t₅ proposals: the Laplace approximation, then
+    ``opts.adapt`` rounds whose proposal matches the previous round's weighted mean and covariance
+    (adaptive importance sampling, Cappé et al. 2004); the last round's weights are kept."""
+    loc, shape = mode, 1.5 * cov
+    info: dict[str, float] = {}
+    for rnd in range(opts.adapt + 1):
+        prop = StudentT(loc, shape, 5.0)
+        X = prop.rvs(opts.proposals, rng)
+        with torch.no_grad():
+            lp = np.concatenate([
+                model.log_post(torch.as_tensor(X[i:i + 2000], dtype=torch.float64)).numpy()
+                for i in range(0, len(X), 2000)
+            ])
+        logw = lp - prop.logpdf(X)
+        logw = np.where(np.isfinite(logw), logw, -np.inf)
+        w = np.exp(logw - logw.max())
+        w /= w.sum()
+        ess = float(1.0 / (w**2).sum())
+        info = {"pareto_khat": float(pareto_khat(logw[np.isfinite(logw)])), "ess": ess,
+                "is_rounds": rnd + 1}
+        if rnd == opts.adapt or ess < 20:
+            break
+        m = w @ X
+        c = (X - m).T @ ((X - m) * w[:, None])
+        loc, shape = m, 1.5 * (0.5 * c + 0.5 * cov)  # blended with the Laplace covariance
+    idx = rng.choice(len(X), size=opts.draws, replace=True, p=w)
+    return X[idx][None], info
+
+
+
+__all__ = ["StudentT", "hmc", "importance", "laplace", "split_rhat", "value_and_grad"]
