@@ -36,8 +36,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..data import Schema
 from ..errors import InvalidDataError
-from .data import PublicSchema, load_schema, read_mapping
+from .data import load_schema, read_mapping
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
@@ -48,7 +49,7 @@ class DatasetConfig:
 
     name: str
     source: Path
-    schema: PublicSchema
+    schema: Schema
     epsilon: float
     delta: float | None
     accountant: str

@@ -103,7 +103,7 @@ class Service:
             return DatasetState(dc, None, None, None, problem)
         n_true = len(next(iter(records.values())))
         n = n_true if dc.schema.neighbouring == "replace-one" else None
-        dummy_n = n_true if n is not None else (dc.schema.rows_max or DUMMY_N)
+        dummy_n = n_true if n is not None else (dc.schema.max_rows or DUMMY_N)
         return DatasetState(dc, records, n, dummy_records(dc.schema, dummy_n))
 
     # -- lookups ---------------------------------------------------------------------------------

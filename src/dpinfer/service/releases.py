@@ -44,6 +44,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ..data import Schema
 from ..errors import InvalidPrivacyParameterError
 from ..privacy.context import ReleaseContext
 from ..privacy.event_conversion import event_to_dict
@@ -51,7 +52,7 @@ from ..privacy.events import PrivacyEvent
 from ..privacy.mechanisms.clamped import clamped_release
 from ..privacy.mechanisms.counts import GeometricMechanism
 from ..privacy.mechanisms.gaussian import GaussianMechanism
-from .data import FieldError, PublicSchema
+from .data import FieldError, category_labels, column_bounds, is_numeric, releasable_column
 
 # ---- request models -----------------------------------------------------------------------------
 
@@ -153,7 +154,7 @@ class DatasetView:
     """What the planner may know of a data set: its schema and its public n (None under add-remove)."""
 
     name: str
-    schema: PublicSchema
+    schema: Schema
     n: int | None
     dummy_n: int
 
@@ -175,14 +176,14 @@ def _report(release: Any) -> dict[str, Any]:
 
 
 def _clamped(req: ClampedRequest, ds: DatasetView, n: int | None) -> Plan:
-    spec = ds.schema.column(req.column)
-    if not spec.numeric:
+    spec = releasable_column(ds.schema, req.column)
+    if not is_numeric(spec):
         raise FieldError(
             "column",
             f"column {req.column!r} is a {spec.type} column; a clamped {req.statistic} "
             "needs a numeric (float, int or bool) column.",
         )
-    lo0, hi0 = spec.bounds()
+    lo0, hi0 = column_bounds(spec)
     lo = lo0 if req.lower is None else req.lower
     hi = hi0 if req.upper is None else req.upper
     if not lo < hi:
@@ -255,13 +256,13 @@ def _count(req: CountRequest, ds: DatasetView) -> Plan:
 
 
 def _histogram(req: HistogramRequest, ds: DatasetView, n: int | None) -> Plan:
-    spec = ds.schema.column(req.column)
+    spec = releasable_column(ds.schema, req.column)
     if spec.type == "category":
-        labels = list(spec.categories or ())
+        labels = category_labels(spec)
     elif spec.type == "bool":
         labels = ["0", "1"]
     elif spec.type == "int":
-        lo, hi = spec.bounds()
+        lo, hi = column_bounds(spec)
         if hi - lo + 1 > 1000:
             raise FieldError(
                 "column",
@@ -280,7 +281,7 @@ def _histogram(req: HistogramRequest, ds: DatasetView, n: int | None) -> Plan:
     bounds = ([0.0] * k, [float(n)] * k) if n is not None else ([0.0] * k, [np.inf] * k)
     mech = GeometricMechanism(k, sens, req.epsilon, relation, bounds)
     column = req.column
-    offset = 0 if spec.type != "int" else int(math.ceil(spec.bounds()[0]))
+    offset = 0 if spec.type != "int" else int(math.ceil(column_bounds(spec)[0]))
 
     def execute(records: dict[str, np.ndarray], ctx: ReleaseContext) -> dict[str, Any]:
         codes = records[column].astype(np.int64) - offset
@@ -312,29 +313,29 @@ def _glm(req: GLMRequest, ds: DatasetView, n: int | None) -> Plan:
         )
     if req.target in req.features:
         raise FieldError("target", "the target must not also be a feature.")
-    y = ds.schema.column(req.target, field_name="target")
+    y = releasable_column(ds.schema, req.target, field_name="target")
     for j, f in enumerate(req.features):
-        spec = ds.schema.column(f, field_name=f"features[{j}]")
-        if not spec.numeric:
+        spec = releasable_column(ds.schema, f, field_name=f"features[{j}]")
+        if not is_numeric(spec):
             raise FieldError(
                 f"features[{j}]", f"feature {f!r} is a {spec.type} column; features must be numeric."
             )
     y_bounds: Any = None
     if req.family in ("logistic", "probit"):
-        if not (y.type == "bool" or (y.type == "int" and y.bounds() == (0.0, 1.0))):
+        if not (y.type == "bool" or (y.type == "int" and column_bounds(y) == (0.0, 1.0))):
             raise FieldError(
                 "target", f"a {req.family} GLM needs a 0/1 target (bool, or int with bounds [0, 1])."
             )
     elif req.family == "poisson":
-        lo, hi = y.bounds() if y.numeric else (None, None)
+        lo, hi = column_bounds(y) if is_numeric(y) else (None, None)
         if y.type != "int" or lo != 0:
             raise FieldError("target", "a Poisson GLM needs an int target with declared lower bound 0.")
         y_bounds = hi
     else:
-        if not y.numeric:
+        if not is_numeric(y):
             raise FieldError("target", "a linear GLM needs a numeric target.")
-        y_bounds = y.bounds()
-    bounds = {f: ds.schema.columns[f].bounds() for f in req.features}
+        y_bounds = column_bounds(y)
+    bounds = {f: column_bounds(ds.schema.columns[f]) for f in req.features}
     layout = StatisticLayout(len(req.features), False, req.family == "linear")
     try:
         event = _gaussian_event(layout.dim, 2 * math.sqrt(layout.n_blocks), req.epsilon, req.delta)
@@ -366,15 +367,15 @@ def _covariates(req: CovariatesRequest, ds: DatasetView) -> Plan:
 
     specs = []
     for j, f in enumerate(req.features):
-        spec = ds.schema.column(f, field_name=f"features[{j}]")
-        if not spec.numeric:
+        spec = releasable_column(ds.schema, f, field_name=f"features[{j}]")
+        if not is_numeric(spec):
             raise FieldError(
                 f"features[{j}]",
                 f"feature {f!r} is a {spec.type} column; the covariate model "
                 "takes float, int and bool columns.",
             )
         if spec.type == "int":
-            lo, hi = spec.bounds()
+            lo, hi = column_bounds(spec)
             if hi - lo + 1 > 1000:
                 raise FieldError(f"features[{j}]", f"int column {f!r} spans more than 1000 values.")
         specs.append(spec)
@@ -382,7 +383,7 @@ def _covariates(req: CovariatesRequest, ds: DatasetView) -> Plan:
     d = len(specs)
     sens = 2 * d if relation == "replace-one" else d  # one record moves one count per column (x2)
     event = GeometricMechanism(1, sens, req.epsilon, relation).event()
-    bounds = [s.bounds() for s in specs]
+    bounds = [column_bounds(s) for s in specs]
     integer = [s.type in ("int", "bool") for s in specs]
     features = list(req.features)
 
@@ -412,7 +413,7 @@ def _abcdp(req: ABCDPRequest, ds: DatasetView, upload: Any) -> Plan:
     if upload is None:
         raise FieldError("upload", f"no upload {req.upload!r} of yours (POST /v1/uploads first).")
     for j, col in enumerate(req.columns):
-        if not ds.schema.column(col, field_name=f"columns[{j}]").numeric:
+        if not is_numeric(releasable_column(ds.schema, col, field_name=f"columns[{j}]")):
             raise FieldError(f"columns[{j}]", f"column {col!r} is not numeric.")
     shapes = upload.shapes
     T, d = shapes["sims"][0], shapes["sims"][2]
