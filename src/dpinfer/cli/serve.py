@@ -13,6 +13,8 @@ never from the command line, where other users of the machine can read it)::
     dpinfer remote --url ... mean --dataset survey --column bmi --epsilon 0.5 --dry-run
     dpinfer remote --url ... mean --dataset survey --column bmi --epsilon 0.5 --out bmi.json
     dpinfer remote --url ... glm --dataset survey --target smoker --features age,bmi --epsilon 1 --out fit.npz
+    dpinfer remote --url ... dpvi --dataset survey --target smoker --features age,bmi --epsilon 1 \\
+        --steps 500 --dry-run
     dpinfer remote --url ... upload --file sims.npz          # from `dpinfer simulate`: an upload id
     dpinfer remote --url ... abcdp --dataset survey --upload ID --columns bmi -c 10 --epsilon 1 \\
         --bandwidth 4 --out abcdp.npz
@@ -214,6 +216,27 @@ def _remote_command(args: argparse.Namespace, client: Any, write_release_file: A
         if args.out:
             print(f"wrote {fit.save(args.out)}")
         return 0
+    if what == "dpvi":
+        res = client.dpvi(
+            args.dataset,
+            target=args.target,
+            features=[f.strip() for f in args.features.split(",") if f.strip()],
+            epsilon=args.epsilon,
+            model=args.model,
+            delta=args.delta,
+            intercept=not args.no_intercept,
+            steps=args.steps,
+            sampling_rate=args.sampling_rate,
+            seed=args.seed,
+            dry_run=args.dry_run,
+            purpose=args.purpose,
+        )
+        if args.dry_run:
+            print("DRY RUN on the public dummy data set (nothing charged)")
+        print(res.summary())
+        if args.out:
+            print(f"wrote {res.save(args.out)}")
+        return 0
     raise Refusal(f"unknown remote command {what!r}.")  # pragma: no cover
 
 
@@ -296,6 +319,17 @@ def register(subparsers: Any) -> None:
     gl.add_argument("--seed", type=int, default=None, help="sampler seed (never the privacy noise)")
     gl.add_argument("--proposals", type=int, default=4000, help="importance-sampling proposals")
     gl.add_argument("--out", help="write the posterior (dpinfer.result .npz) here")
+    dv = sub.add_parser("dpvi", help="a DPVI fit of a built-in model: the variational posterior")
+    common(dv)
+    dv.add_argument("--target", required=True, help="the response column")
+    dv.add_argument("--features", required=True, help="comma-separated feature columns")
+    dv.add_argument("--model", default="logistic", choices=("logistic", "poisson", "gaussian-linear"))
+    dv.add_argument("--delta", type=float, default=1e-6, help="delta of the fit")
+    dv.add_argument("--steps", type=int, default=1000, help="iterations (capped by the service)")
+    dv.add_argument("--sampling-rate", type=float, default=0.05, help="Poisson batch probability q")
+    dv.add_argument("--no-intercept", action="store_true", help="fit without an intercept column")
+    dv.add_argument("--seed", type=int, default=None, help="Monte Carlo seed (never the privacy noise)")
+    dv.add_argument("--out", help="write the fit (dpinfer.result .npz) here")
     r.set_defaults(func=_remote)
 
 

@@ -181,6 +181,10 @@ class Client:
         body = {"id": row["id"], "kind": row["kind"], "dataset": row["dataset"], **row["result"]}
         if row["kind"] == "glm":
             return GLMRelease.from_dict(body["glm_release"])
+        if row["kind"] == "dpvi":
+            from ..release.dpvi import DPVIResult
+
+            return DPVIResult.from_dict(body["dpvi_result"])
         if row["kind"] == "covariates":
             from ..models.synthesis import MarginalHistogramModel
 
@@ -364,6 +368,49 @@ class Client:
             path = Path(tmp) / "abcdp.npz"
             path.write_bytes(base64.b64decode(out["result_file"]))
             return load_result(path)
+
+    def dpvi(
+        self,
+        dataset: str,
+        *,
+        target: str,
+        features: Sequence[str],
+        epsilon: float,
+        model: str = "logistic",
+        delta: float = 1e-6,
+        intercept: bool = True,
+        steps: int = 1000,
+        sampling_rate: float = 0.05,
+        family: str = "auto",
+        seed: int | None = None,
+        dry_run: bool = False,
+        purpose: str = "",
+    ) -> Any:
+        """A DPVI fit of a built-in model (``"logistic"``, ``"poisson"``, ``"gaussian-linear"``)
+        of ``target`` on ``features`` (scaled by their declared bounds; an intercept by default):
+        the :class:`~dpinfer.release.dpvi.DPVIResult` of the local
+        ``DPVI(model).fit(X, y, epsilon=..., delta=..., intercept=..., bounds=...)``. ``steps`` is
+        capped by the service; ``seed`` drives only the public Monte Carlo draws."""
+        from ..release.dpvi import DPVIResult
+
+        body = {
+            "dataset": dataset,
+            "target": target,
+            "features": list(features),
+            "epsilon": epsilon,
+            "model": model,
+            "delta": delta,
+            "intercept": intercept,
+            "steps": steps,
+            "sampling_rate": sampling_rate,
+            "family": family,
+            "seed": seed,
+            "dry_run": dry_run,
+            "purpose": purpose,
+        }
+        out = self._post("/v1/releases/dpvi", body)
+        self.last_request = {"id": out.get("id"), "dry_run": bool(out.get("dry_run")), "kind": "dpvi"}
+        return DPVIResult.from_dict(out["dpvi_result"])
 
     def glm(
         self,

@@ -138,6 +138,25 @@ class ABCDPRequest(_Request):
     resample: bool = False
 
 
+class DPVIRequest(_FeaturesRequest):
+    """A DPVI fit (Jälkö, Dikmen & Honkela 2017; :class:`~dpinfer.release.dpvi.DPVI`) of a built-in
+    model of ``target`` on ``features`` (scaled to [−1, 1] by their declared bounds, with an
+    intercept by default), calibrated to (ε, δ) with the data set's accountant. ``steps`` is
+    capped by the service (``service.dpvi_max_steps``); ``seed`` drives only the public Monte
+    Carlo draws (the batches and the noise come from the owner's CSPRNG)."""
+
+    target: str = Field(min_length=1, max_length=64)
+    model: Literal["logistic", "poisson", "gaussian-linear"] = "logistic"
+    delta: float = Field(default=1e-6, gt=0, lt=1)
+    intercept: bool = True
+    steps: int = Field(default=1000, ge=1)
+    sampling_rate: float = Field(default=0.05, gt=0, le=1)
+    family: Literal["auto", "meanfield", "fullrank"] = "auto"
+    prior_scale: float = Field(default=1.0, gt=0, le=1e6, allow_inf_nan=False)
+    noise_scale: float = Field(default=1.0, gt=0, le=1e6, allow_inf_nan=False)
+    seed: int | None = Field(default=None, ge=0, lt=2**63)
+
+
 REQUESTS: dict[str, type[_Request]] = {
     "clamped": ClampedRequest,
     "count": CountRequest,
@@ -145,6 +164,7 @@ REQUESTS: dict[str, type[_Request]] = {
     "glm": GLMRequest,
     "covariates": CovariatesRequest,
     "abcdp": ABCDPRequest,
+    "dpvi": DPVIRequest,
 }
 
 
@@ -157,6 +177,10 @@ class DatasetView:
     schema: Schema
     n: int | None
     dummy_n: int
+    #: the accountant of the data set's budget (a DPVI fit is calibrated with it)
+    accountant: str = "pld"
+    #: the service's cap on a DPVI fit's steps (``service.dpvi_max_steps``)
+    dpvi_max_steps: int = 5000
 
 
 @dataclass
@@ -168,7 +192,9 @@ class Plan:
     params: dict[str, Any]
     event: PrivacyEvent
     epsilon: float
-    execute: Callable[[dict[str, np.ndarray], ReleaseContext], dict[str, Any]]
+    #: ``execute(records, context)`` (a DPVI plan also takes ``stop=``, a per-step callback
+    #: that may raise to end a dry run)
+    execute: Callable[..., dict[str, Any]]
 
 
 def _report(release: Any) -> dict[str, Any]:
@@ -460,6 +486,88 @@ def _abcdp(req: ABCDPRequest, ds: DatasetView, upload: Any) -> Plan:
     return Plan("abcdp", ds.name, req.model_dump(), event, req.epsilon, execute)
 
 
+def _dpvi_target(req: DPVIRequest, y: Any) -> None:
+    """Refuse a target the model cannot fit (naming the field ``target``)."""
+    if req.model == "logistic" and not (
+        y.type == "bool" or (y.type == "int" and column_bounds(y) == (0.0, 1.0))
+    ):
+        raise FieldError("target", "a logistic model needs a 0/1 target (bool, or int with bounds [0, 1]).")
+    if req.model == "poisson" and (y.type != "int" or column_bounds(y)[0] != 0):
+        raise FieldError("target", "a Poisson model needs an int target with declared lower bound 0.")
+    if req.model == "gaussian-linear" and not is_numeric(y):
+        raise FieldError("target", "a gaussian-linear model needs a numeric target.")
+
+
+def _dpvi(req: DPVIRequest, ds: DatasetView, n: int | None) -> Plan:
+    from ..errors import CalibrationError
+    from ..release.dpvi import DPVI, PrivacyOptions, TrainingOptions, make_model, plan_privacy
+    from ..release.dpvi.optim import count_noise_std, gradient_noise_multiplier
+
+    if ds.schema.neighbouring != "replace-one" or n is None:
+        raise FieldError(
+            "dataset",
+            f"data set {ds.name!r} is add-remove; the service's DPVI fits release under replace-one "
+            "neighbours (n public, adaptive clipping).",
+        )
+    if req.steps > ds.dpvi_max_steps:
+        raise FieldError("steps", f"steps = {req.steps} exceeds this service's cap of {ds.dpvi_max_steps}.")
+    if req.target in req.features:
+        raise FieldError("target", "the target must not also be a feature.")
+    _dpvi_target(req, releasable_column(ds.schema, req.target, field_name="target"))
+    for j, f in enumerate(req.features):
+        if not is_numeric(releasable_column(ds.schema, f, field_name=f"features[{j}]")):
+            raise FieldError(f"features[{j}]", f"feature {f!r} is not numeric; features must be numeric.")
+    if req.sampling_rate * n < 1:
+        raise FieldError(
+            "sampling_rate", f"sampling_rate * n = {req.sampling_rate * n:g}: batches would be empty."
+        )
+    accountant = ds.accountant
+    if accountant not in ("pld", "rdp"):
+        raise FieldError(
+            "dataset", f"data set {ds.name!r} is accounted with {accountant!r}; DPVI needs 'pld' or 'rdp'."
+        )
+    try:  # the fit's own calibration (remembered: the fit finds the same σ and event)
+        pp = plan_privacy(
+            sampling_rate=req.sampling_rate,
+            steps=req.steps,
+            delta=req.delta,
+            epsilon=req.epsilon,
+            accountant=accountant,
+        )
+        gradient_noise_multiplier(
+            pp.noise_multiplier, count_noise_std(req.sampling_rate * n, pp.noise_multiplier)
+        )
+    except (InvalidPrivacyParameterError, CalibrationError) as exc:
+        raise FieldError("epsilon", f"{exc} Nothing was charged.") from None
+    dim = len(req.features) + int(req.intercept)
+    model_args: dict[str, Any] = {"prior_scale": req.prior_scale}
+    if req.model == "gaussian-linear":
+        model_args["noise_scale"] = req.noise_scale
+    bounds = [column_bounds(ds.schema.columns[f]) for f in req.features]
+    features, target = list(req.features), req.target
+
+    def execute(records: dict[str, np.ndarray], ctx: ReleaseContext, stop: Any = None) -> dict[str, Any]:
+        X = np.column_stack([records[f] for f in features])
+        training = TrainingOptions(steps=req.steps, sampling_rate=req.sampling_rate, callback=stop)
+        fit = DPVI(make_model(req.model, dim, **model_args), family=req.family).fit(
+            X,
+            records[target],
+            epsilon=req.epsilon,
+            delta=req.delta,
+            privacy=PrivacyOptions(accountant=accountant),
+            training=training,
+            seed=req.seed,
+            context=ctx,
+            intercept=req.intercept,
+            bounds=bounds,
+        )
+        doc = fit.to_dict()
+        doc["config"]["feature_names"] = (["intercept"] if req.intercept else []) + features
+        return {"dpvi_result": doc, "privacy": doc["privacy"], "target": target}
+
+    return Plan("dpvi", ds.name, {**req.model_dump(), "n": n}, pp.event, req.epsilon, execute)
+
+
 def plan(kind: str, req: _Request, ds: DatasetView, upload: Any = None) -> Plan:
     """The plan of a validated request on data set ``ds`` (public facts only; module docstring)."""
     n = ds.n if not req.dry_run or ds.n is None else ds.dummy_n
@@ -481,6 +589,9 @@ def plan(kind: str, req: _Request, ds: DatasetView, upload: Any = None) -> Plan:
     if kind == "abcdp":
         assert isinstance(req, ABCDPRequest)
         return _abcdp(req, ds, upload)
+    if kind == "dpvi":
+        assert isinstance(req, DPVIRequest)
+        return _dpvi(req, ds, n)
     raise FieldError("kind", f"unknown release kind {kind!r}.")  # pragma: no cover - routes are fixed
 
 
@@ -509,7 +620,8 @@ class ServiceLedger:
 
     ``charge`` refuses an event other than the planned one (nothing charged), charges the real
     ledger under the request's label (and who charged it, where the ledger records that), calls
-    ``on_charged(charge_id)`` right after the commit, and yields to the draw. With ``prepaid`` (a
+    ``on_charged(charge_id)`` right after the commit, and yields to the draw; ``before_charge()``
+    (the request's clock, :mod:`dpinfer.service.timeouts`) runs first and may refuse. With ``prepaid`` (a
     charge id, crash recovery) it checks the event and yields without charging.
     """
 
@@ -523,9 +635,11 @@ class ServiceLedger:
         purpose: str = "",
         on_charged: Callable[[int], None] | None = None,
         prepaid: int | None = None,
+        before_charge: Callable[[], None] | None = None,
     ) -> None:
         self.ledger, self.planned, self.label = ledger, event_to_dict(planned), label
         self.analyst, self.purpose, self.on_charged, self.prepaid = analyst, purpose, on_charged, prepaid
+        self.before_charge = before_charge
         self.location = getattr(ledger, "location", "")
         self.charge_id: int | None = None
 
@@ -541,6 +655,8 @@ class ServiceLedger:
             self.charge_id = self.prepaid
             yield self.prepaid
             return
+        if self.before_charge is not None:  # e.g. the request's clock: may refuse, nothing charged
+            self.before_charge()
         extras = _charge_extras(self.ledger, self.analyst, self.purpose)
         with self.ledger.charge(dataset, event, self.label, insecure=insecure, **extras) as c:
             self.charge_id = int(c.id)
@@ -554,6 +670,7 @@ __all__ = [
     "ClampedRequest",
     "CovariatesRequest",
     "CountRequest",
+    "DPVIRequest",
     "DatasetView",
     "GLMRequest",
     "HistogramRequest",

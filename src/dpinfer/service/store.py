@@ -59,6 +59,13 @@ SCHEMA = (
     id INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL, actor TEXT NOT NULL, action TEXT NOT NULL,
     detail TEXT NOT NULL DEFAULT ''
 )""",
+    """CREATE TABLE IF NOT EXISTS analysts (
+    name TEXT PRIMARY KEY, created REAL NOT NULL, added_by TEXT NOT NULL
+)""",
+    """CREATE TABLE IF NOT EXISTS allowances (
+    analyst TEXT NOT NULL, dataset TEXT NOT NULL, epsilon REAL NOT NULL CHECK (epsilon >= 0),
+    updated REAL NOT NULL, changed_by TEXT NOT NULL, PRIMARY KEY (analyst, dataset)
+)""",
     """CREATE TABLE IF NOT EXISTS uploads (
     id TEXT PRIMARY KEY, analyst TEXT NOT NULL, created REAL NOT NULL, shapes TEXT NOT NULL,
     size INTEGER NOT NULL
@@ -136,6 +143,108 @@ class Store:
     def audit_log(self, limit: int = 200) -> list[dict[str, Any]]:
         rows = self.rows("SELECT id, at, actor, action, detail FROM audit ORDER BY id DESC LIMIT ?", (limit,))
         return [dict(zip(("id", "at", "actor", "action", "detail"), r, strict=True)) for r in rows]
+
+    # -- analysts and allowances -----------------------------------------------------------------
+    def seed_analysts(self, analysts: dict[str, dict[str, float]]) -> list[tuple[str, str, float, float]]:
+        """Add the configuration file's analysts and allowances that the state does not hold yet;
+        an allowance the owner set at run time is kept. Returns ``(analyst, data set, kept, in the
+        file)`` for each allowance where the two differ."""
+
+        def body(c: sqlite3.Connection) -> list[tuple[str, str, float, float]]:
+            now, differ = time.time(), []
+            for name, allow in analysts.items():
+                c.execute(
+                    "INSERT OR IGNORE INTO analysts (name, created, added_by) VALUES (?, ?, ?)",
+                    (name, now, "configuration file"),
+                )
+                for ds, eps in allow.items():
+                    row = c.execute(
+                        "SELECT epsilon FROM allowances WHERE analyst = ? AND dataset = ?", (name, ds)
+                    ).fetchone()
+                    if row is None:
+                        c.execute(
+                            "INSERT INTO allowances (analyst, dataset, epsilon, updated, changed_by)"
+                            " VALUES (?, ?, ?, ?, ?)",
+                            (name, ds, float(eps), now, "configuration file"),
+                        )
+                    elif float(row[0]) != float(eps):
+                        differ.append((name, ds, float(row[0]), float(eps)))
+            return differ
+
+        return self.tx(body)
+
+    def analysts(self) -> dict[str, dict[str, float]]:
+        """Every analyst with their allowance per data set."""
+        out: dict[str, dict[str, float]] = {
+            r[0]: {} for r in self.rows("SELECT name FROM analysts ORDER BY name")
+        }
+        for name, ds, eps in self.rows("SELECT analyst, dataset, epsilon FROM allowances ORDER BY dataset"):
+            out.setdefault(name, {})[ds] = float(eps)
+        return out
+
+    def allowance(self, analyst: str, dataset: str) -> float:
+        """The analyst's allowance on ``dataset`` (0 if none)."""
+        rows = self.rows(
+            "SELECT epsilon FROM allowances WHERE analyst = ? AND dataset = ?", (analyst, dataset)
+        )
+        return float(rows[0][0]) if rows else 0.0
+
+    def add_analyst(self, name: str, allowances: dict[str, float], *, by: str) -> bool:
+        """Add an analyst with their allowances (and the audit line), in one transaction; False
+        if the analyst exists already (nothing changed)."""
+
+        def body(c: sqlite3.Connection) -> bool:
+            now = time.time()
+            cur = c.execute(
+                "INSERT OR IGNORE INTO analysts (name, created, added_by) VALUES (?, ?, ?)", (name, now, by)
+            )
+            if cur.rowcount == 0:
+                return False
+            for ds, eps in allowances.items():
+                c.execute(
+                    "INSERT INTO allowances (analyst, dataset, epsilon, updated, changed_by)"
+                    " VALUES (?, ?, ?, ?, ?)",
+                    (name, ds, float(eps), now, by),
+                )
+            detail = ", ".join(f"{ds}: epsilon={eps:g}" for ds, eps in allowances.items()) or "no allowances"
+            c.execute(
+                "INSERT INTO audit (at, actor, action, detail) VALUES (?, ?, ?, ?)",
+                (now, by, "add analyst", f"{name} ({detail})"),
+            )
+            return True
+
+        return self.tx(body)
+
+    def set_allowance(self, analyst: str, dataset: str, epsilon: float, *, by: str) -> float | None:
+        """Set an analyst's allowance on ``dataset`` (and the audit line, with the old value), in
+        one transaction; returns the old allowance (None: there was none)."""
+
+        def body(c: sqlite3.Connection) -> float | None:
+            now = time.time()
+            row = c.execute(
+                "SELECT epsilon FROM allowances WHERE analyst = ? AND dataset = ?", (analyst, dataset)
+            ).fetchone()
+            c.execute(
+                "INSERT INTO allowances (analyst, dataset, epsilon, updated, changed_by)"
+                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (analyst, dataset) DO UPDATE SET"
+                " epsilon = excluded.epsilon,"
+                " updated = excluded.updated, changed_by = excluded.changed_by",
+                (analyst, dataset, float(epsilon), now, by),
+            )
+            old = None if row is None else float(row[0])
+            c.execute(
+                "INSERT INTO audit (at, actor, action, detail) VALUES (?, ?, ?, ?)",
+                (
+                    now,
+                    by,
+                    "set allowance",
+                    f"{analyst} on {dataset}: epsilon={epsilon:g}"
+                    + ("" if old is None else f" (was {old:g})"),
+                ),
+            )
+            return old
+
+        return self.tx(body)
 
     # -- requests --------------------------------------------------------------------------------
     def reserve(
