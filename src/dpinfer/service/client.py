@@ -57,6 +57,15 @@ class RemoteInvalidRequest(RemoteError, InvalidDataError):
     """A request field the service cannot serve (nothing charged)."""
 
 
+class RemoteTimeout(RemoteError):
+    """The request ran past the service's time limit (503). ``request_id`` is None if nothing was
+    charged; otherwise the release was charged and is stored: fetch it with :meth:`Client.retrieve`."""
+
+    def __init__(self, status: int, code: str, message: str, field: str | None, request_id: Any) -> None:
+        super().__init__(status, code, message, field)
+        self.request_id = request_id
+
+
 class RemoteAuthError(RemoteError):
     """The token was refused (401) or lacks the rights (403)."""
 
@@ -72,6 +81,9 @@ def _raise(resp: Any) -> None:
         )
     except (ValueError, KeyError, TypeError):
         status, code, message, field = resp.status_code, "http_error", resp.text[:200], None
+        err = {}
+    if code in ("timeout", "timeout_after_charge"):
+        raise RemoteTimeout(status, code, message, field, err.get("request_id"))
     if status == 409:
         raise RemoteBudgetError(status, code, message, field)
     if status in (400, 404, 413, 422):
@@ -153,6 +165,39 @@ class Client:
         if resp.status_code >= 400:
             _raise(resp)
         return resp.json()
+
+    def _send(self, method: str, path: str, body: Any = None) -> Any:
+        resp = self._http.request(method, path, json=body)
+        if resp.status_code >= 400:
+            _raise(resp)
+        return resp.json()
+
+    # -- the owner's changes at run time (an owner's token) --------------------------------------
+    def analysts(self) -> dict[str, dict[str, float]]:
+        """Owner: every analyst and their allowance per data set."""
+        return dict(self._get("/v1/owner/analysts")["analysts"])
+
+    def add_analyst(self, name: str, allowances: dict[str, float] | None = None) -> dict[str, Any]:
+        """Owner: add an analyst with allowances (audited)."""
+        return dict(self._post("/v1/owner/analysts", {"name": name, "allowances": allowances or {}}))
+
+    def set_allowance(self, analyst: str, dataset: str, epsilon: float) -> dict[str, Any]:
+        """Owner: set an analyst's allowance on a data set (audited)."""
+        return dict(
+            self._send("PUT", f"/v1/owner/analysts/{analyst}/allowances/{dataset}", {"epsilon": epsilon})
+        )
+
+    def create_token(self, principal: str, *, role: str = "analyst", days: float = 90.0) -> dict[str, Any]:
+        """Owner: a new token for ``principal`` (``["token"]`` is shown only here)."""
+        return dict(self._post("/v1/owner/tokens", {"principal": principal, "role": role, "days": days}))
+
+    def revoke_token(self, token_id: str) -> dict[str, Any]:
+        """Owner: revoke a token at once."""
+        return dict(self._send("DELETE", f"/v1/owner/tokens/{token_id}"))
+
+    def rotate_token(self, token_id: str, *, days: float | None = None) -> dict[str, Any]:
+        """Owner: revoke a token and get its holder's new one (``["token"]``, shown only here)."""
+        return dict(self._post(f"/v1/owner/tokens/{token_id}/rotate", {"days": days}))
 
     # -- what there is -------------------------------------------------------------------------
     def datasets(self) -> list[dict[str, Any]]:
@@ -465,6 +510,7 @@ __all__ = [
     "RemoteBudgetError",
     "RemoteError",
     "RemoteInvalidRequest",
+    "RemoteTimeout",
     "connect",
     "write_release_file",
 ]

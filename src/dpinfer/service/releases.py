@@ -499,10 +499,6 @@ def _dpvi_target(req: DPVIRequest, y: Any) -> None:
 
 
 def _dpvi(req: DPVIRequest, ds: DatasetView, n: int | None) -> Plan:
-    from ..errors import CalibrationError
-    from ..release.dpvi import DPVI, PrivacyOptions, TrainingOptions, make_model, plan_privacy
-    from ..release.dpvi.optim import count_noise_std, gradient_noise_multiplier
-
     if ds.schema.neighbouring != "replace-one" or n is None:
         raise FieldError(
             "dataset",
@@ -526,6 +522,11 @@ def _dpvi(req: DPVIRequest, ds: DatasetView, n: int | None) -> Plan:
         raise FieldError(
             "dataset", f"data set {ds.name!r} is accounted with {accountant!r}; DPVI needs 'pld' or 'rdp'."
         )
+    # imported only for a request that passed the checks above (torch loads with them)
+    from ..errors import CalibrationError
+    from ..release.dpvi import DPVI, PrivacyOptions, TrainingOptions, make_model, plan_privacy
+    from ..release.dpvi.optim import count_noise_std, gradient_noise_multiplier
+
     try:  # the fit's own calibration (remembered: the fit finds the same σ and event)
         pp = plan_privacy(
             sampling_rate=req.sampling_rate,
