@@ -36,7 +36,9 @@ def _app(site):
 @pytest.fixture
 def runtime(tmp_path):
     site = make_site(tmp_path, budget=5.0, accountant="rdp", allowances={"alice": 1.0})
-    site.extra["tokens"] = tokens(site, {"owner": ("owner", "owner", 1.0), "alice": ("alice", "analyst", 1.0)})
+    site.extra["tokens"] = tokens(
+        site, {"owner": ("owner", "owner", 1.0), "alice": ("alice", "analyst", 1.0)}
+    )
     svc, app = _app(site)
     with TestClient(app) as client:
         yield site, svc, client
@@ -75,7 +77,10 @@ def test_the_owner_adds_an_analyst_changes_allowances_and_rotates_tokens_at_run_
     ):
         r = c.put(path, json=body, headers=owner)
         assert r.status_code == 422 and r.json()["error"]["field"] == field, r.text
-    assert c.put("/v1/owner/analysts/zed/allowances/survey", json={"epsilon": 1}, headers=owner).status_code == 404
+    assert (
+        c.put("/v1/owner/analysts/zed/allowances/survey", json={"epsilon": 1}, headers=owner).status_code
+        == 404
+    )
     assert svc.store.allowance("erin", "survey") == 0.5
     # lower erin's allowance below her next request: refused, nothing charged
     r = c.put("/v1/owner/analysts/erin/allowances/survey", json={"epsilon": 0.3}, headers=owner)
@@ -106,7 +111,10 @@ def test_the_owner_adds_an_analyst_changes_allowances_and_rotates_tokens_at_run_
 def test_run_time_allowances_survive_a_restart_and_the_file_only_seeds(runtime, caplog):
     site, svc, c = runtime
     owner = _h(site, "owner")
-    assert c.put("/v1/owner/analysts/alice/allowances/survey", json={"epsilon": 2.0}, headers=owner).status_code == 200
+    assert (
+        c.put("/v1/owner/analysts/alice/allowances/survey", json={"epsilon": 2.0}, headers=owner).status_code
+        == 200
+    )
     svc.close()
     from dpinfer.service.config import load_config
     from dpinfer.service.core import Service
@@ -208,9 +216,10 @@ def test_dpvi_requests_are_validated_before_any_charge(runtime):
 @pytest.mark.slow
 def test_dpvi_dry_run_and_release_give_the_local_type(tmp_path):
     """A dry run (free) and a charged fit over real HTTP: DPVIResult, as DPVI(...).fit gives."""
+    from service_helpers import Server
+
     import dpinfer
     from dpinfer.release.dpvi import DPVIResult
-    from service_helpers import Server
 
     site = make_site(tmp_path, budget=5.0, accountant="rdp", allowances={"alice": 2.0})
     tok = tokens(site, {"alice": ("alice", "analyst", 1.0)})["alice"][0]
