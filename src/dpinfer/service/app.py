@@ -157,6 +157,41 @@ async def _send_413(send: Any, limit: int) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
+class AccessLog:
+    """One log line per request: method, the route's template (never the raw path), status,
+    duration and the principal's name (a plain ASGI wrapper: Starlette's ``@app.middleware``
+    costs a task and a stream per request)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        t0 = time.perf_counter()
+        status = [500]
+
+        async def tracking(msg: Any) -> None:
+            if msg["type"] == "http.response.start":
+                status[0] = int(msg["status"])
+            await send(msg)
+
+        try:
+            await self.app(scope, receive, tracking)
+        finally:
+            state = scope.get("state") or {}
+            route = getattr(scope.get("route"), "path", "(no route)")
+            log.info(
+                "%s %s %d %.1fms by %s",
+                scope.get("method", "-"),
+                route,
+                status[0],
+                1000 * (time.perf_counter() - t0),
+                state.get("principal", "-") if isinstance(state, dict) else "-",
+            )
+
+
 class TokenRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -197,19 +232,21 @@ def create_app(service: Service) -> FastAPI:
     app.state.service = service
     limiter = RateLimiter(cfg.rate_limit, cfg.rate_burst)
 
-    def principal(request: Request) -> Principal:
+    # the dependencies are async (cheap: a cached token check and one indexed read), so that a
+    # request takes one worker-thread hop (its release), not one per dependency
+    async def principal(request: Request) -> Principal:
         who = service.tokens.authenticate(request.headers.get("authorization"))
         request.state.principal = who.name
         if not limiter.allow(who.token_id):
             raise RateLimited
         return who
 
-    def analyst(who: Principal = Depends(principal)) -> Principal:  # noqa: B008
+    async def analyst(who: Principal = Depends(principal)) -> Principal:  # noqa: B008
         if who.role != "analyst":
             raise Forbidden("this route is for analysts' tokens.")
         return who
 
-    def owner(who: Principal = Depends(principal)) -> Principal:  # noqa: B008
+    async def owner(who: Principal = Depends(principal)) -> Principal:  # noqa: B008
         if who.role != "owner":
             raise Forbidden("this route is for the data owner's tokens.")
         return who
@@ -287,21 +324,7 @@ def create_app(service: Service) -> FastAPI:
         log.error("%s %s failed: %s (details withheld)", request.method, _route(request), type(exc).__name__)
         return error(500, "internal", "the service could not complete the request; nothing was released.")
 
-    # -- logging ---------------------------------------------------------------------------------
-    @app.middleware("http")
-    async def _log(request: Request, call_next: Any) -> Any:
-        t0 = time.perf_counter()
-        response = await call_next(request)
-        who = getattr(request.state, "principal", "-")
-        log.info(
-            "%s %s %d %.1fms by %s",
-            request.method,
-            _route(request),
-            response.status_code,
-            1000 * (time.perf_counter() - t0),
-            who,
-        )
-        return response
+    # -- logging: a plain ASGI wrapper (AccessLog), added below ---------------------------------
 
     # -- public and analyst routes ---------------------------------------------------------------
     @app.get("/v1/health")
@@ -405,6 +428,7 @@ def create_app(service: Service) -> FastAPI:
     from .web import add_owner_pages
 
     add_owner_pages(app, service)
+    app.add_middleware(AccessLog)
     app.add_middleware(BodyLimit, limit=cfg.max_request_bytes, upload_limit=cfg.max_upload_bytes)
     return app
 

@@ -11,6 +11,8 @@ completes interrupted requests (:meth:`Service.recover`).
 from __future__ import annotations
 
 import fcntl
+import functools
+import json
 import logging
 import math
 import secrets
@@ -23,7 +25,7 @@ import numpy as np
 from ..errors import BudgetExceededError, DPInferError
 from ..privacy.accountants import get_accountant
 from ..privacy.context import ReleaseContext
-from ..privacy.event_conversion import event_from_dict
+from ..privacy.event_conversion import event_from_dict, event_to_dict
 from ..privacy.events import compose
 from ..privacy.ledger import Ledger
 from .auth import Principal, Tokens
@@ -69,6 +71,12 @@ class DatasetState:
         return DatasetView(
             self.config.name, self.config.schema, self.n, dummy_n, self.accountant, self.dpvi_max_steps
         )
+
+
+@functools.lru_cache(maxsize=1024)
+def _event_epsilon(event: str, accountant: str, delta: float) -> float:
+    """ε of one release's event alone under a budget's accountant (requests repeat: remembered)."""
+    return float(get_accountant(accountant).epsilon(event_from_dict(json.loads(event)), delta))
 
 
 def _stopper(clock: RequestClock) -> Any:
@@ -196,18 +204,23 @@ class Service:
         return self.public_request(row, True)
 
     # -- releases --------------------------------------------------------------------------------
-    def _check_budget(self, dataset: str, planned: Plan) -> None:
-        """Refuse (before any work on the data) a release the data set's budget cannot cover; the
-        ledger checks again, atomically, when it charges."""
+    def _check_budget(self, dataset: str, planned: Plan) -> Any:
+        """Refuse (before any work on the data) a release the data set's budget cannot cover, and
+        return the budget. A cheap, necessary test — the spend the ledger recorded, and the
+        release's own ε, must each fit (a composition is never below either part) — in one read,
+        whatever the ledger's history; the ledger's charge then checks the composition exactly
+        and atomically (refused there: nothing charged, nothing released, the request aborted)."""
         budget = self.ledger.budget(dataset)
-        events = [event_from_dict(h["event"]) for h in self.ledger.history(dataset)]
-        accountant = get_accountant(budget.accountant)
-        accountant.check_supported(planned.event)
-        spent = accountant.epsilon(compose(*events, planned.event), budget.delta)
-        if not (math.isfinite(spent) and spent <= budget.epsilon * (1 + 1e-9)):
+        get_accountant(budget.accountant).check_supported(planned.event)
+        alone = _event_epsilon(
+            json.dumps(event_to_dict(planned.event), sort_keys=True), budget.accountant, budget.delta
+        )
+        spent = self.ledger.spent(dataset)
+        if not (math.isfinite(alone) and max(spent, alone) <= budget.epsilon * (1 + 1e-9)):
             raise ServiceBudgetExceeded(
                 f"the budget of data set {dataset!r} cannot cover this release. Nothing was charged."
             )
+        return budget
 
     # -- uploads ---------------------------------------------------------------------------------
     def add_upload(self, who: Principal, raw: bytes) -> dict[str, Any]:
@@ -255,10 +268,8 @@ class Service:
         p = plan(kind, req, ds.view, upload)
         if clock is not None:
             clock.check()
-        self._check_budget(ds.config.name, p)
-        budget = self.ledger.budget(ds.config.name)
+        budget = self._check_budget(ds.config.name, p)
         rid = secrets.token_hex(8)
-        from ..privacy.event_conversion import event_to_dict
 
         self.store.reserve(
             rid=rid,

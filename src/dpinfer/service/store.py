@@ -90,6 +90,56 @@ def analyst_spend(events: list[PrivacyEvent], accountant: str, delta: float) -> 
     return float(get_accountant(accountant).epsilon(compose(*events), delta))
 
 
+_COUNTED_SQL = f"analyst = ? AND dataset = ? AND status IN ({','.join('?' * len(COUNTED))})"
+
+
+class _SpendStates:
+    """The composed state (:mod:`dpinfer.privacy.ledger_state`: PLD, RDP or pure) of each
+    analyst's counted events on each data set, kept in memory so that a reservation composes one
+    event, not the analyst's whole history.
+
+    A state is keyed by ``(count, max rowid)`` of the counted rows it composes: a new reservation
+    raises the max rowid (rows are never deleted), an abort lowers the count, so any change of
+    the counted set — by any thread or process, or a commit that failed — makes the key differ and
+    the state is rebuilt from the rows (the full composition). An accountant that is not a fold
+    (``advanced``) recomposes every time."""
+
+    def __init__(self) -> None:
+        self._states: dict[tuple[str, str, str, float], tuple[tuple[int, int], Any]] = {}
+        self._lock = threading.Lock()
+
+    def state(
+        self, c: sqlite3.Connection, analyst: str, dataset: str, accountant: str, delta: float
+    ) -> tuple[tuple[int, int], Any, list[PrivacyEvent] | None]:
+        """``(key, state, events)``: the state of the counted rows now (None: not a fold, and
+        ``events`` the history to recompose)."""
+        from ..privacy import ledger_state
+
+        count, top = c.execute(
+            f"SELECT COUNT(*), COALESCE(MAX(rowid), 0) FROM requests WHERE {_COUNTED_SQL}",
+            (analyst, dataset, *COUNTED),
+        ).fetchone()
+        key = (int(count), int(top))
+        name = (analyst, dataset, accountant, float(delta))
+        with self._lock:
+            cached = self._states.get(name)
+        if cached is not None and cached[0] == key:
+            return key, cached[1], None
+        rows = c.execute(
+            f"SELECT event FROM requests WHERE {_COUNTED_SQL} ORDER BY created", (analyst, dataset, *COUNTED)
+        ).fetchall()
+        events = [event_from_dict(json.loads(r[0])) for r in rows]
+        state = ledger_state.build(accountant, events)
+        if state is None:
+            return key, None, events
+        self.remember(name, key, state)
+        return key, state, None
+
+    def remember(self, name: tuple[str, str, str, float], key: tuple[int, int], state: Any) -> None:
+        with self._lock:
+            self._states[name] = (key, state)
+
+
 class Store:
     """The service database at ``path`` (module docstring)."""
 
@@ -97,6 +147,7 @@ class Store:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
+        self._spend = _SpendStates()
         conn = self._conn()
         conn.execute("PRAGMA journal_mode=WAL")
         for stmt in SCHEMA:
@@ -269,15 +320,19 @@ class Store:
         new = event_from_dict(event)
 
         def body(c: sqlite3.Connection) -> float:
-            rows = c.execute(
-                f"SELECT event FROM requests WHERE analyst = ? AND dataset = ? AND status IN "
-                f"({','.join('?' * len(COUNTED))}) ORDER BY created",
-                (analyst, dataset, *COUNTED),
-            ).fetchall()
-            history = [event_from_dict(json.loads(r[0])) for r in rows]
-            after = analyst_spend([*history, new], accountant, delta)
+            key, state, history = self._spend.state(c, analyst, dataset, accountant, delta)
+            if state is not None:
+                before_state, state = state, state.add(new)
+                after = float(state.epsilon(delta))
+            else:
+                assert history is not None
+                after = analyst_spend([*history, new], accountant, delta)
             if not after <= allowance * (1 + 1e-9):
-                before = analyst_spend(history, accountant, delta)
+                before = (
+                    float(before_state.epsilon(delta))
+                    if history is None
+                    else analyst_spend(history, accountant, delta)
+                )
                 raise AllowanceExceeded(
                     f"this release would bring your spend on {dataset!r} to epsilon={after:.6g} over your "
                     f"allowance {allowance:g} (already spent {before:.6g}). Nothing was charged.",
@@ -300,6 +355,11 @@ class Store:
                     now,
                 ),
             )
+            if state is not None:  # keyed by the counted rows with this one (module docstring)
+                top = c.execute("SELECT rowid FROM requests WHERE id = ?", (rid,)).fetchone()[0]
+                self._spend.remember(
+                    (analyst, dataset, accountant, float(delta)), (key[0] + 1, int(top)), state
+                )
             return after
 
         return self.tx(body, durable=False)
@@ -386,12 +446,16 @@ class Store:
         return [self._row(r) for r in self.rows(sql + " ORDER BY created", tuple(args))]
 
     def spend(self, analyst: str, dataset: str, accountant: str, delta: float) -> float:
-        rows = self.rows(
-            f"SELECT event FROM requests WHERE analyst = ? AND dataset = ? AND status IN "
-            f"({','.join('?' * len(COUNTED))}) ORDER BY created",
-            (analyst, dataset, *COUNTED),
-        )
-        return analyst_spend([event_from_dict(json.loads(r[0])) for r in rows], accountant, delta)
+        """ε of the analyst's counted events on ``dataset`` (the composition the reservations check)."""
+
+        def body(c: sqlite3.Connection) -> float:
+            _, state, history = self._spend.state(c, analyst, dataset, accountant, delta)
+            if state is not None:
+                return float(state.epsilon(delta))
+            assert history is not None
+            return analyst_spend(history, accountant, delta)
+
+        return self.tx(body, write=False)
 
     # -- uploads ---------------------------------------------------------------------------------
     def add_upload(self, uid: str, analyst: str, shapes: dict[str, Any], size: int) -> None:
