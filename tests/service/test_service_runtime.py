@@ -241,3 +241,54 @@ def test_dpvi_dry_run_and_release_give_the_local_type(tmp_path):
             assert svc.me()["allowances"]["survey"]["spent"] == pytest.approx(fit.privacy.epsilon, rel=1e-6)
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize("accountant", ["rdp", "pld", "pure"])
+def test_the_cached_allowance_state_equals_the_full_composition_after_aborts(tmp_path, accountant):
+    """The in-memory composed state of an analyst's spend follows reservations and aborts (a state
+    that ignored an abort would keep counting the aborted event: the last check catches it)."""
+    from dpinfer.privacy.event_conversion import event_to_dict
+    from dpinfer.privacy.events import LaplaceEvent
+    from dpinfer.service.store import COUNTED, Store, analyst_spend
+
+    store = Store(tmp_path / "service.db")
+    delta = 1e-6 if accountant != "pure" else 0.0
+    events = [LaplaceEvent(eps) for eps in (0.1, 0.2, 0.3, 0.15)]
+
+    def full() -> float:
+        rows = [r for r in store.requests(analyst="a") if r["status"] in COUNTED]
+        from dpinfer.privacy.event_conversion import event_from_dict
+
+        return analyst_spend([event_from_dict(r["event"]) for r in rows], accountant, delta)
+
+    for i, ev in enumerate(events):
+        after = store.reserve(
+            rid=f"r{i}",
+            analyst="a",
+            dataset="d",
+            kind="clamped",
+            params={},
+            event=event_to_dict(ev),
+            epsilon=0.1,
+            allowance=10.0,
+            accountant=accountant,
+            delta=delta,
+        )
+        assert after == pytest.approx(full(), rel=1e-6)
+    store.set_status("r1", "aborted")  # no longer counted
+    assert store.spend("a", "d", accountant, delta) == pytest.approx(full(), rel=1e-6)
+    after = store.reserve(
+        rid="r9",
+        analyst="a",
+        dataset="d",
+        kind="clamped",
+        params={},
+        event=event_to_dict(events[0]),
+        epsilon=0.1,
+        allowance=10.0,
+        accountant=accountant,
+        delta=delta,
+    )
+    assert after == pytest.approx(full(), rel=1e-6)
+    if accountant == "pure":
+        assert after == pytest.approx(0.1 + 0.3 + 0.15 + 0.1)
