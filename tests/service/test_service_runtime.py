@@ -216,14 +216,25 @@ def test_dpvi_requests_are_validated_before_any_charge(runtime):
 @pytest.mark.slow
 def test_dpvi_dry_run_and_release_give_the_local_type(tmp_path):
     """A dry run (free) and a charged fit over real HTTP: DPVIResult, as DPVI(...).fit gives."""
+    import os
+    import subprocess
+    import sys
+
     from service_helpers import Server
 
     import dpinfer
     from dpinfer.release.dpvi import DPVIResult
 
     site = make_site(tmp_path, budget=5.0, accountant="rdp", allowances={"alice": 2.0})
-    tok = tokens(site, {"alice": ("alice", "analyst", 1.0)})["alice"][0]
+    toks = tokens(site, {"alice": ("alice", "analyst", 1.0), "owner": ("owner", "owner", 1.0)})
+    tok = toks["alice"][0]
     server = Server(site)
+
+    def cli(token: str, *args: str) -> subprocess.CompletedProcess[str]:
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), DPINFER_TOKEN=token)
+        cmd = [sys.executable, "-m", "dpinfer", "remote", "--url", server.url, *args]
+        return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+
     try:
         with dpinfer.connect(server.url, tok) as svc:
             args = {"target": "smoker", "features": ["age", "bmi"], "epsilon": 1.0, "steps": 50, "seed": 3}
@@ -239,6 +250,41 @@ def test_dpvi_dry_run_and_release_give_the_local_type(tmp_path):
             again = svc.retrieve(rid)
             assert type(again) is DPVIResult and again.params.tolist() == fit.params.tolist()
             assert svc.me()["allowances"]["survey"]["spent"] == pytest.approx(fit.privacy.epsilon, rel=1e-6)
+        out = cli(
+            tok,
+            "dpvi",
+            "--dataset",
+            "survey",
+            "--target",
+            "smoker",
+            "--features",
+            "age,bmi",
+            "--epsilon",
+            "1",
+            "--steps",
+            "50",
+            "--dry-run",
+            "--out",
+            str(tmp_path / "fit.npz"),
+        )
+        assert out.returncode == 0, out.stderr
+        assert "DRY RUN" in out.stdout and type(DPVIResult.load(tmp_path / "fit.npz")) is DPVIResult
+        assert ledger_state(site)[0] == 1
+        # the owner's commands at run time; an analyst's token is refused on them
+        owner = toks["owner"][0]
+        assert cli(tok, "add-analyst", "--name", "zoe", "--allowance", "survey=0.5").returncode != 0
+        out = cli(owner, "add-analyst", "--name", "zoe", "--allowance", "survey=0.5")
+        assert out.returncode == 0, out.stderr
+        assert (
+            cli(
+                owner, "set-allowance", "--analyst", "zoe", "--dataset", "survey", "--epsilon", "0.7"
+            ).returncode
+            == 0
+        )
+        made = cli(owner, "token-create", "--holder", "zoe")
+        assert made.returncode == 0 and '"token": "dpi_' in made.stdout
+        listed = cli(owner, "analysts")
+        assert '"zoe"' in listed.stdout and "0.7" in listed.stdout
     finally:
         server.stop()
 
