@@ -1,4 +1,11 @@
-"""The service's own database: tokens, requests (with their releases) and the audit log.
+"""The service's own database: tokens, analysts and allowances, requests (with their releases)
+and the audit log.
+
+Analysts and their allowances live here: the configuration file's are added when the service
+starts (:meth:`Store.seed_analysts`; an allowance the owner changed at run time is kept, and the
+service's log says where the file differs); the owner adds analysts and sets allowances while the
+service runs (:meth:`Store.add_analyst`, :meth:`Store.set_allowance`), each change in one
+transaction with its audit line naming the owner who made it.
 
 One SQLite file in the service's state folder (WAL journal, ``synchronous=FULL``), opened per
 transaction so that threads and processes share it safely; every write runs in ``BEGIN IMMEDIATE``.
@@ -11,7 +18,10 @@ databases, treated like ``reserved``). :meth:`Store.reserve`
 checks the analyst's allowance and inserts the ``reserved`` row in **one** ``BEGIN IMMEDIATE``
 transaction: the check "ε of the composition of this analyst's reserved, charged and released
 events plus the new one <= allowance" and the insert are one atomic step across every thread and
-process of the service, so concurrent requests cannot overspend an allowance. A reservation that
+process of the service, so concurrent requests cannot overspend an allowance. The composition is
+kept as a composed state in memory (:class:`_SpendStates`), so a reservation composes one event
+whatever the analyst's history; the state is checked against the counted rows in the same
+transaction and rebuilt from them when they changed. A reservation that
 is not charged is released again (``aborted``) and stops counting.
 
 The release is stored with :meth:`Store.finish` right after the draw, before the response is
