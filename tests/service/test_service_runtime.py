@@ -225,7 +225,7 @@ def test_dpvi_dry_run_and_release_give_the_local_type(tmp_path):
     import dpinfer
     from dpinfer.release.dpvi import DPVIResult
 
-    site = make_site(tmp_path, budget=5.0, accountant="rdp", allowances={"alice": 2.0})
+    site = make_site(tmp_path, budget=5.0, accountant="pld", allowances={"alice": 2.0})
     toks = tokens(site, {"alice": ("alice", "analyst", 1.0), "owner": ("owner", "owner", 1.0)})
     tok = toks["alice"][0]
     server = Server(site)
@@ -245,7 +245,7 @@ def test_dpvi_dry_run_and_release_give_the_local_type(tmp_path):
             rid = svc.last_request["id"]
             assert type(fit) is DPVIResult and fit.param_names == ("intercept", "age", "bmi")
             assert fit.privacy.accounted and fit.privacy.epsilon <= 1.0 + 1e-6
-            assert fit.privacy.accountant == "rdp" and fit.config["steps"] == 50
+            assert fit.privacy.accountant == "pld" and fit.config["steps"] == 50
             assert ledger_state(site)[0] == 1
             again = svc.retrieve(rid)
             assert type(again) is DPVIResult and again.params.tolist() == fit.params.tolist()
