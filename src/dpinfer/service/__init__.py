@@ -6,8 +6,8 @@
   while the service runs), requests with their releases, the audit log;
 * :mod:`~dpinfer.service.auth` — Argon2-hashed API tokens and per-token rate limits;
 * :mod:`~dpinfer.service.releases` — declarative requests (clamped mean/sum, count, histogram,
-  GLM statistics, DPVI of the built-in models, covariate model, ABCDP), planned from public facts, charged through the ledger
-  by the library's own release functions;
+  GLM statistics, DPVI of the built-in models, covariate model, ABCDP), planned from public
+  facts, charged through the ledger by the library's own release functions;
 * :mod:`~dpinfer.service.uploads` — analysts' simulations for ABCDP: parsed without pickle,
   validated, size-capped, stored per analyst, never executed;
 * :mod:`~dpinfer.service.timeouts` — per-request time limits: nothing charged on a timeout
