@@ -9,7 +9,8 @@ For two small releases — a clamped mean (Laplace, n = 400) and the private GLM
 * ``service_core``: :meth:`dpinfer.service.core.Service.release` without HTTP (allowance
   reservation, budget pre-check, the stored release);
 * ``server``: ``dpinfer serve`` in its own process, one keep-alive HTTP client, one request after
-  another (p50/p99 latency), then 4 clients at once (releases per second); and the same requests
+  another (p50/p99 latency), then 4 clients at once (releases per second, and the server process's
+  CPU time per release, which other jobs on the machine do not inflate); and the same requests
   as dry runs, against the library's call without a ledger (``in_process.no_ledger``): the
   service's own cost (HTTP, token check, JSON, planning) without the disk.
 
@@ -58,6 +59,14 @@ from pg_server import PGServer, why_unavailable  # noqa: E402
 
 MEAN = {"dataset": "survey", "column": "bmi", "epsilon": 0.001}
 GLM = {"dataset": "survey", "target": "smoker", "features": ["age", "bmi"], "epsilon": 0.001, "delta": 1e-9}
+
+
+def process_cpu(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (Linux /proc)."""
+    import os
+
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def summary(seconds: list[float]) -> dict[str, float]:
@@ -155,6 +164,7 @@ def over_http(site: Any, token: str, n: int, clients: int, name: str) -> dict[st
                         done[0] += 1
 
         threads = [threading.Thread(target=worker) for _ in range(clients)]
+        cpu0 = process_cpu(server.proc.pid)
         t0 = time.perf_counter()
         for t in threads:
             t.start()
@@ -162,6 +172,8 @@ def over_http(site: Any, token: str, n: int, clients: int, name: str) -> dict[st
             t.join()
         out["concurrent_clients"] = clients
         out["releases_per_s"] = done[0] / (time.perf_counter() - t0)
+        # the server's own CPU per release: robust to other jobs on the machine (wall time is not)
+        out["server_cpu_ms_per_release"] = 1000 * (process_cpu(server.proc.pid) - cpu0) / max(done[0], 1)
         return {"release": out, "dry_run": dry}
     finally:
         server.stop()

@@ -85,6 +85,7 @@ def make_site(
     rate_limit: float = 1000.0,
     rate_burst: int = 1000,
     max_request_bytes: int = 65536,
+    request_timeout: float | None = None,
 ) -> Site:
     root.mkdir(parents=True, exist_ok=True)
     data = root / "secret-records-dir" / "survey.csv"
@@ -102,6 +103,7 @@ def make_site(
         f"rate_limit = {rate_limit}",
         f"rate_burst = {rate_burst}",
         f"max_request_bytes = {max_request_bytes}",
+        *([] if request_timeout is None else [f"request_timeout = {request_timeout}"]),
         "",
         "[[datasets]]",
         'name = "survey"',
@@ -258,13 +260,23 @@ def endpoints(site: Site, rid: str) -> tuple[list[Any], list[Any], list[Any]]:
         ("POST", "/v1/releases/histogram", {"dataset": "survey", "column": "region", "epsilon": 0.1}),
         ("POST", "/v1/releases/glm", glm),
         ("POST", "/v1/releases/count", {"dataset": "survey", "epsilon": 0.1}),
+        (
+            "POST",
+            "/v1/releases/dpvi",
+            {"dataset": "survey", "target": "smoker", "features": ["age"], "epsilon": 0.5, "steps": 20},
+        ),
     ]
     anyone = [("GET", "/v1/datasets", None), ("GET", "/v1/datasets/survey", None), ("GET", "/v1/me", None)]
-    owner = [
+    owner_tid = site.extra["tokens"]["owner"][1]
+    owner = [  # the reading routes first, then those that change something
         ("GET", "/v1/owner/overview", None),
         ("GET", "/v1/owner/requests", None),
         ("GET", "/v1/owner/audit", None),
         ("GET", "/v1/owner/tokens", None),
+        ("GET", "/v1/owner/analysts", None),
+        ("POST", "/v1/owner/analysts", {"name": "mallory", "allowances": {"survey": 1.0}}),
+        ("PUT", "/v1/owner/analysts/alice/allowances/survey", {"epsilon": 20.0}),
+        ("POST", f"/v1/owner/tokens/{owner_tid}/rotate", {}),
         ("POST", "/v1/owner/tokens", {"principal": "mallory", "role": "owner"}),
         ("DELETE", f"/v1/owner/tokens/{site.extra['tokens']['owner'][1]}", None),
     ]

@@ -6,6 +6,13 @@ The owner::
     dpinfer serve-token create --config service.toml --holder alice          # shown once
     dpinfer serve --config service.toml --port 8443 --certfile cert.pem --keyfile key.pem
 
+The owner, while the service runs (an owner's token; each change is in the audit log)::
+
+    dpinfer remote --url ... add-analyst --name carol --allowance survey=1.0
+    dpinfer remote --url ... set-allowance --analyst carol --dataset survey --epsilon 2.0
+    dpinfer remote --url ... token-create --holder carol           # shown once
+    dpinfer remote --url ... token-rotate --id TOKEN_ID            # or token-revoke --id TOKEN_ID
+
 The analyst (the token from the environment variable ``DPINFER_TOKEN`` or ``--token-file``,
 never from the command line, where other users of the machine can read it)::
 
@@ -13,6 +20,8 @@ never from the command line, where other users of the machine can read it)::
     dpinfer remote --url ... mean --dataset survey --column bmi --epsilon 0.5 --dry-run
     dpinfer remote --url ... mean --dataset survey --column bmi --epsilon 0.5 --out bmi.json
     dpinfer remote --url ... glm --dataset survey --target smoker --features age,bmi --epsilon 1 --out fit.npz
+    dpinfer remote --url ... dpvi --dataset survey --target smoker --features age,bmi --epsilon 1 \\
+        --steps 500 --dry-run
     dpinfer remote --url ... upload --file sims.npz          # from `dpinfer simulate`: an upload id
     dpinfer remote --url ... abcdp --dataset survey --upload ID --columns bmi -c 10 --epsilon 1 \\
         --bandwidth 4 --out abcdp.npz
@@ -55,10 +64,11 @@ def _token(args: argparse.Namespace) -> int:
     if args.action == "create":
         if not args.holder:
             raise Refusal("serve-token create needs --holder NAME.")
-        if args.role == "analyst" and args.holder not in cfg.analysts:
+        known = set(cfg.analysts) | set(tokens.store.analysts())  # the file's and those added at run time
+        if args.role == "analyst" and args.holder not in known:
             raise Refusal(
-                f"{args.holder!r} is not an analyst of {Path(args.config).name} (analysts: "
-                f"{sorted(cfg.analysts)}); add them with their allowances first."
+                f"{args.holder!r} is not an analyst of {Path(args.config).name} or its service (analysts: "
+                f"{sorted(known)}); add them with their allowances first."
             )
         token, tid, expires = tokens.create(args.holder, args.role, days=args.days or cfg.token_days)
         tokens.store.audit("owner (command line)", "create token", f"{tid} for {args.holder} ({args.role})")
@@ -115,8 +125,41 @@ def _remote(args: argparse.Namespace) -> int:
         client.close()
 
 
+def _owner_command(args: argparse.Namespace, client: Any) -> int:
+    """The owner's commands at run time (an owner's token)."""
+    what = args.what
+    if what == "analysts":
+        out: Any = client.analysts()
+    elif what == "add-analyst":
+        allowances = {}
+        for item in args.allowance or []:
+            ds, sep, eps = item.partition("=")
+            try:
+                allowances[ds] = float(eps)
+            except ValueError:
+                raise Refusal(f"--allowance takes DATASET=EPSILON, got {item!r}.") from None
+            if not sep:
+                raise Refusal(f"--allowance takes DATASET=EPSILON, got {item!r}.")
+        out = client.add_analyst(args.name, allowances)
+    elif what == "set-allowance":
+        out = client.set_allowance(args.analyst, args.dataset, args.epsilon)
+    elif what == "token-create":
+        out = client.create_token(args.holder, role=args.role, days=args.days)
+    elif what == "token-revoke":
+        out = client.revoke_token(args.id)
+    else:  # token-rotate
+        out = client.rotate_token(args.id, days=args.days)
+    print(json.dumps(out, indent=2))
+    return 0
+
+
+OWNER_COMMANDS = ("analysts", "add-analyst", "set-allowance", "token-create", "token-revoke", "token-rotate")
+
+
 def _remote_command(args: argparse.Namespace, client: Any, write_release_file: Any) -> int:
     what = args.what
+    if what in OWNER_COMMANDS:
+        return _owner_command(args, client)
     if what in ("datasets", "me", "history"):
         out = {"datasets": client.datasets, "me": client.me, "history": client.history}[what]()
         print(json.dumps(out, indent=2))
@@ -214,6 +257,27 @@ def _remote_command(args: argparse.Namespace, client: Any, write_release_file: A
         if args.out:
             print(f"wrote {fit.save(args.out)}")
         return 0
+    if what == "dpvi":
+        res = client.dpvi(
+            args.dataset,
+            target=args.target,
+            features=[f.strip() for f in args.features.split(",") if f.strip()],
+            epsilon=args.epsilon,
+            model=args.model,
+            delta=args.delta,
+            intercept=not args.no_intercept,
+            steps=args.steps,
+            sampling_rate=args.sampling_rate,
+            seed=args.seed,
+            dry_run=args.dry_run,
+            purpose=args.purpose,
+        )
+        if args.dry_run:
+            print("DRY RUN on the public dummy data set (nothing charged)")
+        print(res.summary())
+        if args.out:
+            print(f"wrote {res.save(args.out)}")
+        return 0
     raise Refusal(f"unknown remote command {what!r}.")  # pragma: no cover
 
 
@@ -296,6 +360,36 @@ def register(subparsers: Any) -> None:
     gl.add_argument("--seed", type=int, default=None, help="sampler seed (never the privacy noise)")
     gl.add_argument("--proposals", type=int, default=4000, help="importance-sampling proposals")
     gl.add_argument("--out", help="write the posterior (dpinfer.result .npz) here")
+    dv = sub.add_parser("dpvi", help="a DPVI fit of a built-in model: the variational posterior")
+    common(dv)
+    dv.add_argument("--target", required=True, help="the response column")
+    dv.add_argument("--features", required=True, help="comma-separated feature columns")
+    dv.add_argument("--model", default="logistic", choices=("logistic", "poisson", "gaussian-linear"))
+    dv.add_argument("--delta", type=float, default=1e-6, help="delta of the fit")
+    dv.add_argument("--steps", type=int, default=1000, help="iterations (capped by the service)")
+    dv.add_argument("--sampling-rate", type=float, default=0.05, help="Poisson batch probability q")
+    dv.add_argument("--no-intercept", action="store_true", help="fit without an intercept column")
+    dv.add_argument("--seed", type=int, default=None, help="Monte Carlo seed (never the privacy noise)")
+    dv.add_argument("--out", help="write the fit (dpinfer.result .npz) here")
+    sub.add_parser("analysts", help="owner: the analysts and their allowances")
+    aa = sub.add_parser("add-analyst", help="owner: add an analyst (with allowances) while the service runs")
+    aa.add_argument("--name", required=True, help="the analyst's name")
+    aa.add_argument("--allowance", action="append", help="DATASET=EPSILON (repeatable)")
+    sa = sub.add_parser("set-allowance", help="owner: set an analyst's allowance on a data set")
+    sa.add_argument("--analyst", required=True, help="the analyst's name")
+    sa.add_argument("--dataset", required=True, help="the data set")
+    sa.add_argument("--epsilon", type=float, required=True, help="the new allowance (epsilon)")
+    tc = sub.add_parser("token-create", help="owner: a new token (printed once)")
+    tc.add_argument("--holder", required=True, help="the analyst's (or owner's) name")
+    tc.add_argument("--role", default="analyst", choices=("analyst", "owner"))
+    tc.add_argument("--days", type=float, default=90.0, help="lifetime in days")
+    tr = sub.add_parser("token-revoke", help="owner: revoke a token")
+    tr.add_argument("--id", required=True, help="the token's id")
+    tt = sub.add_parser("token-rotate", help="owner: revoke a token and print its holder's new one")
+    tt.add_argument("--id", required=True, help="the token's id")
+    tt.add_argument(
+        "--days", type=float, default=None, help="lifetime of the new token (default: the config's)"
+    )
     r.set_defaults(func=_remote)
 
 

@@ -12,20 +12,33 @@ route                                       role       what
 ``GET /v1/requests``                        analyst    your request history
 ``GET /v1/requests/{id}``                   analyst    one of your requests with its release
 ``POST /v1/releases/{kind}``                analyst    ``clamped``, ``count``, ``histogram``, ``glm``,
-                                                       ``covariates``, ``abcdp``
+                                                       ``covariates``, ``abcdp``, ``dpvi``
 ``POST /v1/uploads``                        analyst    simulations for ABCDP (``.npz``, size-capped)
 ``GET /v1/owner/overview``                  owner      budgets, spend per analyst, spend over time
 ``GET /v1/owner/requests``                  owner      every request (no releases' values)
 ``GET /v1/owner/audit``                     owner      the audit log
 ``GET/POST /v1/owner/tokens``               owner      list tokens / create one (shown once)
 ``DELETE /v1/owner/tokens/{id}``            owner      revoke a token
+``POST /v1/owner/tokens/{id}/rotate``       owner      revoke a token, give its holder a new one
+``GET/POST /v1/owner/analysts``             owner      list analysts / add one with allowances
+``PUT /v1/owner/analysts/{a}/allowances/{d}``  owner   set analyst a's allowance on data set d
 ``GET /owner``                              owner      the owner's web page (:mod:`dpinfer.service.web`)
 =========================================  =========  =================================================
 
 Errors are ``{"error": {"status", "code", "field", "message"}}`` with a 4xx status naming the
 field at fault (401 token, 403 role or allowance, 404 unknown or someone else's, 409 allowance or
 budget exceeded, 413 too large, 422 invalid field, 429 rate limit); nothing is charged for any of
-them. An unexpected failure is a 500 that says only that nothing was released; its log line names
+them. The owner's changes at run time (analysts, allowances, tokens) take effect at once and are
+each written to the audit log with the owner who made them.
+
+Time limit: a release request runs under ``service.request_timeout`` seconds
+(:mod:`dpinfer.service.timeouts`). Past it the answer is **503** (the server could not serve it
+within its limit; not 408, which is about a client slow to send its request, nor 504, a gateway's
+upstream), field ``request_timeout``: code ``timeout`` if the request had not begun its charge
+(nothing charged, ever), or ``timeout_after_charge`` with ``request_id`` if it had: the release
+then completes, is stored, and is fetched with ``GET /v1/requests/{id}`` (never charged-and-lost).
+
+An unexpected failure is a 500 that says only that nothing was released; its log line names
 the exception's type, never its message (which could carry a value or a path).
 
 Logging: one line per request — method, the route's *template* (never the raw path or query),
@@ -34,6 +47,7 @@ status, duration, and the principal's name. No token, data path or value is ever
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -51,14 +65,20 @@ from .core import Forbidden, NotFound, Service
 from .data import FieldError
 from .releases import REQUESTS
 from .store import AllowanceExceeded
+from .timeouts import RequestClock, RequestTimeout
 
 log = logging.getLogger("dpinfer.service")
 
 
 def error(
-    status: int, code: str, message: str, field: str | None = None, headers: dict[str, str] | None = None
+    status: int,
+    code: str,
+    message: str,
+    field: str | None = None,
+    headers: dict[str, str] | None = None,
+    **extra: Any,
 ) -> JSONResponse:
-    body = {"error": {"status": status, "code": code, "field": field, "message": message}}
+    body = {"error": {"status": status, "code": code, "field": field, "message": message, **extra}}
     return JSONResponse(body, status_code=status, headers=headers)
 
 
@@ -137,6 +157,41 @@ async def _send_413(send: Any, limit: int) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
+class AccessLog:
+    """One log line per request: method, the route's template (never the raw path), status,
+    duration and the principal's name (a plain ASGI wrapper: Starlette's ``@app.middleware``
+    costs a task and a stream per request)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        t0 = time.perf_counter()
+        status = [500]
+
+        async def tracking(msg: Any) -> None:
+            if msg["type"] == "http.response.start":
+                status[0] = int(msg["status"])
+            await send(msg)
+
+        try:
+            await self.app(scope, receive, tracking)
+        finally:
+            state = scope.get("state") or {}
+            route = getattr(scope.get("route"), "path", "(no route)")
+            log.info(
+                "%s %s %d %.1fms by %s",
+                scope.get("method", "-"),
+                route,
+                status[0],
+                1000 * (time.perf_counter() - t0),
+                state.get("principal", "-") if isinstance(state, dict) else "-",
+            )
+
+
 class TokenRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -144,6 +199,25 @@ class TokenRequest(BaseModel):
     role: str = Field(default="analyst", pattern="^(owner|analyst)$")
     days: float = Field(default=90.0, gt=0, le=3650)
     note: str = Field(default="", max_length=200)
+
+
+class RotateRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    days: float | None = Field(default=None, gt=0, le=3650)
+
+
+class AnalystRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    allowances: dict[str, float] = Field(default_factory=dict, max_length=100)
+
+
+class AllowanceRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    epsilon: float = Field(ge=0, allow_inf_nan=False)
 
 
 def _field(loc: tuple[Any, ...]) -> str:
@@ -158,19 +232,21 @@ def create_app(service: Service) -> FastAPI:
     app.state.service = service
     limiter = RateLimiter(cfg.rate_limit, cfg.rate_burst)
 
-    def principal(request: Request) -> Principal:
+    # the dependencies are async (cheap: a cached token check and one indexed read), so that a
+    # request takes one worker-thread hop (its release), not one per dependency
+    async def principal(request: Request) -> Principal:
         who = service.tokens.authenticate(request.headers.get("authorization"))
         request.state.principal = who.name
         if not limiter.allow(who.token_id):
             raise RateLimited
         return who
 
-    def analyst(who: Principal = Depends(principal)) -> Principal:  # noqa: B008
+    async def analyst(who: Principal = Depends(principal)) -> Principal:  # noqa: B008
         if who.role != "analyst":
             raise Forbidden("this route is for analysts' tokens.")
         return who
 
-    def owner(who: Principal = Depends(principal)) -> Principal:  # noqa: B008
+    async def owner(who: Principal = Depends(principal)) -> Principal:  # noqa: B008
         if who.role != "owner":
             raise Forbidden("this route is for the data owner's tokens.")
         return who
@@ -226,6 +302,10 @@ def create_app(service: Service) -> FastAPI:
             "mechanism",
         )
 
+    @app.exception_handler(RequestTimeout)
+    async def _timeout(_: Request, exc: RequestTimeout) -> JSONResponse:
+        return error(503, "timeout", str(exc), "request_timeout", {"Retry-After": "1"})
+
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
         errs = exc.errors()
@@ -244,21 +324,7 @@ def create_app(service: Service) -> FastAPI:
         log.error("%s %s failed: %s (details withheld)", request.method, _route(request), type(exc).__name__)
         return error(500, "internal", "the service could not complete the request; nothing was released.")
 
-    # -- logging ---------------------------------------------------------------------------------
-    @app.middleware("http")
-    async def _log(request: Request, call_next: Any) -> Any:
-        t0 = time.perf_counter()
-        response = await call_next(request)
-        who = getattr(request.state, "principal", "-")
-        log.info(
-            "%s %s %d %.1fms by %s",
-            request.method,
-            _route(request),
-            response.status_code,
-            1000 * (time.perf_counter() - t0),
-            who,
-        )
-        return response
+    # -- logging: a plain ASGI wrapper (AccessLog), added below ---------------------------------
 
     # -- public and analyst routes ---------------------------------------------------------------
     @app.get("/v1/health")
@@ -304,9 +370,7 @@ def create_app(service: Service) -> FastAPI:
             req = model.model_validate(payload)
         except ValidationError as exc:
             raise RequestValidationError(exc.errors()) from None
-        from starlette.concurrency import run_in_threadpool
-
-        return await run_in_threadpool(service.release, who, kind, req)
+        return await _limited(service, who, kind, req, cfg.request_timeout)
 
     @app.post("/v1/uploads")
     async def upload(request: Request, who: Principal = Depends(analyst)) -> Any:  # noqa: B008
@@ -334,22 +398,73 @@ def create_app(service: Service) -> FastAPI:
 
     @app.post("/v1/owner/tokens")
     def create_token(body: TokenRequest, who: Principal = Depends(owner)) -> dict[str, Any]:  # noqa: B008
-        token, tid, expires = service.tokens.create(body.principal, body.role, days=body.days, note=body.note)
-        service.store.audit(who.name, "create token", f"{tid} for {body.principal} ({body.role})")
-        return {"token": token, "id": tid, "principal": body.principal, "role": body.role, "expires": expires}
+        return service.create_token(who, body.principal, body.role, body.days, body.note)
 
     @app.delete("/v1/owner/tokens/{tid}")
     def revoke_token(tid: str, who: Principal = Depends(owner)) -> dict[str, Any]:  # noqa: B008
-        if not service.tokens.revoke(tid):
-            raise NotFound(f"no token {tid!r}.")
-        service.store.audit(who.name, "revoke token", tid)
-        return {"revoked": tid}
+        return service.revoke_token(who, tid)
+
+    @app.post("/v1/owner/tokens/{tid}/rotate")
+    def rotate_token(tid: str, body: RotateRequest, who: Principal = Depends(owner)) -> dict[str, Any]:  # noqa: B008
+        return service.rotate_token(who, tid, body.days)
+
+    @app.get("/v1/owner/analysts")
+    def analysts(who: Principal = Depends(owner)) -> dict[str, Any]:  # noqa: B008
+        return {"analysts": service.store.analysts()}
+
+    @app.post("/v1/owner/analysts")
+    def add_analyst(body: AnalystRequest, who: Principal = Depends(owner)) -> dict[str, Any]:  # noqa: B008
+        return service.add_analyst(who, body.name, body.allowances)
+
+    @app.put("/v1/owner/analysts/{name}/allowances/{dataset}")
+    def set_allowance(
+        name: str,
+        dataset: str,
+        body: AllowanceRequest,
+        who: Principal = Depends(owner),  # noqa: B008
+    ) -> dict[str, Any]:
+        return service.set_allowance(who, name, dataset, body.epsilon)
 
     from .web import add_owner_pages
 
     add_owner_pages(app, service)
+    app.add_middleware(AccessLog)
     app.add_middleware(BodyLimit, limit=cfg.max_request_bytes, upload_limit=cfg.max_upload_bytes)
     return app
+
+
+#: releases still running after their timeout answer (kept referenced until they end)
+_BACKGROUND: set[asyncio.Future[Any]] = set()
+
+
+def _settle(task: asyncio.Future[Any]) -> None:
+    _BACKGROUND.discard(task)
+    if not task.cancelled() and task.exception() is not None:  # retrieved: never logged with details
+        log.info("a timed-out request ended: %s", type(task.exception()).__name__)
+
+
+async def _limited(service: Service, who: Principal, kind: str, req: Any, limit: float) -> Any:
+    """Run one release in a worker thread under its :class:`RequestClock` (module docstring)."""
+    from starlette.concurrency import run_in_threadpool
+
+    clock = RequestClock(limit)
+    task = asyncio.ensure_future(run_in_threadpool(service.release, who, kind, req, clock=clock))
+    try:
+        return await asyncio.wait_for(asyncio.shield(task), timeout=max(clock.deadline - time.monotonic(), 0))
+    except asyncio.TimeoutError:
+        _BACKGROUND.add(task)
+        task.add_done_callback(_settle)
+        if clock.cancel():  # it had not begun its charge, and now never will
+            return error(503, "timeout", str(RequestTimeout(limit)), "request_timeout", {"Retry-After": "1"})
+        return error(
+            503,
+            "timeout_after_charge",
+            f"the request ran past this service's time limit of {limit:g} s (service.request_timeout) "
+            f"after its charge: the release completes and is stored with request {clock.rid}; fetch it "
+            f"with GET /v1/requests/{clock.rid}.",
+            "request_timeout",
+            request_id=clock.rid,
+        )
 
 
 def _route(request: Request) -> str:

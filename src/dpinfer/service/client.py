@@ -57,6 +57,15 @@ class RemoteInvalidRequest(RemoteError, InvalidDataError):
     """A request field the service cannot serve (nothing charged)."""
 
 
+class RemoteTimeout(RemoteError):
+    """The request ran past the service's time limit (503). ``request_id`` is None if nothing was
+    charged; otherwise the release was charged and is stored: fetch it with :meth:`Client.retrieve`."""
+
+    def __init__(self, status: int, code: str, message: str, field: str | None, request_id: Any) -> None:
+        super().__init__(status, code, message, field)
+        self.request_id = request_id
+
+
 class RemoteAuthError(RemoteError):
     """The token was refused (401) or lacks the rights (403)."""
 
@@ -72,6 +81,9 @@ def _raise(resp: Any) -> None:
         )
     except (ValueError, KeyError, TypeError):
         status, code, message, field = resp.status_code, "http_error", resp.text[:200], None
+        err = {}
+    if code in ("timeout", "timeout_after_charge"):
+        raise RemoteTimeout(status, code, message, field, err.get("request_id"))
     if status == 409:
         raise RemoteBudgetError(status, code, message, field)
     if status in (400, 404, 413, 422):
@@ -154,6 +166,39 @@ class Client:
             _raise(resp)
         return resp.json()
 
+    def _send(self, method: str, path: str, body: Any = None) -> Any:
+        resp = self._http.request(method, path, json=body)
+        if resp.status_code >= 400:
+            _raise(resp)
+        return resp.json()
+
+    # -- the owner's changes at run time (an owner's token) --------------------------------------
+    def analysts(self) -> dict[str, dict[str, float]]:
+        """Owner: every analyst and their allowance per data set."""
+        return dict(self._get("/v1/owner/analysts")["analysts"])
+
+    def add_analyst(self, name: str, allowances: dict[str, float] | None = None) -> dict[str, Any]:
+        """Owner: add an analyst with allowances (audited)."""
+        return dict(self._post("/v1/owner/analysts", {"name": name, "allowances": allowances or {}}))
+
+    def set_allowance(self, analyst: str, dataset: str, epsilon: float) -> dict[str, Any]:
+        """Owner: set an analyst's allowance on a data set (audited)."""
+        return dict(
+            self._send("PUT", f"/v1/owner/analysts/{analyst}/allowances/{dataset}", {"epsilon": epsilon})
+        )
+
+    def create_token(self, principal: str, *, role: str = "analyst", days: float = 90.0) -> dict[str, Any]:
+        """Owner: a new token for ``principal`` (``["token"]`` is shown only here)."""
+        return dict(self._post("/v1/owner/tokens", {"principal": principal, "role": role, "days": days}))
+
+    def revoke_token(self, token_id: str) -> dict[str, Any]:
+        """Owner: revoke a token at once."""
+        return dict(self._send("DELETE", f"/v1/owner/tokens/{token_id}"))
+
+    def rotate_token(self, token_id: str, *, days: float | None = None) -> dict[str, Any]:
+        """Owner: revoke a token and get its holder's new one (``["token"]``, shown only here)."""
+        return dict(self._post(f"/v1/owner/tokens/{token_id}/rotate", {"days": days}))
+
     # -- what there is -------------------------------------------------------------------------
     def datasets(self) -> list[dict[str, Any]]:
         """The served data sets: name, neighbouring relation, public n (replace-one) and schema."""
@@ -181,6 +226,10 @@ class Client:
         body = {"id": row["id"], "kind": row["kind"], "dataset": row["dataset"], **row["result"]}
         if row["kind"] == "glm":
             return GLMRelease.from_dict(body["glm_release"])
+        if row["kind"] == "dpvi":
+            from ..release.dpvi import DPVIResult
+
+            return DPVIResult.from_dict(body["dpvi_result"])
         if row["kind"] == "covariates":
             from ..models.synthesis import MarginalHistogramModel
 
@@ -365,6 +414,49 @@ class Client:
             path.write_bytes(base64.b64decode(out["result_file"]))
             return load_result(path)
 
+    def dpvi(
+        self,
+        dataset: str,
+        *,
+        target: str,
+        features: Sequence[str],
+        epsilon: float,
+        model: str = "logistic",
+        delta: float = 1e-6,
+        intercept: bool = True,
+        steps: int = 1000,
+        sampling_rate: float = 0.05,
+        family: str = "auto",
+        seed: int | None = None,
+        dry_run: bool = False,
+        purpose: str = "",
+    ) -> Any:
+        """A DPVI fit of a built-in model (``"logistic"``, ``"poisson"``, ``"gaussian-linear"``)
+        of ``target`` on ``features`` (scaled by their declared bounds; an intercept by default):
+        the :class:`~dpinfer.release.dpvi.DPVIResult` of the local
+        ``DPVI(model).fit(X, y, epsilon=..., delta=..., intercept=..., bounds=...)``. ``steps`` is
+        capped by the service; ``seed`` drives only the public Monte Carlo draws."""
+        from ..release.dpvi import DPVIResult
+
+        body = {
+            "dataset": dataset,
+            "target": target,
+            "features": list(features),
+            "epsilon": epsilon,
+            "model": model,
+            "delta": delta,
+            "intercept": intercept,
+            "steps": steps,
+            "sampling_rate": sampling_rate,
+            "family": family,
+            "seed": seed,
+            "dry_run": dry_run,
+            "purpose": purpose,
+        }
+        out = self._post("/v1/releases/dpvi", body)
+        self.last_request = {"id": out.get("id"), "dry_run": bool(out.get("dry_run")), "kind": "dpvi"}
+        return DPVIResult.from_dict(out["dpvi_result"])
+
     def glm(
         self,
         dataset: str,
@@ -418,6 +510,7 @@ __all__ = [
     "RemoteBudgetError",
     "RemoteError",
     "RemoteInvalidRequest",
+    "RemoteTimeout",
     "connect",
     "write_release_file",
 ]

@@ -10,6 +10,8 @@ Example (``service.toml``; relative paths are relative to the file)::
     rate_limit = 20.0               # requests per second per token (token bucket) ...
     rate_burst = 40                 # ... and its burst
     token_days = 90                 # default lifetime of a new token
+    request_timeout = 120           # seconds a release request may run (see dpinfer.service.app)
+    dpvi_max_steps = 5000           # the most steps a DPVI request may ask for
 
     [[datasets]]
     name = "survey"
@@ -36,8 +38,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..data import Schema
 from ..errors import InvalidDataError
-from .data import PublicSchema, load_schema, read_mapping
+from .data import load_schema, read_mapping
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
@@ -48,7 +51,7 @@ class DatasetConfig:
 
     name: str
     source: Path
-    schema: PublicSchema
+    schema: Schema
     epsilon: float
     delta: float | None
     accountant: str
@@ -76,6 +79,8 @@ class ServiceConfig:
     rate_limit: float = 20.0
     rate_burst: int = 40
     token_days: float = 90.0
+    request_timeout: float = 120.0
+    dpvi_max_steps: int = 5000
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -181,6 +186,8 @@ def load_config(path: str | Path) -> ServiceConfig:
         rate_limit=_positive(svc.get("rate_limit", 20.0), "service.rate_limit"),
         rate_burst=_positive(svc.get("rate_burst", 40), "service.rate_burst", True),
         token_days=_positive(svc.get("token_days", 90.0), "service.token_days"),
+        request_timeout=_positive(svc.get("request_timeout", 120.0), "service.request_timeout"),
+        dpvi_max_steps=_positive(svc.get("dpvi_max_steps", 5000), "service.dpvi_max_steps", True),
     )
 
 

@@ -11,6 +11,8 @@ completes interrupted requests (:meth:`Service.recover`).
 from __future__ import annotations
 
 import fcntl
+import functools
+import json
 import logging
 import math
 import secrets
@@ -23,7 +25,7 @@ import numpy as np
 from ..errors import BudgetExceededError, DPInferError
 from ..privacy.accountants import get_accountant
 from ..privacy.context import ReleaseContext
-from ..privacy.event_conversion import event_from_dict
+from ..privacy.event_conversion import event_from_dict, event_to_dict
 from ..privacy.events import compose
 from ..privacy.ledger import Ledger
 from .auth import Principal, Tokens
@@ -31,6 +33,7 @@ from .config import DatasetConfig, ServiceConfig
 from .data import FieldError, dummy_records, read_records
 from .releases import REQUESTS, DatasetView, Plan, ServiceLedger, charge_label, plan
 from .store import COUNTED, Store
+from .timeouts import RequestClock, RequestTimeout
 
 log = logging.getLogger("dpinfer.service")
 
@@ -59,11 +62,31 @@ class DatasetState:
     n: int | None
     dummy: dict[str, np.ndarray] | None
     problem: str | None = None
+    accountant: str = "pld"
+    dpvi_max_steps: int = 5000
 
     @property
     def view(self) -> DatasetView:
         dummy_n = len(next(iter(self.dummy.values()))) if self.dummy else 0
-        return DatasetView(self.config.name, self.config.schema, self.n, dummy_n)
+        return DatasetView(
+            self.config.name, self.config.schema, self.n, dummy_n, self.accountant, self.dpvi_max_steps
+        )
+
+
+@functools.lru_cache(maxsize=1024)
+def _event_epsilon(event: str, accountant: str, delta: float) -> float:
+    """ε of one release's event alone under a budget's accountant (requests repeat: remembered)."""
+    return float(get_accountant(accountant).epsilon(event_from_dict(json.loads(event)), delta))
+
+
+def _stopper(clock: RequestClock) -> Any:
+    """A DPVI per-step callback that ends a dry run past its time limit (nothing is charged)."""
+
+    def stop(step: int, params: Any) -> None:
+        if clock.expired():
+            raise RequestTimeout(clock.limit)
+
+    return stop
 
 
 class Service:
@@ -88,6 +111,19 @@ class Service:
                 self.ledger.register(name, dc.epsilon, dc.delta, dc.accountant, dc.schema.neighbouring)
                 self.store.audit("owner", "register budget", f"{name}: epsilon={dc.epsilon:g}")
             self.datasets[name] = self._load(dc)
+            self.datasets[name].accountant = self.ledger.budget(name).accountant
+            self.datasets[name].dpvi_max_steps = config.dpvi_max_steps
+        for name, ds, kept, in_file in self.store.seed_analysts(
+            {a.name: a.allowances for a in config.analysts.values()}
+        ):
+            log.warning(
+                "analyst %s: allowance on %s is epsilon=%g in the service state (set at run time), "
+                "%g in the configuration file: the state's is kept",
+                name,
+                ds,
+                kept,
+                in_file,
+            )
         if recover:
             self.recover()
 
@@ -103,7 +139,7 @@ class Service:
             return DatasetState(dc, None, None, None, problem)
         n_true = len(next(iter(records.values())))
         n = n_true if dc.schema.neighbouring == "replace-one" else None
-        dummy_n = n_true if n is not None else (dc.schema.rows_max or DUMMY_N)
+        dummy_n = n_true if n is not None else (dc.schema.max_rows or DUMMY_N)
         return DatasetState(dc, records, n, dummy_records(dc.schema, dummy_n))
 
     # -- lookups ---------------------------------------------------------------------------------
@@ -129,16 +165,14 @@ class Service:
         return out
 
     def allowance(self, who: Principal, dataset: str) -> float:
-        analyst = self.config.analysts.get(who.name)
-        allowance = 0.0 if analyst is None else analyst.allowances.get(dataset, 0.0)
+        allowance = self.store.allowance(who.name, dataset)
         if allowance <= 0:
             raise Forbidden(f"you have no allowance on data set {dataset!r}; ask its owner.")
         return allowance
 
     def me(self, who: Principal) -> dict[str, Any]:
-        analyst = self.config.analysts.get(who.name)
         allowances = {}
-        for ds, eps in analyst.allowances.items() if analyst else []:
+        for ds, eps in self.store.analysts().get(who.name, {}).items():
             budget = self.ledger.budget(ds)
             spent = self.store.spend(who.name, ds, budget.accountant, budget.delta)
             allowances[ds] = {
@@ -170,18 +204,23 @@ class Service:
         return self.public_request(row, True)
 
     # -- releases --------------------------------------------------------------------------------
-    def _check_budget(self, dataset: str, planned: Plan) -> None:
-        """Refuse (before any work on the data) a release the data set's budget cannot cover; the
-        ledger checks again, atomically, when it charges."""
+    def _check_budget(self, dataset: str, planned: Plan) -> Any:
+        """Refuse (before any work on the data) a release the data set's budget cannot cover, and
+        return the budget. A cheap, necessary test — the spend the ledger recorded, and the
+        release's own ε, must each fit (a composition is never below either part) — in one read,
+        whatever the ledger's history; the ledger's charge then checks the composition exactly
+        and atomically (refused there: nothing charged, nothing released, the request aborted)."""
         budget = self.ledger.budget(dataset)
-        events = [event_from_dict(h["event"]) for h in self.ledger.history(dataset)]
-        accountant = get_accountant(budget.accountant)
-        accountant.check_supported(planned.event)
-        spent = accountant.epsilon(compose(*events, planned.event), budget.delta)
-        if not (math.isfinite(spent) and spent <= budget.epsilon * (1 + 1e-9)):
+        get_accountant(budget.accountant).check_supported(planned.event)
+        alone = _event_epsilon(
+            json.dumps(event_to_dict(planned.event), sort_keys=True), budget.accountant, budget.delta
+        )
+        spent = self.ledger.spent(dataset)
+        if not (math.isfinite(alone) and max(spent, alone) <= budget.epsilon * (1 + 1e-9)):
             raise ServiceBudgetExceeded(
                 f"the budget of data set {dataset!r} cannot cover this release. Nothing was charged."
             )
+        return budget
 
     # -- uploads ---------------------------------------------------------------------------------
     def add_upload(self, who: Principal, raw: bytes) -> dict[str, Any]:
@@ -208,8 +247,11 @@ class Service:
             return None
         return find_upload(self.config.state / "uploads", analyst, req.upload, row["shapes"])
 
-    def release(self, who: Principal, kind: str, req: Any) -> dict[str, Any]:
-        """Plan, reserve, charge, draw and store one request (:mod:`dpinfer.service.releases`)."""
+    def release(
+        self, who: Principal, kind: str, req: Any, *, clock: RequestClock | None = None
+    ) -> dict[str, Any]:
+        """Plan, reserve, charge, draw and store one request (:mod:`dpinfer.service.releases`);
+        ``clock`` limits the time before the charge (:mod:`dpinfer.service.timeouts`)."""
         if who.role != "analyst":
             raise Forbidden("releases are requested with an analyst's token.")
         ds = self.dataset(req.dataset)
@@ -217,14 +259,17 @@ class Service:
         if req.dry_run:
             p = plan(kind, req, ds.view, upload)
             assert ds.dummy is not None
-            result = p.execute(ds.dummy, ReleaseContext())
+            if clock is not None:
+                clock.check()
+            extra = {"stop": _stopper(clock)} if kind == "dpvi" and clock is not None else {}
+            result = p.execute(ds.dummy, ReleaseContext(), **extra)
             return {"id": None, "dry_run": True, "kind": kind, "dataset": ds.config.name, **result}
         allowance = self.allowance(who, ds.config.name)
         p = plan(kind, req, ds.view, upload)
-        self._check_budget(ds.config.name, p)
-        budget = self.ledger.budget(ds.config.name)
+        if clock is not None:
+            clock.check()
+        budget = self._check_budget(ds.config.name, p)
         rid = secrets.token_hex(8)
-        from ..privacy.event_conversion import event_to_dict
 
         self.store.reserve(
             rid=rid,
@@ -238,11 +283,28 @@ class Service:
             accountant=budget.accountant,
             delta=budget.delta,
         )
-        result = self._execute(rid, who.name, p, getattr(req, "purpose", ""), ds, prepaid=None)
+        if clock is not None:
+            clock.rid = rid
+        result = self._execute(
+            rid,
+            who.name,
+            p,
+            getattr(req, "purpose", ""),
+            ds,
+            prepaid=None,
+            before_charge=None if clock is None else clock.begin_charge,
+        )
         return {"id": rid, "dry_run": False, "kind": kind, "dataset": ds.config.name, **result}
 
     def _execute(
-        self, rid: str, analyst: str, p: Plan, purpose: str, ds: DatasetState, prepaid: int | None
+        self,
+        rid: str,
+        analyst: str,
+        p: Plan,
+        purpose: str,
+        ds: DatasetState,
+        prepaid: int | None,
+        before_charge: Any = None,
     ) -> dict[str, Any]:
         proxy = ServiceLedger(
             self.ledger,
@@ -251,6 +313,7 @@ class Service:
             analyst=analyst,
             purpose=purpose,
             prepaid=prepaid,
+            before_charge=before_charge,
         )
         assert ds.records is not None
         try:
@@ -304,6 +367,79 @@ class Service:
             )
         return done
 
+    # -- the owner's changes at run time (each with its audit line) ------------------------------
+    def _check_allowance(self, dataset: str, epsilon: Any, field: str) -> float:
+        if dataset not in self.datasets:
+            raise FieldError(field, f"no data set {dataset!r} is configured here.")
+        ok = isinstance(epsilon, (int, float)) and not isinstance(epsilon, bool) and math.isfinite(epsilon)
+        if not ok or epsilon < 0:
+            raise FieldError(field, f"an allowance must be a finite epsilon >= 0, got {epsilon!r}.")
+        budget = self.ledger.budget(dataset).epsilon
+        if epsilon > budget:
+            raise FieldError(field, f"allowance {epsilon:g} on {dataset!r} exceeds its budget {budget:g}.")
+        return float(epsilon)
+
+    def add_analyst(self, owner: Principal, name: str, allowances: dict[str, Any]) -> dict[str, Any]:
+        """Add an analyst with allowances (owner only; audited)."""
+        self._owner_only(owner)
+        checked = {ds: self._check_allowance(ds, eps, f"allowances.{ds}") for ds, eps in allowances.items()}
+        if not self.store.add_analyst(name, checked, by=owner.name):
+            raise FieldError("name", f"analyst {name!r} exists already; change allowances with PUT.")
+        return {"name": name, "allowances": checked}
+
+    def set_allowance(self, owner: Principal, name: str, dataset: str, epsilon: Any) -> dict[str, Any]:
+        """Set an analyst's allowance on a data set (owner only; audited). Lowering it below what
+        the analyst spent refuses their further releases; spend is never undone."""
+        self._owner_only(owner)
+        if name not in self.store.analysts():
+            raise NotFound(f"no analyst {name!r} (add them first).")
+        eps = self._check_allowance(dataset, epsilon, "epsilon")
+        old = self.store.set_allowance(name, dataset, eps, by=owner.name)
+        return {"analyst": name, "dataset": dataset, "allowance": eps, "previous": old}
+
+    def create_token(
+        self, owner: Principal, principal: str, role: str, days: float, note: str = ""
+    ) -> dict[str, Any]:
+        """A new token (shown once; owner only; audited). An analyst's token needs a known analyst."""
+        self._owner_only(owner)
+        if role == "analyst" and principal not in self.store.analysts():
+            raise FieldError("principal", f"{principal!r} is not an analyst here; add them first.")
+        token, tid, expires = self.tokens.create(principal, role, days=days, note=note)
+        self.store.audit(owner.name, "create token", f"{tid} for {principal} ({role})")
+        return {"token": token, "id": tid, "principal": principal, "role": role, "expires": expires}
+
+    def revoke_token(self, owner: Principal, tid: str) -> dict[str, Any]:
+        self._owner_only(owner)
+        if not self.tokens.revoke(tid):
+            raise NotFound(f"no token {tid!r}.")
+        self.store.audit(owner.name, "revoke token", tid)
+        return {"revoked": tid}
+
+    def rotate_token(self, owner: Principal, tid: str, days: float | None = None) -> dict[str, Any]:
+        """Revoke token ``tid`` and give its holder a new one with the same role (shown once)."""
+        self._owner_only(owner)
+        row = next((t for t in self.tokens.listing() if t["id"] == tid), None)
+        if row is None:
+            raise NotFound(f"no token {tid!r}.")
+        token, new, expires = self.tokens.create(
+            row["principal"], row["role"], days=days or self.config.token_days, note=f"rotated from {tid}"
+        )
+        self.tokens.revoke(tid)
+        self.store.audit(owner.name, "rotate token", f"{tid} -> {new} for {row['principal']} ({row['role']})")
+        return {
+            "token": token,
+            "id": new,
+            "revoked": tid,
+            "principal": row["principal"],
+            "role": row["role"],
+            "expires": expires,
+        }
+
+    @staticmethod
+    def _owner_only(who: Principal) -> None:
+        if who.role != "owner":
+            raise Forbidden("only the data owner may change analysts, allowances and tokens.")
+
     # -- the owner's views -----------------------------------------------------------------------
     def overview(self) -> dict[str, Any]:
         """Budgets, spend per data set and per analyst, and the analysts' spend over time."""
@@ -323,15 +459,15 @@ class Service:
                 }
             )
         analysts = []
-        for a in self.config.analysts.values():
-            for ds_name, eps in a.allowances.items():
+        for a_name, allow in self.store.analysts().items():
+            for ds_name, eps in allow.items():
                 b = self.ledger.budget(ds_name)
                 analysts.append(
                     {
-                        "analyst": a.name,
+                        "analyst": a_name,
                         "dataset": ds_name,
                         "allowance": eps,
-                        "spent": self.store.spend(a.name, ds_name, b.accountant, b.delta),
+                        "spent": self.store.spend(a_name, ds_name, b.accountant, b.delta),
                     }
                 )
         return {"datasets": datasets, "analysts": analysts, "timeline": self.timeline()}

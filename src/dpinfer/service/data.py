@@ -6,8 +6,10 @@ format is the project's shared one (``dataset``, ``neighbouring``, ``rows``, ``c
 :class:`dpinfer.data.Schema`; :func:`load_schema` takes it from a YAML, JSON or TOML file or an
 inline table, and :func:`read_records` reads a data source with :func:`dpinfer.data.read_table`
 into named numeric columns (category labels become their index in the declared list, booleans
-0/1). :class:`PublicSchema` is the small view the planner needs (bounds, categories, what may be
-released) on top of it.
+0/1). What the planner asks of a schema (bounds, categories, what may be released) are small
+functions over :class:`dpinfer.data.Schema` and its
+:class:`~dpinfer.data.ColumnSpec` (:func:`releasable_column`, :func:`column_bounds`,
+:func:`is_numeric`): one schema concept, the data package's.
 
 What is confidential here: the records and the data source's path. What is public: the schema
 (names, types, bounds, categories) and, under replace-one neighbours, the number of records.
@@ -26,85 +28,13 @@ import hashlib
 import json
 import math
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ..data import ColumnSpec, Schema
 from ..errors import InvalidDataError
-
-TYPES = ("float", "int", "bool", "category", "string")
-RELATIONS = ("replace-one", "add-remove")
-
-
-@dataclass(frozen=True)
-class ColumnSpec:
-    """One column of a public schema."""
-
-    name: str
-    type: str
-    lower: float | None = None
-    upper: float | None = None
-    categories: tuple[str, ...] | None = None
-    release: bool = True
-
-    @property
-    def numeric(self) -> bool:
-        return self.type in ("float", "int", "bool")
-
-    def bounds(self) -> tuple[float, float]:
-        """The declared (lower, upper) of a numeric column (bool: (0, 1))."""
-        if self.type == "bool":
-            return 0.0, 1.0
-        if self.lower is None or self.upper is None:
-            raise InvalidDataError(f"column {self.name!r} has no declared bounds.")
-        return float(self.lower), float(self.upper)
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"type": self.type}
-        if self.lower is not None:
-            out["lower"] = self.lower
-        if self.upper is not None:
-            out["upper"] = self.upper
-        if self.categories is not None:
-            out["categories"] = list(self.categories)
-        if not self.release:
-            out["release"] = False
-        return out
-
-
-@dataclass(frozen=True)
-class PublicSchema:
-    """The public description of one data set (module docstring)."""
-
-    dataset: str
-    neighbouring: str
-    columns: dict[str, ColumnSpec]
-    rows_max: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        if "schema" in self.extra:  # the shared format, as dpinfer.data writes it
-            return dict(self.extra["schema"].to_dict())
-        rows: dict[str, Any] = {} if self.rows_max is None else {"max": self.rows_max}
-        return {
-            "dataset": self.dataset,
-            "neighbouring": self.neighbouring,
-            "rows": rows,
-            "columns": {n: c.to_dict() for n, c in self.columns.items()},
-        }
-
-    def column(self, name: str, *, field_name: str = "column") -> ColumnSpec:
-        """The releasable column ``name``; refuses unknown or non-releasable columns."""
-        spec = self.columns.get(name)
-        if spec is None or not spec.release:
-            known = [n for n, c in self.columns.items() if c.release]
-            raise FieldError(
-                field_name,
-                f"no releasable column {name!r} in data set {self.dataset!r} (releasable: {known}).",
-            )
-        return spec
 
 
 class FieldError(InvalidDataError):
@@ -115,23 +45,54 @@ class FieldError(InvalidDataError):
         self.field = field
 
 
-def schema_from_dict(d: Any) -> PublicSchema:
-    """The service's view of a schema in the shared format, parsed and checked by
-    :meth:`dpinfer.data.Schema.from_dict` (every bound of a float or int column must be declared)."""
-    from ..data import Schema
+def is_numeric(spec: ColumnSpec) -> bool:
+    """Whether a column can enter a numeric release (float, int or bool)."""
+    return spec.type in ("float", "int", "bool")
 
+
+def is_releasable(spec: ColumnSpec) -> bool:
+    """Whether a column may enter a release (free text never may)."""
+    return bool(spec.release) and spec.type != "string"
+
+
+def column_bounds(spec: ColumnSpec) -> tuple[float, float]:
+    """The declared (lower, upper) of a numeric column (bool: (0, 1))."""
+    if spec.type == "bool":
+        return 0.0, 1.0
+    if spec.lower is None or spec.upper is None:
+        raise InvalidDataError(f"column {spec.name!r} has no declared bounds.")
+    return float(spec.lower), float(spec.upper)
+
+
+def category_labels(spec: ColumnSpec) -> list[str]:
+    """The declared categories of a category column, as strings (their index is the code)."""
+    return [str(c) for c in spec.categories or ()]
+
+
+def releasable_column(schema: Schema, name: str, *, field_name: str = "column") -> ColumnSpec:
+    """The releasable column ``name`` of ``schema``; refuses unknown or non-releasable columns
+    (:class:`FieldError` naming ``field_name``)."""
+    spec = schema.columns.get(name)
+    if spec is None or not is_releasable(spec):
+        known = [n for n, c in schema.columns.items() if is_releasable(c)]
+        raise FieldError(
+            field_name,
+            f"no releasable column {name!r} in data set {schema.dataset!r} (releasable: {known}).",
+        )
+    return spec
+
+
+def schema_from_dict(d: Any) -> Schema:
+    """A schema in the shared format, parsed and checked by :meth:`dpinfer.data.Schema.from_dict`,
+    plus the service's rule: every bound of a float or int column must be declared."""
     schema = Schema.from_dict(d)
-    specs: dict[str, ColumnSpec] = {}
     for name, c in schema.columns.items():
         if c.type in ("float", "int") and (c.lower is None or c.upper is None):
             raise InvalidDataError(
                 f"schema {schema.dataset!r}, column {name!r}: a {c.type} column needs public lower and "
                 "upper bounds (declared from the domain) to be served."
             )
-        cats = None if c.categories is None else tuple(str(v) for v in c.categories)
-        release = bool(c.release) and c.type != "string"  # free text is never releasable
-        specs[name] = ColumnSpec(name, c.type, c.lower, c.upper, cats, release)
-    return PublicSchema(schema.dataset, schema.neighbouring, specs, schema.max_rows, {"schema": schema})
+    return schema
 
 
 def read_mapping(path: Path) -> Any:
@@ -151,7 +112,7 @@ def read_mapping(path: Path) -> Any:
     raise InvalidDataError(f"unknown file type {suffix!r}: use .toml, .yaml/.yml or .json.")
 
 
-def load_schema(spec: Any, base: Path) -> PublicSchema:
+def load_schema(spec: Any, base: Path) -> Schema:
     """The schema given inline (a mapping) or as a file path relative to ``base``."""
     if isinstance(spec, dict):
         return schema_from_dict(spec)
@@ -166,12 +127,12 @@ _RULE = re.compile(r"column '([^']+)': .*\(rule: ([^)]+)\)")
 def _as_float(spec: ColumnSpec, col: np.ndarray) -> np.ndarray:
     """One validated column as float64 (category: its index in the declared list; bool: 0/1)."""
     if spec.type == "category":
-        index = {c: i for i, c in enumerate(spec.categories or ())}
+        index = {c: i for i, c in enumerate(category_labels(spec))}
         return np.array([index[str(v)] for v in col.tolist()], dtype=np.float64)
     return np.asarray(col, dtype=np.float64)
 
 
-def read_records(source: Path, schema: PublicSchema) -> dict[str, np.ndarray]:
+def read_records(source: Path, schema: Schema) -> dict[str, np.ndarray]:
     """Every releasable column of ``source`` as float64 arrays, read and validated against the
     schema by :func:`dpinfer.data.read_table` (any format it reads: CSV, Parquet, Arrow IPC, ...).
 
@@ -181,7 +142,7 @@ def read_records(source: Path, schema: PublicSchema) -> dict[str, np.ndarray]:
     from ..data import read_table
 
     try:
-        table = read_table(str(source), schema=schema.extra["schema"])
+        table = read_table(str(source), schema=schema)
     except InvalidDataError as exc:
         m = _RULE.search(str(exc))
         if m:
@@ -191,7 +152,7 @@ def read_records(source: Path, schema: PublicSchema) -> dict[str, np.ndarray]:
         raise InvalidDataError("the data source cannot be read, or does not match the schema.") from None
     except OSError:
         raise InvalidDataError("the data source cannot be read.") from None
-    out = {n: _as_float(c, table[n]) for n, c in schema.columns.items() if c.release}
+    out = {n: _as_float(c, table[n]) for n, c in schema.columns.items() if is_releasable(c)}
     if table.n_rows == 0:
         raise InvalidDataError("the data source has no records.")
     return out
@@ -202,19 +163,19 @@ def dummy_seed(dataset: str) -> int:
     return int.from_bytes(hashlib.sha256(f"dpinfer-dummy:{dataset}".encode()).digest()[:8], "little")
 
 
-def dummy_records(schema: PublicSchema, n: int) -> dict[str, np.ndarray]:
+def dummy_records(schema: Schema, n: int) -> dict[str, np.ndarray]:
     """The public dummy data set of a dry run (module docstring): ``n`` records drawn uniformly
     inside the declared bounds from :func:`dummy_seed`."""
     rng = np.random.default_rng(dummy_seed(schema.dataset))
     out: dict[str, np.ndarray] = {}
     for name, spec in schema.columns.items():
-        if not spec.release:
+        if not is_releasable(spec):
             continue
         if spec.type == "float":
-            lo, hi = spec.bounds()
+            lo, hi = column_bounds(spec)
             out[name] = rng.uniform(lo, hi, n)
         elif spec.type == "int":
-            lo, hi = spec.bounds()
+            lo, hi = column_bounds(spec)
             out[name] = rng.integers(math.ceil(lo), math.floor(hi) + 1, n).astype(np.float64)
         elif spec.type == "bool":
             out[name] = rng.integers(0, 2, n).astype(np.float64)
@@ -224,9 +185,12 @@ def dummy_records(schema: PublicSchema, n: int) -> dict[str, np.ndarray]:
 
 
 __all__ = [
-    "ColumnSpec",
     "FieldError",
-    "PublicSchema",
+    "category_labels",
+    "column_bounds",
+    "is_numeric",
+    "is_releasable",
+    "releasable_column",
     "dummy_records",
     "dummy_seed",
     "load_schema",

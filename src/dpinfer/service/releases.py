@@ -44,6 +44,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ..data import Schema
 from ..errors import InvalidPrivacyParameterError
 from ..privacy.context import ReleaseContext
 from ..privacy.event_conversion import event_to_dict
@@ -51,7 +52,7 @@ from ..privacy.events import PrivacyEvent
 from ..privacy.mechanisms.clamped import clamped_release
 from ..privacy.mechanisms.counts import GeometricMechanism
 from ..privacy.mechanisms.gaussian import GaussianMechanism
-from .data import FieldError, PublicSchema
+from .data import FieldError, category_labels, column_bounds, is_numeric, releasable_column
 
 # ---- request models -----------------------------------------------------------------------------
 
@@ -137,6 +138,25 @@ class ABCDPRequest(_Request):
     resample: bool = False
 
 
+class DPVIRequest(_FeaturesRequest):
+    """A DPVI fit (Jälkö, Dikmen & Honkela 2017; :class:`~dpinfer.release.dpvi.DPVI`) of a built-in
+    model of ``target`` on ``features`` (scaled to [−1, 1] by their declared bounds, with an
+    intercept by default), calibrated to (ε, δ) with the data set's accountant. ``steps`` is
+    capped by the service (``service.dpvi_max_steps``); ``seed`` drives only the public Monte
+    Carlo draws (the batches and the noise come from the owner's CSPRNG)."""
+
+    target: str = Field(min_length=1, max_length=64)
+    model: Literal["logistic", "poisson", "gaussian-linear"] = "logistic"
+    delta: float = Field(default=1e-6, gt=0, lt=1)
+    intercept: bool = True
+    steps: int = Field(default=1000, ge=1)
+    sampling_rate: float = Field(default=0.05, gt=0, le=1)
+    family: Literal["auto", "meanfield", "fullrank"] = "auto"
+    prior_scale: float = Field(default=1.0, gt=0, le=1e6, allow_inf_nan=False)
+    noise_scale: float = Field(default=1.0, gt=0, le=1e6, allow_inf_nan=False)
+    seed: int | None = Field(default=None, ge=0, lt=2**63)
+
+
 REQUESTS: dict[str, type[_Request]] = {
     "clamped": ClampedRequest,
     "count": CountRequest,
@@ -144,6 +164,7 @@ REQUESTS: dict[str, type[_Request]] = {
     "glm": GLMRequest,
     "covariates": CovariatesRequest,
     "abcdp": ABCDPRequest,
+    "dpvi": DPVIRequest,
 }
 
 
@@ -153,9 +174,13 @@ class DatasetView:
     """What the planner may know of a data set: its schema and its public n (None under add-remove)."""
 
     name: str
-    schema: PublicSchema
+    schema: Schema
     n: int | None
     dummy_n: int
+    #: the accountant of the data set's budget (a DPVI fit is calibrated with it)
+    accountant: str = "pld"
+    #: the service's cap on a DPVI fit's steps (``service.dpvi_max_steps``)
+    dpvi_max_steps: int = 5000
 
 
 @dataclass
@@ -167,7 +192,9 @@ class Plan:
     params: dict[str, Any]
     event: PrivacyEvent
     epsilon: float
-    execute: Callable[[dict[str, np.ndarray], ReleaseContext], dict[str, Any]]
+    #: ``execute(records, context)`` (a DPVI plan also takes ``stop=``, a per-step callback
+    #: that may raise to end a dry run)
+    execute: Callable[..., dict[str, Any]]
 
 
 def _report(release: Any) -> dict[str, Any]:
@@ -175,14 +202,14 @@ def _report(release: Any) -> dict[str, Any]:
 
 
 def _clamped(req: ClampedRequest, ds: DatasetView, n: int | None) -> Plan:
-    spec = ds.schema.column(req.column)
-    if not spec.numeric:
+    spec = releasable_column(ds.schema, req.column)
+    if not is_numeric(spec):
         raise FieldError(
             "column",
             f"column {req.column!r} is a {spec.type} column; a clamped {req.statistic} "
             "needs a numeric (float, int or bool) column.",
         )
-    lo0, hi0 = spec.bounds()
+    lo0, hi0 = column_bounds(spec)
     lo = lo0 if req.lower is None else req.lower
     hi = hi0 if req.upper is None else req.upper
     if not lo < hi:
@@ -255,13 +282,13 @@ def _count(req: CountRequest, ds: DatasetView) -> Plan:
 
 
 def _histogram(req: HistogramRequest, ds: DatasetView, n: int | None) -> Plan:
-    spec = ds.schema.column(req.column)
+    spec = releasable_column(ds.schema, req.column)
     if spec.type == "category":
-        labels = list(spec.categories or ())
+        labels = category_labels(spec)
     elif spec.type == "bool":
         labels = ["0", "1"]
     elif spec.type == "int":
-        lo, hi = spec.bounds()
+        lo, hi = column_bounds(spec)
         if hi - lo + 1 > 1000:
             raise FieldError(
                 "column",
@@ -280,7 +307,7 @@ def _histogram(req: HistogramRequest, ds: DatasetView, n: int | None) -> Plan:
     bounds = ([0.0] * k, [float(n)] * k) if n is not None else ([0.0] * k, [np.inf] * k)
     mech = GeometricMechanism(k, sens, req.epsilon, relation, bounds)
     column = req.column
-    offset = 0 if spec.type != "int" else int(math.ceil(spec.bounds()[0]))
+    offset = 0 if spec.type != "int" else int(math.ceil(column_bounds(spec)[0]))
 
     def execute(records: dict[str, np.ndarray], ctx: ReleaseContext) -> dict[str, Any]:
         codes = records[column].astype(np.int64) - offset
@@ -312,29 +339,29 @@ def _glm(req: GLMRequest, ds: DatasetView, n: int | None) -> Plan:
         )
     if req.target in req.features:
         raise FieldError("target", "the target must not also be a feature.")
-    y = ds.schema.column(req.target, field_name="target")
+    y = releasable_column(ds.schema, req.target, field_name="target")
     for j, f in enumerate(req.features):
-        spec = ds.schema.column(f, field_name=f"features[{j}]")
-        if not spec.numeric:
+        spec = releasable_column(ds.schema, f, field_name=f"features[{j}]")
+        if not is_numeric(spec):
             raise FieldError(
                 f"features[{j}]", f"feature {f!r} is a {spec.type} column; features must be numeric."
             )
     y_bounds: Any = None
     if req.family in ("logistic", "probit"):
-        if not (y.type == "bool" or (y.type == "int" and y.bounds() == (0.0, 1.0))):
+        if not (y.type == "bool" or (y.type == "int" and column_bounds(y) == (0.0, 1.0))):
             raise FieldError(
                 "target", f"a {req.family} GLM needs a 0/1 target (bool, or int with bounds [0, 1])."
             )
     elif req.family == "poisson":
-        lo, hi = y.bounds() if y.numeric else (None, None)
+        lo, hi = column_bounds(y) if is_numeric(y) else (None, None)
         if y.type != "int" or lo != 0:
             raise FieldError("target", "a Poisson GLM needs an int target with declared lower bound 0.")
         y_bounds = hi
     else:
-        if not y.numeric:
+        if not is_numeric(y):
             raise FieldError("target", "a linear GLM needs a numeric target.")
-        y_bounds = y.bounds()
-    bounds = {f: ds.schema.columns[f].bounds() for f in req.features}
+        y_bounds = column_bounds(y)
+    bounds = {f: column_bounds(ds.schema.columns[f]) for f in req.features}
     layout = StatisticLayout(len(req.features), False, req.family == "linear")
     try:
         event = _gaussian_event(layout.dim, 2 * math.sqrt(layout.n_blocks), req.epsilon, req.delta)
@@ -364,15 +391,15 @@ def _covariates(req: CovariatesRequest, ds: DatasetView) -> Plan:
 
     specs = []
     for j, f in enumerate(req.features):
-        spec = ds.schema.column(f, field_name=f"features[{j}]")
-        if not spec.numeric:
+        spec = releasable_column(ds.schema, f, field_name=f"features[{j}]")
+        if not is_numeric(spec):
             raise FieldError(
                 f"features[{j}]",
                 f"feature {f!r} is a {spec.type} column; the covariate model "
                 "takes float, int and bool columns.",
             )
         if spec.type == "int":
-            lo, hi = spec.bounds()
+            lo, hi = column_bounds(spec)
             if hi - lo + 1 > 1000:
                 raise FieldError(f"features[{j}]", f"int column {f!r} spans more than 1000 values.")
         specs.append(spec)
@@ -380,7 +407,7 @@ def _covariates(req: CovariatesRequest, ds: DatasetView) -> Plan:
     d = len(specs)
     sens = 2 * d if relation == "replace-one" else d  # one record moves one count per column (x2)
     event = GeometricMechanism(1, sens, req.epsilon, relation).event()
-    bounds = [s.bounds() for s in specs]
+    bounds = [column_bounds(s) for s in specs]
     integer = [s.type in ("int", "bool") for s in specs]
     features = list(req.features)
 
@@ -410,7 +437,7 @@ def _abcdp(req: ABCDPRequest, ds: DatasetView, upload: Any) -> Plan:
     if upload is None:
         raise FieldError("upload", f"no upload {req.upload!r} of yours (POST /v1/uploads first).")
     for j, col in enumerate(req.columns):
-        if not ds.schema.column(col, field_name=f"columns[{j}]").numeric:
+        if not is_numeric(releasable_column(ds.schema, col, field_name=f"columns[{j}]")):
             raise FieldError(f"columns[{j}]", f"column {col!r} is not numeric.")
     shapes = upload.shapes
     T, d = shapes["sims"][0], shapes["sims"][2]
@@ -457,6 +484,89 @@ def _abcdp(req: ABCDPRequest, ds: DatasetView, upload: Any) -> Plan:
     return Plan("abcdp", ds.name, req.model_dump(), event, req.epsilon, execute)
 
 
+def _dpvi_target(req: DPVIRequest, y: Any) -> None:
+    """Refuse a target the model cannot fit (naming the field ``target``)."""
+    if req.model == "logistic" and not (
+        y.type == "bool" or (y.type == "int" and column_bounds(y) == (0.0, 1.0))
+    ):
+        raise FieldError("target", "a logistic model needs a 0/1 target (bool, or int with bounds [0, 1]).")
+    if req.model == "poisson" and (y.type != "int" or column_bounds(y)[0] != 0):
+        raise FieldError("target", "a Poisson model needs an int target with declared lower bound 0.")
+    if req.model == "gaussian-linear" and not is_numeric(y):
+        raise FieldError("target", "a gaussian-linear model needs a numeric target.")
+
+
+def _dpvi(req: DPVIRequest, ds: DatasetView, n: int | None) -> Plan:
+    if ds.schema.neighbouring != "replace-one" or n is None:
+        raise FieldError(
+            "dataset",
+            f"data set {ds.name!r} is add-remove; the service's DPVI fits release under replace-one "
+            "neighbours (n public, adaptive clipping).",
+        )
+    if req.steps > ds.dpvi_max_steps:
+        raise FieldError("steps", f"steps = {req.steps} exceeds this service's cap of {ds.dpvi_max_steps}.")
+    if req.target in req.features:
+        raise FieldError("target", "the target must not also be a feature.")
+    _dpvi_target(req, releasable_column(ds.schema, req.target, field_name="target"))
+    for j, f in enumerate(req.features):
+        if not is_numeric(releasable_column(ds.schema, f, field_name=f"features[{j}]")):
+            raise FieldError(f"features[{j}]", f"feature {f!r} is not numeric; features must be numeric.")
+    if req.sampling_rate * n < 1:
+        raise FieldError(
+            "sampling_rate", f"sampling_rate * n = {req.sampling_rate * n:g}: batches would be empty."
+        )
+    accountant = ds.accountant
+    if accountant not in ("pld", "rdp"):
+        raise FieldError(
+            "dataset", f"data set {ds.name!r} is accounted with {accountant!r}; DPVI needs 'pld' or 'rdp'."
+        )
+    # imported only for a request that passed the checks above (torch loads with them)
+    from ..errors import CalibrationError
+    from ..release.dpvi import DPVI, PrivacyOptions, TrainingOptions, make_model, plan_privacy
+    from ..release.dpvi.optim import count_noise_std, gradient_noise_multiplier
+
+    try:  # the fit's own calibration (remembered: the fit finds the same σ and event)
+        pp = plan_privacy(
+            sampling_rate=req.sampling_rate,
+            steps=req.steps,
+            delta=req.delta,
+            epsilon=req.epsilon,
+            accountant=accountant,
+        )
+        gradient_noise_multiplier(
+            pp.noise_multiplier, count_noise_std(req.sampling_rate * n, pp.noise_multiplier)
+        )
+    except (InvalidPrivacyParameterError, CalibrationError) as exc:
+        raise FieldError("epsilon", f"{exc} Nothing was charged.") from None
+    dim = len(req.features) + int(req.intercept)
+    model_args: dict[str, Any] = {"prior_scale": req.prior_scale}
+    if req.model == "gaussian-linear":
+        model_args["noise_scale"] = req.noise_scale
+    bounds = [column_bounds(ds.schema.columns[f]) for f in req.features]
+    features, target = list(req.features), req.target
+
+    def execute(records: dict[str, np.ndarray], ctx: ReleaseContext, stop: Any = None) -> dict[str, Any]:
+        X = np.column_stack([records[f] for f in features])
+        training = TrainingOptions(steps=req.steps, sampling_rate=req.sampling_rate, callback=stop)
+        fit = DPVI(make_model(req.model, dim, **model_args), family=req.family).fit(
+            X,
+            records[target],
+            epsilon=req.epsilon,
+            delta=req.delta,
+            privacy=PrivacyOptions(accountant=accountant),
+            training=training,
+            seed=req.seed,
+            context=ctx,
+            intercept=req.intercept,
+            bounds=bounds,
+        )
+        doc = fit.to_dict()
+        doc["config"]["feature_names"] = (["intercept"] if req.intercept else []) + features
+        return {"dpvi_result": doc, "privacy": doc["privacy"], "target": target}
+
+    return Plan("dpvi", ds.name, {**req.model_dump(), "n": n}, pp.event, req.epsilon, execute)
+
+
 def plan(kind: str, req: _Request, ds: DatasetView, upload: Any = None) -> Plan:
     """The plan of a validated request on data set ``ds`` (public facts only; module docstring)."""
     n = ds.n if not req.dry_run or ds.n is None else ds.dummy_n
@@ -478,6 +588,9 @@ def plan(kind: str, req: _Request, ds: DatasetView, upload: Any = None) -> Plan:
     if kind == "abcdp":
         assert isinstance(req, ABCDPRequest)
         return _abcdp(req, ds, upload)
+    if kind == "dpvi":
+        assert isinstance(req, DPVIRequest)
+        return _dpvi(req, ds, n)
     raise FieldError("kind", f"unknown release kind {kind!r}.")  # pragma: no cover - routes are fixed
 
 
@@ -506,7 +619,8 @@ class ServiceLedger:
 
     ``charge`` refuses an event other than the planned one (nothing charged), charges the real
     ledger under the request's label (and who charged it, where the ledger records that), calls
-    ``on_charged(charge_id)`` right after the commit, and yields to the draw. With ``prepaid`` (a
+    ``on_charged(charge_id)`` right after the commit, and yields to the draw; ``before_charge()``
+    (the request's clock, :mod:`dpinfer.service.timeouts`) runs first and may refuse. With ``prepaid`` (a
     charge id, crash recovery) it checks the event and yields without charging.
     """
 
@@ -520,9 +634,11 @@ class ServiceLedger:
         purpose: str = "",
         on_charged: Callable[[int], None] | None = None,
         prepaid: int | None = None,
+        before_charge: Callable[[], None] | None = None,
     ) -> None:
         self.ledger, self.planned, self.label = ledger, event_to_dict(planned), label
         self.analyst, self.purpose, self.on_charged, self.prepaid = analyst, purpose, on_charged, prepaid
+        self.before_charge = before_charge
         self.location = getattr(ledger, "location", "")
         self.charge_id: int | None = None
 
@@ -538,6 +654,8 @@ class ServiceLedger:
             self.charge_id = self.prepaid
             yield self.prepaid
             return
+        if self.before_charge is not None:  # e.g. the request's clock: may refuse, nothing charged
+            self.before_charge()
         extras = _charge_extras(self.ledger, self.analyst, self.purpose)
         with self.ledger.charge(dataset, event, self.label, insecure=insecure, **extras) as c:
             self.charge_id = int(c.id)
@@ -551,6 +669,7 @@ __all__ = [
     "ClampedRequest",
     "CovariatesRequest",
     "CountRequest",
+    "DPVIRequest",
     "DatasetView",
     "GLMRequest",
     "HistogramRequest",

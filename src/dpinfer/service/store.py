@@ -1,4 +1,11 @@
-"""The service's own database: tokens, requests (with their releases) and the audit log.
+"""The service's own database: tokens, analysts and allowances, requests (with their releases)
+and the audit log.
+
+Analysts and their allowances live here: the configuration file's are added when the service
+starts (:meth:`Store.seed_analysts`; an allowance the owner changed at run time is kept, and the
+service's log says where the file differs); the owner adds analysts and sets allowances while the
+service runs (:meth:`Store.add_analyst`, :meth:`Store.set_allowance`), each change in one
+transaction with its audit line naming the owner who made it.
 
 One SQLite file in the service's state folder (WAL journal, ``synchronous=FULL``), opened per
 transaction so that threads and processes share it safely; every write runs in ``BEGIN IMMEDIATE``.
@@ -11,7 +18,10 @@ databases, treated like ``reserved``). :meth:`Store.reserve`
 checks the analyst's allowance and inserts the ``reserved`` row in **one** ``BEGIN IMMEDIATE``
 transaction: the check "ε of the composition of this analyst's reserved, charged and released
 events plus the new one <= allowance" and the insert are one atomic step across every thread and
-process of the service, so concurrent requests cannot overspend an allowance. A reservation that
+process of the service, so concurrent requests cannot overspend an allowance. The composition is
+kept as a composed state in memory (:class:`_SpendStates`), so a reservation composes one event
+whatever the analyst's history; the state is checked against the counted rows in the same
+transaction and rebuilt from them when they changed. A reservation that
 is not charged is released again (``aborted``) and stops counting.
 
 The release is stored with :meth:`Store.finish` right after the draw, before the response is
@@ -59,6 +69,13 @@ SCHEMA = (
     id INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL, actor TEXT NOT NULL, action TEXT NOT NULL,
     detail TEXT NOT NULL DEFAULT ''
 )""",
+    """CREATE TABLE IF NOT EXISTS analysts (
+    name TEXT PRIMARY KEY, created REAL NOT NULL, added_by TEXT NOT NULL
+)""",
+    """CREATE TABLE IF NOT EXISTS allowances (
+    analyst TEXT NOT NULL, dataset TEXT NOT NULL, epsilon REAL NOT NULL CHECK (epsilon >= 0),
+    updated REAL NOT NULL, changed_by TEXT NOT NULL, PRIMARY KEY (analyst, dataset)
+)""",
     """CREATE TABLE IF NOT EXISTS uploads (
     id TEXT PRIMARY KEY, analyst TEXT NOT NULL, created REAL NOT NULL, shapes TEXT NOT NULL,
     size INTEGER NOT NULL
@@ -83,6 +100,56 @@ def analyst_spend(events: list[PrivacyEvent], accountant: str, delta: float) -> 
     return float(get_accountant(accountant).epsilon(compose(*events), delta))
 
 
+_COUNTED_SQL = f"analyst = ? AND dataset = ? AND status IN ({','.join('?' * len(COUNTED))})"
+
+
+class _SpendStates:
+    """The composed state (:mod:`dpinfer.privacy.ledger_state`: PLD, RDP or pure) of each
+    analyst's counted events on each data set, kept in memory so that a reservation composes one
+    event, not the analyst's whole history.
+
+    A state is keyed by ``(count, max rowid)`` of the counted rows it composes: a new reservation
+    raises the max rowid (rows are never deleted), an abort lowers the count, so any change of
+    the counted set — by any thread or process, or a commit that failed — makes the key differ and
+    the state is rebuilt from the rows (the full composition). An accountant that is not a fold
+    (``advanced``) recomposes every time."""
+
+    def __init__(self) -> None:
+        self._states: dict[tuple[str, str, str, float], tuple[tuple[int, int], Any]] = {}
+        self._lock = threading.Lock()
+
+    def state(
+        self, c: sqlite3.Connection, analyst: str, dataset: str, accountant: str, delta: float
+    ) -> tuple[tuple[int, int], Any, list[PrivacyEvent] | None]:
+        """``(key, state, events)``: the state of the counted rows now (None: not a fold, and
+        ``events`` the history to recompose)."""
+        from ..privacy import ledger_state
+
+        count, top = c.execute(
+            f"SELECT COUNT(*), COALESCE(MAX(rowid), 0) FROM requests WHERE {_COUNTED_SQL}",
+            (analyst, dataset, *COUNTED),
+        ).fetchone()
+        key = (int(count), int(top))
+        name = (analyst, dataset, accountant, float(delta))
+        with self._lock:
+            cached = self._states.get(name)
+        if cached is not None and cached[0] == key:
+            return key, cached[1], None
+        rows = c.execute(
+            f"SELECT event FROM requests WHERE {_COUNTED_SQL} ORDER BY created", (analyst, dataset, *COUNTED)
+        ).fetchall()
+        events = [event_from_dict(json.loads(r[0])) for r in rows]
+        state = ledger_state.build(accountant, events)
+        if state is None:
+            return key, None, events
+        self.remember(name, key, state)
+        return key, state, None
+
+    def remember(self, name: tuple[str, str, str, float], key: tuple[int, int], state: Any) -> None:
+        with self._lock:
+            self._states[name] = (key, state)
+
+
 class Store:
     """The service database at ``path`` (module docstring)."""
 
@@ -90,6 +157,7 @@ class Store:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
+        self._spend = _SpendStates()
         conn = self._conn()
         conn.execute("PRAGMA journal_mode=WAL")
         for stmt in SCHEMA:
@@ -137,6 +205,108 @@ class Store:
         rows = self.rows("SELECT id, at, actor, action, detail FROM audit ORDER BY id DESC LIMIT ?", (limit,))
         return [dict(zip(("id", "at", "actor", "action", "detail"), r, strict=True)) for r in rows]
 
+    # -- analysts and allowances -----------------------------------------------------------------
+    def seed_analysts(self, analysts: dict[str, dict[str, float]]) -> list[tuple[str, str, float, float]]:
+        """Add the configuration file's analysts and allowances that the state does not hold yet;
+        an allowance the owner set at run time is kept. Returns ``(analyst, data set, kept, in the
+        file)`` for each allowance where the two differ."""
+
+        def body(c: sqlite3.Connection) -> list[tuple[str, str, float, float]]:
+            now, differ = time.time(), []
+            for name, allow in analysts.items():
+                c.execute(
+                    "INSERT OR IGNORE INTO analysts (name, created, added_by) VALUES (?, ?, ?)",
+                    (name, now, "configuration file"),
+                )
+                for ds, eps in allow.items():
+                    row = c.execute(
+                        "SELECT epsilon FROM allowances WHERE analyst = ? AND dataset = ?", (name, ds)
+                    ).fetchone()
+                    if row is None:
+                        c.execute(
+                            "INSERT INTO allowances (analyst, dataset, epsilon, updated, changed_by)"
+                            " VALUES (?, ?, ?, ?, ?)",
+                            (name, ds, float(eps), now, "configuration file"),
+                        )
+                    elif float(row[0]) != float(eps):
+                        differ.append((name, ds, float(row[0]), float(eps)))
+            return differ
+
+        return self.tx(body)
+
+    def analysts(self) -> dict[str, dict[str, float]]:
+        """Every analyst with their allowance per data set."""
+        out: dict[str, dict[str, float]] = {
+            r[0]: {} for r in self.rows("SELECT name FROM analysts ORDER BY name")
+        }
+        for name, ds, eps in self.rows("SELECT analyst, dataset, epsilon FROM allowances ORDER BY dataset"):
+            out.setdefault(name, {})[ds] = float(eps)
+        return out
+
+    def allowance(self, analyst: str, dataset: str) -> float:
+        """The analyst's allowance on ``dataset`` (0 if none)."""
+        rows = self.rows(
+            "SELECT epsilon FROM allowances WHERE analyst = ? AND dataset = ?", (analyst, dataset)
+        )
+        return float(rows[0][0]) if rows else 0.0
+
+    def add_analyst(self, name: str, allowances: dict[str, float], *, by: str) -> bool:
+        """Add an analyst with their allowances (and the audit line), in one transaction; False
+        if the analyst exists already (nothing changed)."""
+
+        def body(c: sqlite3.Connection) -> bool:
+            now = time.time()
+            cur = c.execute(
+                "INSERT OR IGNORE INTO analysts (name, created, added_by) VALUES (?, ?, ?)", (name, now, by)
+            )
+            if cur.rowcount == 0:
+                return False
+            for ds, eps in allowances.items():
+                c.execute(
+                    "INSERT INTO allowances (analyst, dataset, epsilon, updated, changed_by)"
+                    " VALUES (?, ?, ?, ?, ?)",
+                    (name, ds, float(eps), now, by),
+                )
+            detail = ", ".join(f"{ds}: epsilon={eps:g}" for ds, eps in allowances.items()) or "no allowances"
+            c.execute(
+                "INSERT INTO audit (at, actor, action, detail) VALUES (?, ?, ?, ?)",
+                (now, by, "add analyst", f"{name} ({detail})"),
+            )
+            return True
+
+        return self.tx(body)
+
+    def set_allowance(self, analyst: str, dataset: str, epsilon: float, *, by: str) -> float | None:
+        """Set an analyst's allowance on ``dataset`` (and the audit line, with the old value), in
+        one transaction; returns the old allowance (None: there was none)."""
+
+        def body(c: sqlite3.Connection) -> float | None:
+            now = time.time()
+            row = c.execute(
+                "SELECT epsilon FROM allowances WHERE analyst = ? AND dataset = ?", (analyst, dataset)
+            ).fetchone()
+            c.execute(
+                "INSERT INTO allowances (analyst, dataset, epsilon, updated, changed_by)"
+                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (analyst, dataset) DO UPDATE SET"
+                " epsilon = excluded.epsilon,"
+                " updated = excluded.updated, changed_by = excluded.changed_by",
+                (analyst, dataset, float(epsilon), now, by),
+            )
+            old = None if row is None else float(row[0])
+            c.execute(
+                "INSERT INTO audit (at, actor, action, detail) VALUES (?, ?, ?, ?)",
+                (
+                    now,
+                    by,
+                    "set allowance",
+                    f"{analyst} on {dataset}: epsilon={epsilon:g}"
+                    + ("" if old is None else f" (was {old:g})"),
+                ),
+            )
+            return old
+
+        return self.tx(body)
+
     # -- requests --------------------------------------------------------------------------------
     def reserve(
         self,
@@ -160,15 +330,19 @@ class Store:
         new = event_from_dict(event)
 
         def body(c: sqlite3.Connection) -> float:
-            rows = c.execute(
-                f"SELECT event FROM requests WHERE analyst = ? AND dataset = ? AND status IN "
-                f"({','.join('?' * len(COUNTED))}) ORDER BY created",
-                (analyst, dataset, *COUNTED),
-            ).fetchall()
-            history = [event_from_dict(json.loads(r[0])) for r in rows]
-            after = analyst_spend([*history, new], accountant, delta)
+            key, state, history = self._spend.state(c, analyst, dataset, accountant, delta)
+            if state is not None:
+                before_state, state = state, state.add(new)
+                after = float(state.epsilon(delta))
+            else:
+                assert history is not None
+                after = analyst_spend([*history, new], accountant, delta)
             if not after <= allowance * (1 + 1e-9):
-                before = analyst_spend(history, accountant, delta)
+                before = (
+                    float(before_state.epsilon(delta))
+                    if history is None
+                    else analyst_spend(history, accountant, delta)
+                )
                 raise AllowanceExceeded(
                     f"this release would bring your spend on {dataset!r} to epsilon={after:.6g} over your "
                     f"allowance {allowance:g} (already spent {before:.6g}). Nothing was charged.",
@@ -191,6 +365,11 @@ class Store:
                     now,
                 ),
             )
+            if state is not None:  # keyed by the counted rows with this one (module docstring)
+                top = c.execute("SELECT rowid FROM requests WHERE id = ?", (rid,)).fetchone()[0]
+                self._spend.remember(
+                    (analyst, dataset, accountant, float(delta)), (key[0] + 1, int(top)), state
+                )
             return after
 
         return self.tx(body, durable=False)
@@ -277,12 +456,16 @@ class Store:
         return [self._row(r) for r in self.rows(sql + " ORDER BY created", tuple(args))]
 
     def spend(self, analyst: str, dataset: str, accountant: str, delta: float) -> float:
-        rows = self.rows(
-            f"SELECT event FROM requests WHERE analyst = ? AND dataset = ? AND status IN "
-            f"({','.join('?' * len(COUNTED))}) ORDER BY created",
-            (analyst, dataset, *COUNTED),
-        )
-        return analyst_spend([event_from_dict(json.loads(r[0])) for r in rows], accountant, delta)
+        """ε of the analyst's counted events on ``dataset`` (the composition the reservations check)."""
+
+        def body(c: sqlite3.Connection) -> float:
+            _, state, history = self._spend.state(c, analyst, dataset, accountant, delta)
+            if state is not None:
+                return float(state.epsilon(delta))
+            assert history is not None
+            return analyst_spend(history, accountant, delta)
+
+        return self.tx(body, write=False)
 
     # -- uploads ---------------------------------------------------------------------------------
     def add_upload(self, uid: str, analyst: str, shapes: dict[str, Any], size: int) -> None:
