@@ -522,7 +522,7 @@ def _dpvi(req: DPVIRequest, ds: DatasetView, n: int | None) -> Plan:
         )
     # imported only for a request that passed the checks above (torch loads with them)
     from ..errors import CalibrationError
-    from ..release.dpvi import DPVI, PrivacyOptions, TrainingOptions, make_model, plan_privacy
+    from ..release.dpvi import DPVI, DataOptions, PrivacyOptions, TrainingOptions, make_model, plan_privacy
     from ..release.dpvi.optim import count_noise_std, gradient_noise_multiplier
 
     try:  # the fit's own calibration (remembered: the fit finds the same σ and event)
@@ -557,8 +557,7 @@ def _dpvi(req: DPVIRequest, ds: DatasetView, n: int | None) -> Plan:
             training=training,
             seed=req.seed,
             context=ctx,
-            intercept=req.intercept,
-            bounds=bounds,
+            data=DataOptions(intercept=req.intercept, bounds=bounds),
         )
         doc = fit.to_dict()
         doc["config"]["feature_names"] = (["intercept"] if req.intercept else []) + features
