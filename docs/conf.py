@@ -17,7 +17,6 @@ sys.path.insert(0, str(SRC))
 sys.path.insert(0, str(HERE))
 # the notebooks' kernels import this checkout's dpinfer too
 os.environ["PYTHONPATH"] = os.pathsep.join([str(SRC), *filter(None, [os.environ.get("PYTHONPATH")])])
-os.environ.setdefault("MPLBACKEND", "Agg")
 
 import _api  # noqa: E402
 
