@@ -12,11 +12,11 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
-#: (module, title, what it is for), in the order of the reference.
+#: (module, what it is for), in the order of the reference.
 PAGES: list[tuple[str, str]] = [
     ("dpinfer", "the entry points (``infer``, ``private_glm``, ``connect``) and the core names"),
     ("dpinfer.privacy", "mechanisms' events, accountants, calibration, the ledger, reports"),
-    ("dpinfer.privacy.mechanisms", "release mechanisms (each one draws its noise through privacy's samplers)"),
+    ("dpinfer.privacy.mechanisms", "release mechanisms (each draws its noise through privacy's samplers)"),
     ("dpinfer.release", "releases from confidential data: ABCDP and private SMC-ABC"),
     ("dpinfer.release.dpvi", "DPVI: private variational inference"),
     ("dpinfer.inference", "post-processing of releases: exact samplers, SMC-ABC, ``infer``"),
