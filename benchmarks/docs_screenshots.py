@@ -4,10 +4,10 @@ Run ``make docs`` first (the tutorials are executed there), then::
 
     python benchmarks/docs_screenshots.py [--html docs/_build/html] [--out benchmarks/results]
 
-It opens three pages from ``docs/_build/html`` as ``file://`` URLs with Selenium and Debian's
+It opens four pages from ``docs/_build/html`` as ``file://`` URLs with Selenium and Debian's
 ``chromium`` and ``chromium-driver`` (``apt-get install chromium chromium-driver``; no downloaded
 browser build) and saves ``docs_tutorial_analyst.png`` (a rendered, executed notebook),
-``docs_index.png`` and ``docs_privacy_model.png``. Each screenshot is checked not to be blank.
+``docs_index.png``, ``docs_api_dpinfer.png`` (the API reference) and ``docs_privacy_model.png``. Each screenshot is checked not to be blank.
 Without a built site, Chromium or Selenium it says why and exits 0 (``make bench`` runs every
 script here).
 """
@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGES = {
     "docs_tutorial_analyst.png": "tutorials/analyst.html",
     "docs_index.png": "index.html",
+    "docs_api_dpinfer.png": "api/generated/dpinfer.html",
     "docs_privacy_model.png": "privacy-model.html",
 }
 
