@@ -31,7 +31,8 @@ from dpinfer.errors import PriorDataConflictWarning
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 RUNNABLE = {"python", "bash", "sh", "console"}
-FENCE = re.compile(r"(<!--\s*slow\s*-->\s*\n)?```(\w*)\n(.*?)^```", flags=re.S | re.M)
+# an opening fence: a language (```python) or a MyST directive (```{toctree}, not code), then the block
+FENCE = re.compile(r"(<!--\s*slow\s*-->\s*\n)?^```(\{[\w-]+\}|\w*)[^\n]*\n(.*?)^```", flags=re.S | re.M)
 
 
 def readme_blocks(text: str) -> list[tuple[str, str, bool, int]]:
@@ -126,7 +127,7 @@ def test_readme_has_blocks_of_both_kinds():
     readme = {lang for lang, *_ in readme_blocks(README.read_text())}
     assert "python" in readme and readme & {"bash", "sh", "console"}
     # every block is either runnable or explicitly marked as not code
-    assert all(lang in RUNNABLE | {"text"} for lang in langs), langs
+    assert all(lang in RUNNABLE | {"text"} or lang.startswith("{") for lang in langs), langs
 
 
 @pytest.mark.parametrize(("lang", "code"), _params(slow=False))
@@ -152,6 +153,9 @@ def test_extraction_rules():
     blocks = readme_blocks(text)
     assert [(b[0], b[2]) for b in blocks] == [("bash", True), ("text", False)]
     assert shell_script(blocks[0][1]) == "dpinfer --version\n"
+    # a MyST directive's fence is a block of its own (its closing fence opens nothing)
+    text = "```{toctree}\n:maxdepth: 1\n\npage\n```\n\n```python\nx = 1\n```\n"
+    assert [b[0] for b in readme_blocks(text)] == ["{toctree}", "python"]
 
 
 def test_a_failing_block_fails(tmp_path):
