@@ -30,6 +30,10 @@ PAGES: list[tuple[str, str]] = [
     ("dpinfer.datasets", "the data files shipped with dpinfer"),
 ]
 
+#: The entry points, documented first on the pages that export them.
+FIRST = ("infer", "private_glm", "connect")
+
+
 def public_names(modname: str) -> list[str]:
     """The public names of ``modname``: its ``__all__``, or its explicit ``X as X`` re-exports."""
     mod = importlib.import_module(modname)
@@ -61,7 +65,9 @@ def render() -> dict[str, str]:
         lines = [title, "=" * len(title), "", f"{what[0].upper()}{what[1:]}.", "",
                  f".. currentmodule:: {modname}", ""]
         again: list[str] = []
-        for name in public_names(modname):
+        names = public_names(modname)
+        names = [n for n in FIRST if n in names] + [n for n in names if n not in FIRST]
+        for name in names:
             obj = getattr(mod, name)
             if id(obj) in seen:
                 again.append(f"* ``{name}``: :py:obj:`{seen[id(obj)]}`")
