@@ -229,7 +229,7 @@ def section_rff(B: int | None = None, N: int = 5000, d: int = 5, D: int = 100) -
 # ---------------------------------------------------------------------------------------------
 def section_fits() -> dict[str, Any]:
     from dpinfer.diagnostics.metrics import c2st
-    from dpinfer.inference.neural import SPLE, SPPE
+    from dpinfer.inference.neural import SPLE, SPPE, NeuralRunOptions
     from dpinfer.models import GaussianMean
 
     model = GaussianMean()
@@ -241,7 +241,8 @@ def section_fits() -> dict[str, Any]:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 t0 = time.perf_counter()
-                post = klass(model, simulations=300 if SMOKE else 2000, seed=0, device=device).fit([0.5])
+                post = klass(model, simulations=300 if SMOKE else 2000, seed=0,
+                             run=NeuralRunOptions(device=device)).fit([0.5])
                 d = post.sample(2000, seed=1)
                 wall = time.perf_counter() - t0
             row = {
@@ -254,7 +255,7 @@ def section_fits() -> dict[str, Any]:
             print(f"[fits] {row}", flush=True)
     # DPVI: one privacy stream on both devices
     from dpinfer.privacy.context import ReleaseContext
-    from dpinfer.release.dpvi import DPVI, LogisticRegression, TrainingOptions
+    from dpinfer.release.dpvi import DPVI, DataOptions, LogisticRegression, TrainingOptions
 
     rng = np.random.default_rng(1)
     n, D = (5_000 if SMOKE else 200_000), 20
@@ -266,7 +267,7 @@ def section_fits() -> dict[str, Any]:
             warnings.simplefilter("ignore")
             t0 = time.perf_counter()
             res = DPVI(LogisticRegression(D)).fit(
-                X, y, epsilon=1.0, delta=1e-6, bounds=[(-1.0, 1.0)] * D,
+                X, y, epsilon=1.0, delta=1e-6, data=DataOptions(bounds=[(-1.0, 1.0)] * D, intercept=False),
                 training=TrainingOptions(device=device, threads=None), seed=0,
                 context=ReleaseContext(privacy_rng=_prng()),
             )  # fmt: skip

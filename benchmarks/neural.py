@@ -46,7 +46,7 @@ import torch
 
 from dpinfer.diagnostics import c2st
 from dpinfer.inference import ImportanceResult, mechanism_importance_sampling
-from dpinfer.inference.neural import SPLE, SPPE
+from dpinfer.inference.neural import SPLE, SPPE, NeuralRunOptions
 from dpinfer.inference.smc.schedule import QuantileSchedule
 from dpinfer.inference.smc.smc_abc import smc_abc
 from dpinfer.models import SIR, GaussianMean
@@ -84,7 +84,7 @@ def _sequential(name: str, klass: Any, model: Any, obs: Any, ref: np.ndarray, kw
             raise _Reached
 
     try:
-        klass(model, callback=cb, **kw).fit(obs)
+        klass(model, run=NeuralRunOptions(callback=cb), **kw).fit(obs)
     except _Reached:
         pass
     return _summary(name, trace)

@@ -92,6 +92,8 @@ def run(model, obs, sd, seed, schedule="adaptive") -> dict:
         "seed": seed, "schedule": schedule, "sd_over_exact": (r.sd() / np.array(sd)).round(3).tolist(),
         "last_sd_ratio": (np.array(last.sd) / np.array(prev.sd)).round(3).tolist(),
         "populations": len(r.populations), "n_simulations": r.n_simulations,
+        "tolerance_over_spread": round(r.settings["tolerance_over_spread"], 3),
+        "tolerance_width_factor": round(r.settings["tolerance_width_factor"], 3),
         "warnings": [f["message"][:60] for f in r.settings["findings"]],
     }
 

@@ -32,6 +32,7 @@ LAYERS = {
     "plots": 1,  # draws figures from arrays and prints nothing: results offer .plot()
     "__init__": 3, "__main__": 3, "cli": 3, "demo": 3, "report": 3,
     "service": 3,  # the data owner's HTTP service and the analyst's client: a face, like cli
+    "audit": 3,  # black-box privacy audits, above everything they audit (faces excluded: see below)
 }
 # Upward imports allowed by name, with the reason. The result contract's ``plot()`` draws with
 # ``plots`` (which draws figures from arrays, prints nothing and spends nothing); it imports it
@@ -40,6 +41,10 @@ ALLOWED_UPWARD = {("dpinfer.results.format", "dpinfer.plots")}
 # What touches secret randomness: the privacy RNG and the exact samplers.
 SECRET_MODULES = ("dpinfer.privacy.rng", "dpinfer.privacy.discrete")
 SECRET_NAMES = {"PrivacyRNG", "as_privacy_rng"}
+# Allowed by name: ``dpinfer.audit`` runs releases with the PrivacyRNG it is given and draws the
+# float noise of known-broken variants from it. It is no release path: it charges nothing, works on
+# the auditor's own neighbouring inputs, sits above every layer and nothing in dpinfer imports it.
+SECRET_RANDOMNESS_AUDITORS = ("dpinfer.audit",)
 # What post-processing may take from the privacy core.
 INFERENCE_MAY_USE = ("dpinfer.privacy.events", "dpinfer.privacy.report", "dpinfer.privacy.event_conversion")
 MAX_PRIVATE_IMPORTS = 3
@@ -175,6 +180,8 @@ def secret_randomness_users(sources: dict[str, tuple[str, bool]]) -> list[str]:
     for mod, (text, is_pkg) in sources.items():
         if mod == "dpinfer" or mod == "dpinfer.privacy" or mod.startswith("dpinfer.privacy."):
             continue  # the top-level package re-exports the public API
+        if any(mod == a or mod.startswith(f"{a}.") for a in SECRET_RANDOMNESS_AUDITORS):
+            continue  # the audits run releases on the PrivacyRNG they are given (see below)
         for node in ast.walk(ast.parse(text)):
             if isinstance(node, ast.ImportFrom):
                 target = _resolve(mod, is_pkg, node)
@@ -237,6 +244,82 @@ def test_few_imports_of_other_modules_private_names():
     assert private_name_imports({"dpinfer.a": ("from .b import _x\n", False)}) == ["dpinfer.a: dpinfer.b._x"]
 
 
+# ---- function size and signature width (issue 37, item 4) ------------------------------------
+#: Functions whose code (docstring excluded: numpy-style docstrings are required) is longer than
+#: this are "long"; at most MAX_LONG_FUNCTIONS of them, and no public function takes more than
+#: MAX_PUBLIC_PARAMETERS parameters (option objects group the rest).
+LONG_FUNCTION_LINES = 80
+MAX_LONG_FUNCTIONS = 15
+MAX_PUBLIC_PARAMETERS = 15
+#: pending: split on branch w-glmseam/w-dpvi (the GLM and DPVI entry points are split there)
+SIZE_ALLOWED = {
+    ("dpinfer.release.dpvi.validation", "validate_fit"),
+    ("dpinfer.release.dpvi.engine", "fit"),
+    ("dpinfer.release.dpvi.loop", "run_loop"),
+    ("dpinfer.release.dpvi.planning", "plan_privacy"),
+    ("dpinfer.release.glm", "release_glm_statistics"),
+    ("dpinfer.release.glm", "private_glm"),
+}
+
+
+def _code_lines(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """Lines of a function (signature and body), its docstring excluded."""
+    lines = node.end_lineno - node.lineno + 1  # type: ignore[operator]
+    first = node.body[0]
+    if isinstance(first, ast.Expr) and isinstance(getattr(first.value, "value", None), str):
+        lines -= first.end_lineno - first.lineno + 1  # type: ignore[operator]
+    return lines
+
+
+def _parameters(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """Parameters, ``self``/``cls`` excluded; ``*args`` and ``**kwargs`` count one each."""
+    a = node.args
+    names = [p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
+    if names and names[0] in ("self", "cls"):
+        names = names[1:]
+    return len(names) + (a.vararg is not None) + (a.kwarg is not None)
+
+
+def function_sizes(sources: dict[str, tuple[str, bool]]) -> tuple[list[str], list[str]]:
+    """``(long, wide)``: the functions over LONG_FUNCTION_LINES code lines, and the public functions
+    (public module, no leading underscore; constructors count) over MAX_PUBLIC_PARAMETERS
+    parameters, as ``"module.function (n)"``, allow-listed ones left out."""
+    long, wide = [], []
+    for mod, (text, _) in sources.items():
+        public_module = not any(part.startswith("_") for part in mod.split(".")[1:])
+        for node in ast.walk(ast.parse(text)):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            if (mod, node.name) in SIZE_ALLOWED:
+                continue
+            if (n := _code_lines(node)) > LONG_FUNCTION_LINES:
+                long.append(f"{mod}.{node.name} ({n})")
+            public = not node.name.startswith("_") or node.name == "__init__"
+            if public_module and public and (p := _parameters(node)) > MAX_PUBLIC_PARAMETERS:
+                wide.append(f"{mod}.{node.name} ({p})")
+    return long, wide
+
+
+def test_few_long_functions_and_no_wide_public_signature():
+    long, wide = function_sizes(_sources())
+    assert len(long) <= MAX_LONG_FUNCTIONS, sorted(long)
+    assert wide == []
+    # planted broken variants: an 81-line function and a 16-parameter public one are caught; a
+    # private helper may be wide, and a long docstring does not make a function long
+    body = "".join(f"    x{i} = {i}\n" for i in range(80))
+    params = ", ".join(f"a{i}" for i in range(16))
+    planted = {
+        "dpinfer.inference.x": (f"def long_one():\n{body}\n"
+                                f"def wide(self, {params}):\n    pass\n"
+                                f"def _wide_private({params}):\n    pass\n"
+                                "def documented():\n    '''" + "doc\n" * 100 + "'''\n    return 1\n", False),
+        "dpinfer.inference._hidden": (f"def wide({params}):\n    pass\n", False),
+    }
+    assert function_sizes(planted) == (
+        ["dpinfer.inference.x.long_one (81)"], ["dpinfer.inference.x.wide (16)"]
+    )
+
+
 # A model's records are found through a protocol it implements, never by its type's name (issue 37:
 # ``type(model).__name__ == "LogisticRegression"`` hid a dependency on a layer above). The few
 # comparisons that identify a *foreign* type by module and name, so that an optional library is never
@@ -289,3 +372,108 @@ def test_no_dispatch_on_a_types_name():
     assert [f.split(":")[0] for f in type_name_comparisons(planted)] == list(planted)
     allowed = {"dpinfer.data.labels": ('k = top == "pandas" and type(X).__name__ == "DataFrame"\n', False)}
     assert type_name_comparisons(allowed) == []
+
+
+# ------------------------------------------------------------------------------------------------
+# no import hidden in a string; the audit package is a top layer (issue 37, item 2)
+# ------------------------------------------------------------------------------------------------
+
+#: Calls that import a module named by a string, by their dotted name in the source.
+DYNAMIC_IMPORTS = {"importlib.import_module", "import_module", "__import__", "importlib.__import__",
+                   "importlib.util.find_spec", "util.find_spec", "find_spec"}
+#: The faces: the audit package may import every layer below it, but not these.
+FACES = ("dpinfer.cli", "dpinfer.demo", "dpinfer.report", "dpinfer.service", "dpinfer.__main__")
+
+
+def _dotted(node: ast.expr) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return f"{_dotted(node.value)}.{node.attr}"
+    return ""
+
+
+def _leading_text(node: ast.expr) -> str | None:
+    """The literal text a string argument starts with (a constant, or an f-string's leading
+    constant part); None when it starts with something computed."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr) and node.values:
+        first = node.values[0]
+        if isinstance(first, ast.Constant) and isinstance(first.value, str):
+            return first.value
+    return None
+
+
+def string_imports_of_dpinfer(sources: dict[str, tuple[str, bool]]) -> list[str]:
+    """Calls of ``importlib.import_module``/``__import__``/``importlib.util.find_spec`` whose module
+    argument is a string literal naming a dpinfer module (``"dpinfer..."``) or a relative one
+    (``".x"``): an import that the import graph of this file cannot see."""
+    out = []
+    for mod, (text, _) in sources.items():
+        for node in ast.walk(ast.parse(text)):
+            if not (isinstance(node, ast.Call) and _dotted(node.func) in DYNAMIC_IMPORTS):
+                continue
+            args = list(node.args[:1]) + [k.value for k in node.keywords if k.arg in ("name", "module")]
+            for arg in args:
+                lead = _leading_text(arg)
+                if lead is not None and (lead == "dpinfer" or lead.startswith(("dpinfer.", "."))):
+                    out.append(f"{mod}:{node.lineno}: {_dotted(node.func)}({lead!r}...)")
+    return out
+
+
+def audit_package_violations(graph: dict[str, set[str]]) -> list[str]:
+    """``dpinfer.privacy`` importing ``dpinfer.audit``, or ``dpinfer.audit`` importing a face."""
+    def under(m: str, pkg: str) -> bool:
+        return m == pkg or m.startswith(pkg + ".")
+
+    return sorted(
+        f"{m} imports {d}"
+        for m, deps in graph.items()
+        for d in deps
+        if (under(m, "dpinfer.privacy") and under(d, "dpinfer.audit"))
+        or (under(m, "dpinfer.audit") and any(under(d, f) for f in FACES))
+    )
+
+
+def test_no_module_imports_another_dpinfer_module_through_a_string():
+    assert string_imports_of_dpinfer(_sources()) == []
+    # known-broken variants: each spelling is caught, a computed or third-party name is not
+    planted = {"dpinfer.privacy.x": (
+        "import importlib\nimport importlib.util\nfrom importlib import import_module\n"
+        "def f(name):\n"
+        "    importlib.import_module('dpinfer.release')\n"
+        "    import_module('.registry', package='dpinfer.privacy')\n"
+        "    __import__('dpinfer.models')\n"
+        "    importlib.util.find_spec(f'dpinfer.distances.{name}')\n"
+        "    importlib.import_module(name)\n"
+        "    importlib.import_module('torch')\n", False)}
+    found = string_imports_of_dpinfer(planted)
+    assert [f.split(": ", 1)[1].split("(")[0] for f in found] == [
+        "importlib.import_module", "import_module", "__import__", "importlib.util.find_spec"], found
+
+
+def test_the_audit_package_is_a_top_layer_that_the_privacy_core_never_imports():
+    graph = import_graph(_sources())
+    assert any(m.startswith("dpinfer.audit.") for m in graph), "the audit package is missing"
+    assert audit_package_violations(graph) == []
+    assert layer_of("dpinfer.audit.registry") > max(layer_of(m) for m in (
+        "dpinfer.privacy.grid", "dpinfer.models.x", "dpinfer.release.x", "dpinfer.distances.x"))
+    # known-broken variants: the privacy core importing the audits (also a layer violation), the
+    # audits importing a face
+    planted = {
+        "dpinfer.privacy.ledger": ("def f():\n    from ..audit.registry import REGISTRY\n", False),
+        "dpinfer.audit": ("", True),
+        "dpinfer.audit.registry": ("from ..cli.common import error\n", False),
+        "dpinfer.cli.common": ("", False),
+    }
+    g = import_graph(planted)
+    assert audit_package_violations(g) == ["dpinfer.audit.registry imports dpinfer.cli.common",
+                                           "dpinfer.privacy.ledger imports dpinfer.audit.registry"]
+    assert layer_violations(g) == [
+        "dpinfer.privacy.ledger (layer 0) imports dpinfer.audit.registry (layer 3)"]
+    # the secret-randomness allowance is the audit package by name: a look-alike is still caught
+    planted_rng = {"dpinfer.audit.setups": ("from ..privacy.rng import PrivacyRNG\n", False),
+                   "dpinfer.auditing": ("from .privacy.rng import PrivacyRNG\n", False)}
+    assert secret_randomness_users(planted_rng) == [
+        "dpinfer.auditing: from dpinfer.privacy.rng import ['PrivacyRNG']"]

@@ -183,14 +183,15 @@ def training() -> dict:
     """A 4-round SPPE on the ε = 1 release and its training curves (one point per round)."""
     import torch
 
-    from dpinfer.inference.neural import SPPE
+    from dpinfer.inference.neural import SPPE, NeuralRunOptions
     from dpinfer.plots import plot_training
 
     torch.set_num_threads(1)
     c0 = time.process_time()
     model = LineFit(epsilon=1.0)
     obs = observed_release(model, seed=1)
-    post = SPPE(model, rounds=4, simulations_per_round=500, rqmc_points=4, seed=0, progress=False).fit(obs)
+    post = SPPE(model, rounds=4, simulations_per_round=500, rqmc_points=4, seed=0,
+                run=NeuralRunOptions(progress=False)).fit(obs)
     plot_training(post, HERE / "training_sppe.png",
                   title="SPPE on the private line fit, ε = 1 (4 rounds × 500 simulations, 4 noise copies)")
     exact = exact_posterior(model, obs)

@@ -36,7 +36,7 @@ from dpinfer.diagnostics import c2st
 from dpinfer.inference import mechanism_importance_sampling
 from dpinfer.inference.exact.baselines import da_mcmc_linreg
 from dpinfer.inference.exact.ks import ks_critical, weighted_ks_marginals
-from dpinfer.inference.neural import SPLE, SPPE
+from dpinfer.inference.neural import SPLE, SPPE, NeuralRunOptions
 from dpinfer.models import LinearRegression, NaiveBayes
 
 HERE = Path(__file__).parent
@@ -92,7 +92,7 @@ def run(problem, model, obs, ref, method, transforms, args, out_csv):
     cls, kw = (SPPE, {}) if method == "SPPE" else (SPLE, {})
     cls(model, flow={"transforms": transforms}, rounds=args.rounds, simulations_per_round=args.simulations,
         rqmc_points=args.rqmc_points, training={"max_epochs": args.max_epochs}, seed=args.seed,
-        callback=callback, **kw).fit(obs)
+        run=NeuralRunOptions(callback=callback), **kw).fit(obs)
     write(rows, out_csv)
 
 

@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 from dpinfer.diagnostics import c2st
-from dpinfer.inference.neural import SPLE, SPPE
+from dpinfer.inference.neural import SPLE, SPPE, NeuralRunOptions
 from dpinfer.models import SIR
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
@@ -158,7 +158,7 @@ def main() -> None:
             rounds=args.rounds,
             simulations_per_round=args.simulations,
             rqmc_points=args.rqmc_points,
-            callback=callback,
+            run=NeuralRunOptions(callback=callback),
             seed=args.seed,
             dequantize="auto" if args.dequantize else False,
             **kw,

@@ -34,7 +34,7 @@ from sir_reference import TRUTH, synthetic_release
 from dpinfer.diagnostics import c2st, median_predictive_distance, mmd, neg_log_density
 from dpinfer.inference import ImportanceResult, mechanism_importance_sampling
 from dpinfer.inference.exact.ks import weighted_ks_marginals
-from dpinfer.inference.neural import SPLE, SPPE
+from dpinfer.inference.neural import SPLE, SPPE, NeuralRunOptions
 
 
 def main() -> None:
@@ -119,8 +119,8 @@ def main() -> None:
         seed=args.seed,
     )
     # the paper's Algorithm 1 (atomic APT); dpinfer's default is truncated proposals
-    SPPE(model, atoms=10, proposal="apt", callback=callback("SPPE"), **common).fit(obs)
-    SPLE(model, callback=callback("SPLE"), **common).fit(obs)
+    SPPE(model, atoms=10, proposal="apt", run=NeuralRunOptions(callback=callback("SPPE")), **common).fit(obs)
+    SPLE(model, run=NeuralRunOptions(callback=callback("SPLE")), **common).fit(obs)
 
     with open(out / "neural_sir_rounds.csv", "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from dpinfer.diagnostics import c2st
-from dpinfer.inference import mechanism_importance_sampling
+from dpinfer.inference import ProposalOptions, mechanism_importance_sampling
 from dpinfer.models import SIR
 
 TRUTH = (-0.5, -3.0)
@@ -46,7 +46,7 @@ def benchmark_reference(model: SIR, obs: np.ndarray) -> Any:
     :class:`~dpinfer.inference.exact.importance_result.ImportanceResult` (ESS about 6000)."""
     return mechanism_importance_sampling(
         model, obs, n_theta=10_000, n_inner=100, pilot_theta=4000, pilot_inner=20,
-        inflation=1.5, df=5.0, seed=11,
+        proposal_options=ProposalOptions(inflation=1.5, df=5.0), seed=11,
     )  # fmt: skip
 
 
@@ -73,8 +73,7 @@ def main() -> None:
             n_inner=args.inner,
             pilot_theta=args.pilot_theta,
             pilot_inner=args.pilot_inner,
-            inflation=inflation,
-            df=df,
+            proposal_options=ProposalOptions(inflation=inflation, df=df),
             seed=seed,
         )
         wall = time.perf_counter() - t0

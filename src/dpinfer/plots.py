@@ -1,30 +1,48 @@
-"""Plots (matplotlib, Agg backend).
+"""Plots (matplotlib: the Agg backend, or a notebook kernel's own inline backend).
 
 ABCDP: flip probability (Fig. 1), error vs threshold (Fig. 3), COVID fits (Fig. 4), TB posterior
 histograms (Fig. 5) of Park et al. (2021). ``dpinfer demo``: credible intervals side by side,
 DPVI coefficients, posterior draws against the truth.
+
+Every figure function returns its :class:`matplotlib.figure.Figure` (saved first when given a
+path). In a Jupyter kernel the kernel's inline backend is kept (not replaced by Agg) and the
+figure is released from pyplot before it is returned, so that the returned figure, the cell's
+last expression, is drawn inline exactly once; elsewhere the backend is Agg (no windows).
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import matplotlib
 
-matplotlib.use("Agg")
+
+def in_notebook_kernel(modules: Any = None) -> bool:
+    """Whether this process is a Jupyter (IPython) kernel: ``ipykernel`` is imported."""
+    return "ipykernel" in (sys.modules if modules is None else modules)
+
+
+if not in_notebook_kernel():  # a kernel draws with its inline backend: forcing Agg hid the figures
+    matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from .diagnostics.flip import flip_probability
+from .diagnostics.flip import flip_probability  # noqa: E402
 
 
 def _save(fig: Any, path: str | Path | None, dpi: int = 120, tight: bool = True) -> Any:
-    """Write ``fig`` to ``path`` (if given) and close it; ``tight``: crop to the drawn area."""
+    """Write ``fig`` to ``path`` (if given; ``tight``: crop to the drawn area) and return it.
+
+    It is closed in pyplot (the Figure itself stays whole and drawable) when it was saved, or in
+    a notebook kernel, where the returned figure is displayed by the notebook (the inline backend
+    would otherwise draw it a second time at the end of the cell)."""
     if path is not None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(path, dpi=dpi, bbox_inches="tight" if tight else None)
+    if path is not None or in_notebook_kernel():
         plt.close(fig)
     return fig
 
@@ -185,16 +203,25 @@ def plot_interval_comparison(
 
 
 def plot_coefficients(
-    fits: Mapping[str, tuple[Any, Any]], features: Sequence[str], title: str, path: str | Path | None = None
+    fits: Mapping[str, tuple[Any, Any]],
+    features: Sequence[str],
+    title: str,
+    path: str | Path | None = None,
+    *,
+    bars: str = "posterior mean +- 2 sd",
 ) -> Any:
-    """Posterior mean ± 2 sd of every coefficient, one marker per fit (label -> (means, sds))."""
+    """Every coefficient's mean and bar, one marker per fit: label -> (means, sds) draws mean ± 2 sd;
+    label -> (means, intervals of shape (dim, 2)) draws the intervals as given (e.g. a DPVI fit's
+    ``interval()``, privacy noise included). ``bars`` says what the bars are, on the y axis."""
     fig, ax = plt.subplots(figsize=(7, 3.5))
     x = np.arange(len(features))
-    for k, (label, (mean, sd)) in enumerate(fits.items()):
-        ax.errorbar(x + 0.2 * (k - 1), mean, 2 * np.asarray(sd), fmt="o", ms=4, capsize=2, label=label)
+    for k, (label, (mean, spread)) in enumerate(fits.items()):
+        m, w = np.asarray(mean, dtype=float), np.asarray(spread, dtype=float)
+        err = np.vstack([m - w[:, 0], w[:, 1] - m]) if w.ndim == 2 else 2 * w
+        ax.errorbar(x + 0.2 * (k - 1), m, err, fmt="o", ms=4, capsize=2, label=label)
     ax.axhline(0.0, color="k", lw=0.5)
     ax.set_xticks(x, features, rotation=30)
-    ax.set_ylabel("coefficient")
+    ax.set_ylabel(f"coefficient\n({bars})", fontsize=8)
     ax.set_title(title)
     ax.legend(fontsize=8)
     fig.tight_layout()

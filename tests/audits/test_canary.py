@@ -5,10 +5,11 @@ The data carry unique marker values (features 31.41592653 and 27.18281828, text 
 private GLM, DPVI, the covariate model of synthesis, a clamped mean, ABCDP, the schema's refusals,
 the readers and the command line) from every input type (numpy with declared names, a mapping,
 pandas, polars, pyarrow Table and RecordBatch, Parquet, Arrow IPC, CSV, a DuckDB query). Every
-result's repr, str and summary, its saved file, its ArviZ export, its privacy report, the ledger's
-rows and file, log records, warnings, error messages and the CLI's output and files are searched
-for the markers in their common formattings (repr, 6, 7 and 8 significant digits, 4 and 3
-decimals, scientific, float32) and, in files, for their float64/float32 bytes: 0 hits.
+result's repr, str, notebook HTML (``_repr_html_``) and summary, its saved file, its ArviZ export,
+its privacy report (summary, repr, HTML), the ledger's rows and file, log records, warnings, error
+messages and the CLI's output and files are searched for the markers in their common formattings
+(repr, 6, 7 and 8 significant digits, 4 and 3 decimals, scientific, float32) and, in files, for
+their float64/float32 bytes: 0 hits.
 
 What it cannot see: a value leaked through an encoding it does not search (e.g. 4 significant
 digits, "31.42", which noisy outputs produce by chance), or a function of the data (a mean, a
@@ -37,7 +38,7 @@ from dpinfer.privacy import Ledger
 from dpinfer.privacy.context import ReleaseContext
 from dpinfer.privacy.mechanisms.clamped import clamped_release
 from dpinfer.release import ABCDPOptions, abcdp
-from dpinfer.release.dpvi import DPVI, LogisticRegression, PrivacyOptions, TrainingOptions
+from dpinfer.release.dpvi import DPVI, DataOptions, LogisticRegression, PrivacyOptions, TrainingOptions
 from dpinfer.release.glm import private_glm, release_glm_statistics
 from dpinfer.release.synthesis import release_covariate_model
 from seeded_privacy_rng import prng
@@ -97,6 +98,8 @@ class Sink:
     def result(self, where: str, res: object) -> None:
         self.text(f"{where} repr", repr(res))
         self.text(f"{where} str", str(res))
+        if hasattr(res, "_repr_html_"):  # what a notebook shows (issue 40): parameters' means and intervals
+            self.text(f"{where} html", res._repr_html_())
         for attr in ("summary", "param_names", "privacy", "settings", "config"):
             v = getattr(res, attr, None)
             if v is None:
@@ -106,6 +109,8 @@ class Sink:
         if privacy is not None and hasattr(privacy, "to_json"):
             self.text(f"{where} report", privacy.to_json())
             self.text(f"{where} report summary", privacy.summary())
+            self.text(f"{where} report repr", repr(privacy))
+            self.text(f"{where} report html", privacy._repr_html_())
 
     def hits(self) -> list[str]:
         found = [f"{w}: {p!r}" for w, t in self.texts for p in text_patterns() if p in t]
@@ -265,8 +270,9 @@ def _dpvi(kind, data, tmp_path, sink):
     kw = dict(feature_names=["age", "bmi"], bounds=[(20, 80), (18, 40)]) if kind == "numpy" else dict(
         schema=Schema.load(tmp / "schema.yaml"))
     fit = DPVI(LogisticRegression(3)).fit(
-        X, y, epsilon=2.0, delta=1e-5, intercept=True, ledger=ledger, dataset="clinic", seed=0,
-        privacy=PrivacyOptions(clip=1.0), training=TrainingOptions(steps=30, sampling_rate=0.2), **kw)
+        X, y, epsilon=2.0, delta=1e-5, data=DataOptions(intercept=True, **kw), ledger=ledger,
+        dataset="clinic", seed=0, privacy=PrivacyOptions(clip=1.0),
+        training=TrainingOptions(steps=30, sampling_rate=0.2))
     sink.result(f"{kind} DPVI", fit)
     sink.file(f"{kind} DPVI file", fit.save(tmp_path / "dpvi.json"))
     idata = fit.to_arviz(n_draws=50)
@@ -370,6 +376,17 @@ def test_the_audit_finds_what_the_old_code_leaked(tmp_path):
         s = Sink()
         s.text(what, text)
         assert s.hits(), what
+
+    class ShowsData:  # a result whose notebook display shows a record (what the HTML must never do)
+        def __repr__(self):
+            return "<ShowsData>"
+
+        def _repr_html_(self):
+            return f"<td>{cols['age'][2]}</td>"
+
+    s = Sink()
+    s.result("html", ShowsData())
+    assert "html html: '31.41592653'" in s.hits()
     np.save(tmp_path / "x.npy", cols["bmi"])
     s = Sink()
     s.file("npy", tmp_path / "x.npy")

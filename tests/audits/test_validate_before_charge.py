@@ -406,6 +406,7 @@ def _private_glm(ctx: ReleaseContext, **o: Any) -> Any:
 def _dpvi(ctx: ReleaseContext, **o: Any) -> Any:
     from dpinfer.release.dpvi import (
         DPVI,
+        DataOptions,
         LogisticRegression,
         OptimizerOptions,
         PrivacyOptions,
@@ -431,10 +432,13 @@ def _dpvi(ctx: ReleaseContext, **o: Any) -> Any:
     training, optimizer = k.pop("training"), k.pop("optimizer")
     privacy = k.pop("privacy")
     fit = DPVI(LogisticRegression(k.pop("model_dim"))).fit
+    # the design keywords are fields of DataOptions (issue 37); no intercept, as the model's dim says
+    data = DataOptions(intercept=False, **{n: k.pop(n) for n in ("bounds", "feature_names") if n in k})
     return fit(
         k.pop("X"),
         k.pop("y"),
         context=ctx,
+        data=data,
         training=TrainingOptions(**training) if isinstance(training, dict) else training,
         optimizer=OptimizerOptions(**optimizer) if isinstance(optimizer, dict) else optimizer,
         privacy=PrivacyOptions(**privacy) if isinstance(privacy, dict) else privacy,
@@ -1141,7 +1145,7 @@ COMMANDS: tuple[Command, ...] = (
 def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     from dpinfer.cli import main
     from dpinfer.models.shipped.tuberculosis import SUMMARY_NAMES, Tuberculosis
-    from dpinfer.release.dpvi import DPVI, LogisticRegression, TrainingOptions
+    from dpinfer.release.dpvi import DPVI, DataOptions, LogisticRegression, TrainingOptions
 
     d = tmp_path_factory.mktemp("cli")
     rng = np.random.default_rng(0)
@@ -1181,7 +1185,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
             event.astype(float),
             private=False,
             seed=0,
-            bounds=[(18.0, 90.0), (15.0, 50.0)],
+            data=DataOptions(bounds=[(18.0, 90.0), (15.0, 50.0)], intercept=False),
             training=TrainingOptions(steps=5),
         )
     fit.config["feature_names"] = ["age", "bmi"]

@@ -101,7 +101,7 @@ def test_abcdp_command_bad_input(covid_files, bad, capsys):
         np.savez(tmp / "bad.npz", x=np.zeros(3))
         argv["--simulations"] = str(tmp / "bad.npz")
     flat = ["abcdp", "--no-progress"] + [x for kv in argv.items() for x in kv]
-    assert main(flat) == 1
+    assert main(flat) == 2
     err = capsys.readouterr().err
     assert "error" in err and len(err) > 40
     assert Ledger(ledger).history("nl") == []
@@ -158,7 +158,7 @@ def test_two_column_csv_suggests_columns(covid_files, capsys):
     tmp, sims, data = covid_files
     argv = ["abcdp", "--observed", str(data), "--simulations", str(sims), "-c", "2", "--epsilon", "10",
             "--epsilon-abc", "0.5", "--no-ledger", "--out", str(tmp / "r.json")]
-    assert main(argv) == 1
+    assert main(argv) == 2
     err = capsys.readouterr().err
     assert "--columns cases" in err and "data.csv" in err and "Simulate" not in err
     assert main([*argv, "--columns", "cases"]) == 0
@@ -200,5 +200,5 @@ def test_data_path_names_the_shipped_file(capsys):
 
     path = Path(capsys.readouterr().out.strip())
     assert path.is_file() and path.read_text().startswith("day_index,cumulative_confirmed_cases")
-    assert main(["data", "path", "nope.csv"]) == 1
+    assert main(["data", "path", "nope.csv"]) == 2
     assert "data list" in capsys.readouterr().err

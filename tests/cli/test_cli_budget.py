@@ -60,18 +60,18 @@ def test_budget_errors_are_clear(tmp_path, capsys):
     path = str(tmp_path / "b.db")
     assert main(["budget", "history", "--ledger", path, "--dataset", "nope"]) == 2
     assert "no ledger at" in capsys.readouterr().err
-    assert main(["budget", "init", "--ledger", path, "--dataset", "x", "--epsilon", "-1", "--unbound"]) == 1
+    assert main(["budget", "init", "--ledger", path, "--dataset", "x", "--epsilon", "-1", "--unbound"]) == 2
     assert "positive" in capsys.readouterr().err
     assert not (tmp_path / "b.db").exists()  # nothing created for an invalid budget
     Ledger(path, create=True)
-    assert main(["budget", "history", "--ledger", path, "--dataset", "nope"]) == 1
+    assert main(["budget", "history", "--ledger", path, "--dataset", "nope"]) == 2
     assert "not registered" in capsys.readouterr().err
     assert (
         main(
             ["budget", "init", "--ledger", path, "--dataset", "x", "--epsilon", "1", "--accountant", "bogus",
              "--unbound"]
         )
-        == 1
+        == 2
     )
     assert "unknown accountant" in capsys.readouterr().err
 
@@ -112,7 +112,8 @@ def test_pure_budget_charged_with_dpvi_says_what_to_do(tmp_path, capsys):
     assert main(["budget", "init", "--ledger", str(ledger), "--dataset", "r", "--epsilon", "3",
                  "--delta", "0", "--accountant", "pure", "--data", str(data)]) == 0
     capsys.readouterr()
-    assert _dpvi(data, ledger, "r", tmp_path / "fit.json") == 2
+    # refused (exit 1): the budget's accountant cannot account it
+    assert _dpvi(data, ledger, "r", tmp_path / "fit.json") == 1
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1
     assert "Nothing was charged" in err and "pure" in err
@@ -149,6 +150,7 @@ def test_every_option_has_help_and_its_default(command):
     import argparse
 
     from dpinfer.cli import build_parser
+    from dpinfer.cli.common import shows_default
 
     parser = _subparser(build_parser(), command)
     text = parser.format_help()
@@ -156,15 +158,18 @@ def test_every_option_has_help_and_its_default(command):
         if isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):
             continue
         assert action.help, f"{command} {action.option_strings or action.dest} has no help"
-        if not action.required and action.option_strings and action.default not in (None, False):
-            assert f"(default: {action.default})" in " ".join(text.split()), (command, action.dest)
+        if shows_default(action, action.help) or (action.option_strings and "default" in action.help.lower()
+                                                  and action.default not in (None, False)):
+            # a meaningful default is stated once: by --help's "(default: X)" or by the help itself
+            shown = f"(default: {action.default})" in " ".join(text.split())
+            assert shown != ("default" in action.help.lower()), (command, action.dest)
 
 
 def test_budget_init_help_explains_the_accountant(capsys):
     with pytest.raises(SystemExit):
         main(["budget", "init", "--help"])
     out = " ".join(capsys.readouterr().out.split())
-    assert "budgets cannot be changed later" in out and "(default: pld)" in out
+    assert "budgets cannot be changed later" in out and "pld (default)" in out
     assert "(default: 1e-6, or 0 with --accountant pure" in out
 
 
@@ -179,7 +184,7 @@ def test_dpvi_csv_errors_name_file_and_line(tmp_path, capsys, body, match):
     data = tmp_path / "bad.csv"
     data.write_text(body)
     assert main(["dpvi", "--data", str(data), "--target", "label", "--epsilon", "1", "--no-ledger",
-                 "--steps", "5", "--no-progress", "--out", str(tmp_path / "f.json")]) == 1
+                 "--steps", "5", "--no-progress", "--out", str(tmp_path / "f.json")]) == 2
     err = capsys.readouterr().err
     assert match in err and "bad.csv" in err and "'x'" not in err  # a record's cell is never shown
 

@@ -114,7 +114,7 @@ def test_no_record_value_appears_in_an_error(tmp_path, capsys, command):
             read_covariates(str(data), 1, None)
         assert "line 3" in str(exc.value) and SECRET not in str(exc.value)
         return
-    assert main(argv) == 1
+    assert main(argv) == 2
     err = capsys.readouterr().err
     assert "line 3" in err and SECRET not in err and "not a number" in err
 

@@ -60,7 +60,7 @@ def test_bad_files_are_refused_with_file_line_and_reason(tmp_path, rows, match, 
     bad = _csv(tmp_path / "bad.csv", rows)
     ledger = tmp_path / "b.db"
     Ledger.create(ledger).register("xs", 2.0)
-    assert _release(bad, tmp_path / "r.json", "--ledger", str(ledger), "--dataset", "xs") == 1
+    assert _release(bad, tmp_path / "r.json", "--ledger", str(ledger), "--dataset", "xs") == 2
     err = capsys.readouterr().err
     assert match in err and "bad.csv" in err and "Traceback" not in err
     assert Ledger(ledger).history("xs") == [] and not (tmp_path / "r.json").exists()
@@ -69,9 +69,9 @@ def test_bad_files_are_refused_with_file_line_and_reason(tmp_path, rows, match, 
 def test_missing_value_and_unknown_column(tmp_path, capsys):
     bad = tmp_path / "m.csv"
     bad.write_text("x,y\n0.1,1\n,2\n")
-    assert _release(bad, tmp_path / "r.json", "--no-ledger") == 1
+    assert _release(bad, tmp_path / "r.json", "--no-ledger") == 2
     assert "missing value" in capsys.readouterr().err
-    assert _release(bad, tmp_path / "r.json", "--no-ledger", "--columns", "zz") == 1
+    assert _release(bad, tmp_path / "r.json", "--no-ledger", "--columns", "zz") == 2
     assert "not in" in capsys.readouterr().err
 
 

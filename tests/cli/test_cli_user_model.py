@@ -96,7 +96,7 @@ def test_factory_epsilon_handling(user_dir):
 def test_user_model_errors_are_one_line_with_what_to_do(user_dir, capsys, spec, args, message):
     rc = main(["exact-posterior", "--model", spec, "--observed", "plain.json", "--epsilon", "1", *args])
     err = capsys.readouterr().err
-    assert rc == 1 and "Traceback" not in err
+    assert rc == 2 and "Traceback" not in err
     assert err.startswith("dpinfer: error: ") and len(err.strip().splitlines()) == 1
     assert re.search(message, err), err
 

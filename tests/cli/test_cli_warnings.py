@@ -59,7 +59,7 @@ def test_neural_errors_name_the_flags(capsys):
     rc = main(["sppe", "--model", "sir", "--observed", "builtin", "--epsilon", "10",
                "--budget", "500", "--simulations", "600"])  # fmt: skip
     err = capsys.readouterr().err.strip()
-    assert rc == 1 and err == "dpinfer: error: --simulations 600 exceeds the simulation budget --budget 500."
+    assert rc == 2 and err == "dpinfer: error: --simulations 600 exceeds the simulation budget --budget 500."
 
 
 def test_rephrase_leaves_longer_names_alone():

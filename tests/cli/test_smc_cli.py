@@ -86,28 +86,28 @@ def test_smc_abc_cli_errors(tmp_path, capsys):
                 "serial",
             ]
         )
-        == 1
+        == 2
     )
     assert "length 1" in capsys.readouterr().err
     assert (
         main(
             ["smc-abc", "--model", "linreg", "--observed", str(obs), "--epsilon", "0", "--backend", "serial"]
         )
-        == 1
+        == 2
     )
     assert (
         main(
             ["smc-abc", "--model", "linreg", "--observed", "builtin", "--epsilon", "3", "--backend", "serial"]
         )
-        == 1
+        == 2
     )
     assert "available" in capsys.readouterr().err
     assert (
         main(["smc-abc", "--model", "linreg", "--observed", str(tmp_path / "missing.json"), "--epsilon", "1"])
-        == 1
+        == 2
     )
     obs.write_text(json.dumps({"observed": [0.5]}))
-    assert main(["smc-abc", "--model", "gaussian-mean", "--observed", str(obs), "--backend", "serial"]) == 1
+    assert main(["smc-abc", "--model", "gaussian-mean", "--observed", str(obs), "--backend", "serial"]) == 2
     assert "epsilon" in capsys.readouterr().err
 
 
@@ -116,7 +116,7 @@ def test_smc_abc_cli_errors(tmp_path, capsys):
 def test_wrong_model_args_key_is_one_line(command, capsys):
     code = main([command, "--model", "sir", "--observed", "builtin", "--epsilon", "10",
                  "--model-args", '{"pop": 10000}'])
-    assert code == 1
+    assert code == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert "'pop'" in err and "population" in err
@@ -124,7 +124,7 @@ def test_wrong_model_args_key_is_one_line(command, capsys):
 
 def test_model_args_not_json_is_one_line(capsys):
     assert main(["smc-abc", "--model", "sir", "--observed", "builtin", "--epsilon", "10",
-                 "--model-args", "population=1"]) == 1
+                 "--model-args", "population=1"]) == 2
     err = capsys.readouterr().err
     assert "--model-args is not JSON" in err and len(err.strip().splitlines()) == 1
 
@@ -132,7 +132,7 @@ def test_model_args_not_json_is_one_line(capsys):
 def test_non_json_observed_file_is_named(tmp_path, capsys):
     bad = tmp_path / "obs.csv"
     bad.write_text("0.1,0.2\n")
-    assert main(["smc-abc", "--model", "gaussian-mean", "--observed", str(bad), "--epsilon", "1"]) == 1
+    assert main(["smc-abc", "--model", "gaussian-mean", "--observed", str(bad), "--epsilon", "1"]) == 2
     err = capsys.readouterr().err
     assert str(bad) in err and "not JSON" in err and "line 1" in err
 

@@ -64,8 +64,9 @@ def test_cli_fits_a_csv_and_charges_the_ledger(tmp_path, capsys):
     assert code == 0
     fit = DPVIResult.load(out)
     assert fit.privacy.epsilon <= 2.0 and fit.privacy.neighbouring == "replace-one"
-    assert fit.config["feature_names"] == ["a", "b"]
-    assert np.sign(fit.mean()).tolist() == [1.0, -1.0]
+    # an intercept by default, as dpinfer glm (issue 40)
+    assert fit.config["feature_names"] == ["intercept", "a", "b"]
+    assert np.sign(fit.mean()[1:]).tolist() == [1.0, -1.0]
     hist = Ledger(ledger).history("d")
     assert [h["status"] for h in hist] == ["released"]
     assert "charged to 'd'" in capsys.readouterr().out
@@ -147,13 +148,13 @@ def test_cli_bad_input_is_a_clear_error_and_nothing_is_charged(tmp_path, capsys)
         "--out",
         str(tmp_path / "o.json"),
     ]
-    assert main(args) == 1
+    assert main(args) == 2
     err = capsys.readouterr().err
     assert "line 5" in err and "not a number" in err and "oops" not in err  # the cell is a record's
     _write_csv(tmp_path / "bad.csv", X, y + 1)  # labels 1/2: not binary
-    assert main(args) == 1
+    assert main(args) == 2
     assert "binary" in capsys.readouterr().err
-    assert main([*args[:-2], "--target", "nope", "--out", "x.json"]) == 1
+    assert main([*args[:-2], "--target", "nope", "--out", "x.json"]) == 2
     assert "not in" in capsys.readouterr().err
     assert Ledger(ledger).history("bad") == []
     assert not (tmp_path / "o.json").exists()
@@ -222,5 +223,33 @@ def test_cli_defaults_are_the_librarys(tmp_path):
     assert paper.config["average"] is False and paper.config["mc_samples"] == 1
     assert paper.family == "meanfield"
     for bad in ("0", "-1", "inf", "big"):
-        assert main([*base, "--clip", bad, "--out", str(tmp_path / "c.json")]) == 1
+        assert main([*base, "--clip", bad, "--out", str(tmp_path / "c.json")]) == 2
     assert not (tmp_path / "c.npz").exists()
+
+
+def test_cli_bounds_and_intercept_flags_match_dpinfer_glm(tmp_path, capsys):
+    """Issue 40: ``--bounds`` (LO:HI for all or NAME=LO:HI,... per column) scales the features as
+    ``dpinfer glm`` reads it, ``--no-intercept`` drops the intercept (``--intercept`` is the
+    default); a value outside the bounds or an unknown column is refused and nothing is charged."""
+    X, y = _data(n=300)
+    _write_csv(tmp_path / "d.csv", X, y)
+    ledger = tmp_path / "l.db"
+    Ledger(ledger, create=True).register("d", epsilon=5.0, delta=1e-5, accountant="pld")
+    base = ["dpvi", "--data", str(tmp_path / "d.csv"), "--target", "label", "--steps", "20", "--seed", "1",
+            "--no-progress", "--epsilon", "1", "--ledger", str(ledger)]
+    assert main([*base, "--bounds", "a=-5:5,b=-6:6", "--out", str(tmp_path / "f.json")]) == 0
+    fit = DPVIResult.load(tmp_path / "f.json")
+    assert fit.param_names == ("intercept", "a", "b")
+    assert fit.config["design"]["bounds"] == [[-5.0, 5.0], [-6.0, 6.0]]
+    assert main([*base, "--bounds=-6:6", "--no-intercept", "--out", str(tmp_path / "g.json")]) == 0
+    g = DPVIResult.load(tmp_path / "g.json")
+    assert g.param_names == ("a", "b") and g.config["design"]["bounds"] == [[-6.0, 6.0]] * 2
+    assert main([*base, "--intercept", "--out", str(tmp_path / "h.json")]) == 0
+    assert DPVIResult.load(tmp_path / "h.json").param_names == ("intercept", "a", "b")
+    spent = Ledger(ledger).spent("d")
+    capsys.readouterr()
+    assert main([*base, "--bounds=-0.1:0.1", "--out", str(tmp_path / "x.json")]) == 2
+    assert main([*base, "--bounds=a=-5:5,zz=0:1", "--out", str(tmp_path / "x.json")]) == 2  # data errors
+    err = capsys.readouterr().err
+    assert "outside the declared public bounds" in err and "not features" in err and "Traceback" not in err
+    assert Ledger(ledger).spent("d") == spent

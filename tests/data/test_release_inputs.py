@@ -12,7 +12,7 @@ import pytest
 from dpinfer.data import Schema, SchemaError, duckdb_query
 from dpinfer.inference.glm import GLMSamplerOptions
 from dpinfer.privacy import Ledger
-from dpinfer.release.dpvi import DPVI, LogisticRegression, TrainingOptions
+from dpinfer.release.dpvi import DPVI, DataOptions, LogisticRegression, TrainingOptions
 from dpinfer.release.glm import release_glm_statistics
 from seeded_privacy_rng import prng
 
@@ -91,8 +91,9 @@ def test_the_schema_names_the_budget_and_a_mismatch_charges_nothing(files, tmp_p
 
 def test_dpvi_reads_a_file_with_its_schema(files):
     tmp, _ = files
-    fit = DPVI(LogisticRegression(3)).fit(tmp / "d.parquet", "event", schema=Schema.from_dict(SCHEMA),
-                                          private=False, seed=0, intercept=True,
+    fit = DPVI(LogisticRegression(3)).fit(tmp / "d.parquet", "event",
+                                          data=DataOptions(schema=Schema.from_dict(SCHEMA), intercept=True),
+                                          private=False, seed=0,
                                           training=TrainingOptions(steps=20))
     assert fit.param_names == ("intercept", "age", "bmi")
     assert fit.config["design"]["bounds"] == [[20.0, 80.0], [18.0, 40.0]]

@@ -89,8 +89,8 @@ def test_api_and_cli(tmp_path, capsys):
     assert main(args) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["passed"] and out["param_names"] == ["mu_a", "mu_b"] and (tmp_path / "c.png").exists()
-    assert main(["check", "--model", "no_such_module:f"]) == 1
-    assert "cannot load" in capsys.readouterr().err
+    assert main(["check", "--model", "no_such_module:f"]) == 2
+    assert "cannot import module" in capsys.readouterr().err
 
 
 @pytest.mark.slow

@@ -103,3 +103,18 @@ def test_expected_flips_and_theorem2_bounds_hold_empirically():
     a = 2.0
     assert np.mean(np.array(errs) <= a) >= posterior_mean_tail_bound(rho, eps_abc, b, k_t, c_prime, a)
     assert posterior_mean_tail_bound(rho, eps_abc, b, k_t, c_prime, 1e-9) == 0.0
+
+
+def test_the_svt_noise_scale_formula_is_written_once():
+    """diagnostics.flip, the ABCDP release and the sparse-vector engine share one formula."""
+    import inspect
+
+    from dpinfer.diagnostics import svt_epsilon, svt_noise_scale
+    from dpinfer.privacy.svt_scale import svt_laplace_scale
+    from dpinfer.release import abcdp as abcdp_module
+
+    for c, resample in [(1, False), (3, True), (7, False)]:
+        b = svt_laplace_scale(c, 0.7, 0.01, resample=resample)
+        assert svt_noise_scale(c, 0.7, 0.01, resample) == b == (2 * c if resample else c + 1) * 0.01 / 0.7
+        assert svt_epsilon(c, b, 0.01, resample) == pytest.approx(0.7, rel=1e-14)
+    assert "c + 1" not in inspect.getsource(abcdp_module)

@@ -50,7 +50,6 @@ def test_the_notebook_runs_and_shows_an_inline_figure(executed):
     assert "mean" in text and "sd" in text  # the summary printed by the tutorial
 
 
-@pytest.mark.xfail(reason="needs _repr_html_ from branch w-repr", strict=False)
 def test_a_result_as_last_expression_shows_an_html_table(executed):
     cells = [cell for cell in executed.cells if cell.cell_type == "code" and cell.source.strip() == "post"]
     assert cells, "the tutorial shows a result as the last expression of a cell"

@@ -23,7 +23,7 @@ import pytest
 import torch
 
 from dpinfer.distances import RFFMMD
-from dpinfer.inference.neural import SPLE, SPPE
+from dpinfer.inference.neural import SPLE, SPPE, NeuralRunOptions
 from dpinfer.models import GaussianMean
 from dpinfer.privacy import PrivacyRNG
 from dpinfer.privacy.context import ReleaseContext
@@ -88,7 +88,7 @@ def test_neural_posteriors_trained_on_the_gpu_match_the_exact_posterior(klass) -
     for device in ("cpu", "cuda"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            post = klass(model, simulations=2000, seed=0, device=device).fit([0.5])
+            post = klass(model, simulations=2000, seed=0, run=NeuralRunOptions(device=device)).fit([0.5])
         assert post.device.type == device
         d = post.sample(4000, seed=1)[:, 0]
         out[device] = d

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpinfer.inference import mechanism_importance_sampling
+from dpinfer.inference import ProposalOptions, mechanism_importance_sampling
 from user_problems import PoissonClampedSum
 
 
 def test_callback_reports_every_stage_and_changes_nothing():
     model = PoissonClampedSum()
-    kw = dict(n_theta=400, n_inner=4, pilot_theta=200, pilot_inner=2, adapt=1, seed=3, batch_size=200)
+    kw = dict(n_theta=400, n_inner=4, pilot_theta=200, pilot_inner=2,
+              proposal_options=ProposalOptions(adapt=1),
+              seed=3,
+              batch_size=200)
     calls: list[tuple[str, int, int]] = []
     with_cb = mechanism_importance_sampling(model, [110.0], callback=lambda *a: calls.append(a), **kw)
     plain = mechanism_importance_sampling(model, [110.0], **kw)

@@ -11,7 +11,7 @@ import pytest
 from scipy import stats
 
 from dpinfer.errors import InvalidDataError
-from dpinfer.inference import ImportanceResult, mechanism_importance_sampling
+from dpinfer.inference import ImportanceResult, ProposalOptions, mechanism_importance_sampling
 from dpinfer.inference.exact import importance as mis
 from dpinfer.inference.exact.importance_result import pareto_khat
 from dpinfer.models import SIR, GaussianMean
@@ -130,10 +130,10 @@ def test_heavy_tailed_weights_warn(gm):
     [
         ({"n_inner": 0}, "n_inner"),
         ({"n_theta": 1}, "n_theta"),
-        ({"defensive": 1.0}, "defensive"),
-        ({"inflation": -1.0}, "inflation"),
+        ({"proposal_options": ProposalOptions(defensive=1.0)}, "defensive"),
+        ({"proposal_options": ProposalOptions(inflation=-1.0)}, "inflation"),
         ({"proposal": "uniform"}, "proposal"),
-        ({"adapt": -1}, "adapt"),
+        ({"proposal_options": ProposalOptions(adapt=-1)}, "adapt"),
     ],
 )
 def test_bad_arguments(gm, kw, match):
@@ -203,7 +203,8 @@ def test_collapsed_pilot_falls_back_with_a_warning_not_linalgerror():
     with pytest.warns(WeightDegeneracyWarning, match=expected), warnings.catch_warnings():
         warnings.filterwarnings("ignore", "Pareto k")
         res = mechanism_importance_sampling(
-            model, obs, n_theta=400, n_inner=2, pilot_theta=300, pilot_inner=2, adapt=0, seed=1
+            model, obs, n_theta=400, n_inner=2, pilot_theta=300, pilot_inner=2,
+            proposal_options=ProposalOptions(adapt=0), seed=1
         )
     assert np.all(np.isfinite(res.mean())) and res.diagnostics["proposal_fallback"]
 
@@ -229,3 +230,10 @@ def test_old_jitter_fails_where_the_floor_does_not():
     draws = prop.sample(100, prior, rng)
     assert np.all(np.isfinite(prop.log_prob(draws, prior)))
     assert mis.floor_covariance(np.full((2, 2), np.nan), np.ones(2)) is None
+
+
+@pytest.mark.parametrize("old", ["adapt", "inflation", "df", "defensive"])
+def test_moved_proposal_keywords_are_refused_naming_the_new_spelling(old):
+    gm = GaussianMean(n=50, clamp=(-2.0, 2.0), epsilon=0.5)
+    with pytest.raises(TypeError, match=rf"proposal_options=ProposalOptions\({old}=2"):
+        mechanism_importance_sampling(gm, [0.6], n_theta=10, **{old: 2})

@@ -377,3 +377,15 @@ def test_simulations_identical_on_every_backend(model):
     u = (x1[:, :, 0] - s1) / model.mechanism.scale
     cdf = np.where(u < 0, 0.5 * np.exp(u), 1 - 0.5 * np.exp(-u))
     assert np.all(np.sort(np.floor(cdf * 4), axis=1) == np.arange(4))
+
+
+@pytest.mark.parametrize("old", ["backend", "n_workers", "simulation_batch_size", "progress", "callback",
+                                 "epoch_callback", "device", "warn"])
+def test_run_control_keywords_are_refused_naming_the_option_object(model, old):
+    from dpinfer.inference.neural import NeuralRunOptions
+
+    for cls in (SPPE, SPLE):
+        with pytest.raises(TypeError, match=rf"run=NeuralRunOptions\({old}=\.\.\.\)"):
+            cls(model, **{old: None})
+    est = SPPE(model, run=NeuralRunOptions(simulation_batch_size=7, warn=False))
+    assert est.simulation_batch_size == 7 and est.warn is False

@@ -13,7 +13,7 @@ import torch
 from dpinfer.diagnostics import c2st
 from dpinfer.errors import DeviceUnavailableError, InvalidDataError
 from dpinfer.execution.device import resolve_device
-from dpinfer.inference.neural import SPLE, SPPE, TrainingConfig
+from dpinfer.inference.neural import SPLE, SPPE, NeuralRunOptions, TrainingConfig
 from dpinfer.inference.neural.flows import build_flow
 from dpinfer.inference.neural.losses import apt_loss, nle_loss
 from dpinfer.models import GaussianMean
@@ -114,11 +114,11 @@ def test_device_resolution_on_this_machine(model):
         resolve_device("tpu")
     if not torch.cuda.is_available():
         with pytest.raises(DeviceUnavailableError, match="no CUDA GPU"):
-            SPPE(model, device="cuda")
+            SPPE(model, run=NeuralRunOptions(device="cuda"))
         with pytest.raises(DeviceUnavailableError):
-            SPLE(model, device="cuda:0")
+            SPLE(model, run=NeuralRunOptions(device="cuda:0"))
     post = SPPE(model, flow=SMALL, rounds=1, simulations_per_round=60, rqmc_points=2,
-                training={"max_epochs": 2}, seed=0, device="auto").fit([0.6])
+                training={"max_epochs": 2}, seed=0, run=NeuralRunOptions(device="auto")).fit([0.6])
     assert post.device.type == expected
     assert post.to("cpu").sample(5, seed=0).shape == (5, 1)
 

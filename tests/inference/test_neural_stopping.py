@@ -16,7 +16,7 @@ from dpinfer.errors import (
     ObservedOutsideSimulationsWarning,
     PriorBoundaryWarning,
 )
-from dpinfer.inference.neural import SPLE, SPPE
+from dpinfer.inference.neural import SPLE, SPPE, NeuralRunOptions
 from dpinfer.inference.neural.mcmc import effective_sample_size
 from dpinfer.inference.neural.sple import rhat_threshold
 from dpinfer.models import GaussianMean
@@ -157,7 +157,7 @@ def test_observed_outside_simulations_warning():
 def test_warn_false_keeps_the_findings():
     with warnings.catch_warnings():
         warnings.simplefilter("error", InferenceWarning)
-        post = SPPE(_model(), rounds=1, simulations_per_round=100, warn=False,
+        post = SPPE(_model(), rounds=1, simulations_per_round=100, run=NeuralRunOptions(warn=False),
                     training={"patience": 2}, **TINY).fit([50.0])  # fmt: skip
     assert [d["category"] for d in post.settings["diagnostics"]] == ["PriorDataConflictWarning"]
 

@@ -186,7 +186,7 @@ def test_smc_abc_command_records_and_resumes(tmp_path, capsys, monkeypatch):
     resumed = json.loads(capsys.readouterr().out)
     assert resumed["mean"] == whole["mean"] and resumed["interval95"] == whole["interval95"]
     assert resumed["run_id"] == run["id"]
-    assert main([*argv, "--runs", store, "--resume", run["id"]]) == 1  # finished: one-line refusal
+    assert main([*argv, "--runs", store, "--resume", run["id"]]) == 2  # finished: one-line usage error
     assert "already finished" in capsys.readouterr().err
 
 

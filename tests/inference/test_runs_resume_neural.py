@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from dpinfer.execution.runstore import RunStore
-from dpinfer.inference.neural import SPLE, SPPE
+from dpinfer.inference.neural import SPLE, SPPE, NeuralRunOptions
 from dpinfer.models import GaussianMean
 from kill_helpers import kill_at_flag
 
@@ -27,7 +27,7 @@ CHILD = """
 import sys, time
 from pathlib import Path
 from dpinfer.models import GaussianMean
-from dpinfer.inference.neural import SPPE
+from dpinfer.inference.neural import SPPE, NeuralRunOptions
 
 store, flag = sys.argv[1], Path(sys.argv[2])
 
@@ -36,7 +36,8 @@ def stall(info, posterior):
         flag.write_text("1")
         time.sleep(120)
 
-SPPE(GaussianMean(n=50, clamp=(-2.0, 2.0), epsilon=0.5), callback=stall, atoms=4, **KW).fit([0.6], runs=store)
+SPPE(GaussianMean(n=50, clamp=(-2.0, 2.0), epsilon=0.5), run=NeuralRunOptions(callback=stall), atoms=4,
+     **KW).fit([0.6], runs=store)
 """.replace("**KW", ", ".join(f"{k}={v!r}" for k, v in KW.items()))
 
 
@@ -84,7 +85,7 @@ def test_an_interrupted_sppe_run_resumes_and_a_broken_resume_is_caught(
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        SPPE(_model(), atoms=4, callback=stop, **KW).fit(OBS, runs=store)
+        SPPE(_model(), atoms=4, run=NeuralRunOptions(callback=stop), **KW).fit(OBS, runs=store)
     [run] = RunStore(store).runs()
     assert run["status"] == "interrupted" and run["steps"] == 1
     begin = RoundsHook.begin
@@ -114,7 +115,7 @@ def test_an_interrupted_sple_run_resumes_bit_for_bit(tmp_path):
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        SPLE(_model(), posterior_draws=40, callback=stop, **kw).fit(OBS, runs=store)
+        SPLE(_model(), posterior_draws=40, run=NeuralRunOptions(callback=stop), **kw).fit(OBS, runs=store)
     [run] = RunStore(store).runs()
     resumed = SPLE(_model(), posterior_draws=40, **kw).fit(OBS, runs=store, resume=run["id"])
     assert _same(resumed, whole) and np.array_equal(resumed.draws, whole.draws)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from dpinfer.inference.smc import progress
+from dpinfer.execution import progress
 from dpinfer.inference.smc.options import RunOptions
 
 
@@ -17,9 +17,12 @@ def test_default_is_on_in_a_notebook_and_off_when_not_interactive(monkeypatch):
     assert progress.progress_bar(10, "x").disable
     monkeypatch.setattr(progress, "in_notebook", lambda: True)
     assert progress.resolve(None) is True and progress.resolve(False) is False
+    monkeypatch.setattr(progress, "widgets_available", lambda: True)  # a notebook with ipywidgets: a widget
     bar = progress.progress_bar(10, "x", unit="particle")
     assert not bar.disable and type(bar).__module__.startswith("tqdm")
     bar.close()
+    monkeypatch.setattr(progress, "widgets_available", lambda: False)  # without: one line, no redraws
+    assert isinstance(progress.progress_bar(10, "x"), progress.LineProgress)
 
 
 def test_in_notebook_is_false_outside_a_kernel():

@@ -292,7 +292,7 @@ def test_cli_abcdp_gaussian_noise(tmp_path, capsys):
     base = ["abcdp", "--observed", str(tmp_path / "obs.csv"), "--simulations", str(tmp_path / "sims.npz"),
             "-c", "3", "--epsilon", "4", "--epsilon-abc", "0.3", "--distance", "exact", "--bandwidth", "1",
             "--ledger", str(ledger), "--dataset", "d", "--no-progress", "--noise", "gaussian"]
-    assert main([*base, "--out", str(tmp_path / "r.json")]) == 1  # no --delta: refused, nothing charged
+    assert main([*base, "--out", str(tmp_path / "r.json")]) == 2  # no --delta: refused, nothing charged
     assert "delta" in capsys.readouterr().err and Ledger(ledger).history("d") == []
     assert main([*base, "--delta", "1e-6", "--out", str(tmp_path / "r.json")]) == 0
     rel = json.loads((tmp_path / "r.json").read_text())

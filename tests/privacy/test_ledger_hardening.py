@@ -136,7 +136,7 @@ def test_budget_init_creates_and_refuses_a_foreign_file(tmp_path, capsys):
     # invalid parameters: refused before any file is created
     bad = tmp_path / "bad.db"
     assert main(["budget", "init", "--ledger", str(bad), "--dataset", "d", "--epsilon", "-1",
-                 "--unbound"]) == 1
+                 "--unbound"]) == 2
     assert not bad.exists()
     capsys.readouterr()
     other = tmp_path / "other.txt"
@@ -215,7 +215,7 @@ def test_cli_budget_init_data_binds_the_file(tmp_path, capsys):
     # a missing data file: nothing registered, no ledger created
     fresh = tmp_path / "fresh.db"
     assert main(["budget", "init", "--ledger", str(fresh), "--dataset", "x", "--epsilon", "1",
-                 "--data", str(tmp_path / "missing.csv")]) == 1
+                 "--data", str(tmp_path / "missing.csv")]) == 2
     assert "not found" in capsys.readouterr().err and not fresh.exists()
 
 

@@ -39,7 +39,7 @@ from dpinfer.privacy.events import (
 )
 from dpinfer.privacy.rng import PrivacyRNG
 from dpinfer.release import SimulatedDraws, abcdp
-from dpinfer.release.dpvi import DPVI, LogisticRegression, TrainingOptions
+from dpinfer.release.dpvi import DPVI, DataOptions, LogisticRegression, TrainingOptions
 from dpinfer.release.synthesis import release_covariate_model
 
 DELTA = 1e-6
@@ -62,7 +62,8 @@ def _release_everything(ledger: Ledger, dataset: str, seed: int) -> None:
         dpinfer.private_glm(X, y, family="logistic", bounds=(-1, 1), epsilon=1.0, delta=DELTA,
                             ledger=ledger, dataset=dataset, privacy_rng=_rng(seed), seed=0,
                             sampler=GLMSamplerOptions(proposals=200, adapt=1, draws=200))
-        DPVI(LogisticRegression(2)).fit(X, y, epsilon=1.0, delta=DELTA, bounds=[(-1.0, 1.0)] * 2,
+        DPVI(LogisticRegression(2)).fit(X, y, epsilon=1.0, delta=DELTA,
+                                        data=DataOptions(bounds=[(-1.0, 1.0)] * 2, intercept=False),
                                         training=TrainingOptions(steps=20), seed=0,
                                         context=ReleaseContext(ledger=ledger, dataset=dataset,
                                                                privacy_rng=_rng(seed + 1)))

@@ -134,3 +134,56 @@ def test_subsampled_gaussian_events_share_checks_but_stay_distinct_types():
         for bad in [(0.0, 2.0, 10), (0.05, 1e-4, 10), (0.05, 2.0, 1.5), (True, 2.0, 10)]:
             with pytest.raises(InvalidPrivacyParameterError):
                 cls(*bad)
+
+
+def test_neighbouring_enum_is_accepted_wherever_a_string_is():
+    import json
+
+    from dpinfer.privacy import REPLACE_ONE, Neighbouring, event_to_dict
+    from dpinfer.privacy.mechanisms import LaplaceMechanism
+
+    assert Neighbouring.REPLACE_ONE == "replace-one" and Neighbouring("add-remove") is Neighbouring.ADD_REMOVE
+    assert f"{Neighbouring.ADD_REMOVE}" == str(Neighbouring.ADD_REMOVE) == "add-remove"
+    assert json.dumps(Neighbouring.REPLACE_ONE) == '"replace-one"'
+    for relation in Neighbouring:  # the enum and its string give the same event, bit for bit
+        a, b = GaussianEvent(2.0, neighbouring=relation), GaussianEvent(2.0, neighbouring=relation.value)
+        assert a == b and repr(a) == repr(b) and hash(a) == hash(b)
+        assert type(a.neighbouring) is str and event_to_dict(a) == event_to_dict(b)
+    mech = LaplaceMechanism(1, 1.0, 1.0, Neighbouring.ADD_REMOVE)
+    assert type(mech.neighbouring) is str
+    assert mech.event() == LaplaceMechanism(1, 1.0, 1.0, "add-remove").event()
+    assert REPLACE_ONE == Neighbouring.REPLACE_ONE
+
+
+@pytest.mark.parametrize("bad", ["replace_one", "bounded", "", None, 1])
+def test_an_unknown_relation_is_refused_listing_the_valid_ones(bad):
+    with pytest.raises(InvalidPrivacyParameterError, match="replace-one.*add-remove"):
+        LaplaceEvent(1.0, neighbouring=bad)
+
+
+def test_the_event_class_list_is_in_one_place():
+    from dpinfer.privacy import events
+    from dpinfer.privacy.accountants import base
+    from dpinfer.privacy.event_conversion import _EVENT_TYPES
+
+    assert _EVENT_TYPES is events.EVENT_TYPES
+    assert base.ALL_LEAF_TYPES is events.ALL_LEAF_EVENT_TYPES
+    assert base.GAUSSIAN_EVENT_TYPES is events.GAUSSIAN_EVENT_TYPES
+    leaf_classes = {c for c in vars(events).values() if isinstance(c, type)
+                    and issubclass(c, events.PrivacyEvent) and not c.__name__.startswith("_")}
+    assert leaf_classes - {events.PrivacyEvent} == set(events.EVENT_TYPES.values())
+
+
+def test_a_ledger_charge_is_the_same_whichever_spelling(tmp_path):
+    """The enum and its string give the same stored rows and the same spent ε, bit for bit."""
+    from dpinfer.privacy import Ledger, Neighbouring
+
+    rows = []
+    for i, relation in enumerate(["add-remove", Neighbouring.ADD_REMOVE]):
+        ledger = Ledger(tmp_path / f"l{i}.db", create=True)
+        ledger.register("d", epsilon=5.0, delta=1e-6, neighbouring=relation)
+        with ledger.charge("d", GaussianEvent(3.0, neighbouring=relation), label="x"):
+            pass
+        (entry,) = ledger.history("d")
+        rows.append({k: v for k, v in entry.items() if k not in ("created", "id")})
+    assert rows[0] == rows[1] and repr(rows[0]) == repr(rows[1])

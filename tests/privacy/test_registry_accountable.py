@@ -8,6 +8,7 @@ import math
 
 import pytest
 
+from dpinfer.audit.registry import REGISTRY
 from dpinfer.privacy import Ledger
 from dpinfer.privacy.accountants import get_accountant
 from dpinfer.privacy.admission import admit
@@ -22,7 +23,6 @@ from dpinfer.privacy.events import (
     SparseVectorEvent,
     compose,
 )
-from dpinfer.privacy.mechanisms.registry import REGISTRY
 
 #: What each registry entry charges (the event types of its mechanism, at typical parameters).
 CHARGES = {

@@ -15,7 +15,7 @@ import pytest
 
 from dpinfer.errors import InvalidDataError
 from dpinfer.inference.glm import GLMSamplerOptions
-from dpinfer.release.dpvi import DPVI, LogisticRegression, TrainingOptions
+from dpinfer.release.dpvi import DPVI, DataOptions, LogisticRegression, TrainingOptions
 from dpinfer.release.glm import private_glm
 from seeded_privacy_rng import prng
 
@@ -68,7 +68,7 @@ def test_private_glm_names_coefficients_after_the_column_labels_not_their_values
 def test_dpvi_names_coefficients_after_the_column_labels_not_their_values(kind):
     y, tables = _containers()
     fit = DPVI(LogisticRegression(3)).fit(
-        tables[kind], y, private=False, seed=0, intercept=True, bounds=[(20, 80), (18, 40)],
+        tables[kind], y, private=False, seed=0, data=DataOptions(intercept=True, bounds=[(20, 80), (18, 40)]),
         training=TrainingOptions(steps=20),
     )
     assert fit.param_names == ("intercept", "age", "bmi")

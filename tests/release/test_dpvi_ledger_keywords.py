@@ -11,7 +11,7 @@ import pytest
 from dpinfer.errors import InvalidPrivacyParameterError
 from dpinfer.privacy import Ledger
 from dpinfer.privacy.context import ReleaseContext
-from dpinfer.release.dpvi import DPVI, LogisticRegression, TrainingOptions
+from dpinfer.release.dpvi import DPVI, DataOptions, LogisticRegression, TrainingOptions
 
 
 def _fit(**kw):
@@ -20,7 +20,8 @@ def _fit(**kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return DPVI(LogisticRegression(2)).fit(
-            X, (X[:, 0] > 0).astype(float), epsilon=1.0, delta=1e-5, bounds=[(-1.0, 1.0)] * 2,
+            X, (X[:, 0] > 0).astype(float), epsilon=1.0, delta=1e-5,
+            data=DataOptions(bounds=[(-1.0, 1.0)] * 2, intercept=False),
             training=TrainingOptions(steps=20), seed=0, **kw,
         )  # fmt: skip
 

@@ -139,7 +139,7 @@ def test_cli_synthesize(covid_release, tmp_path, capsys):
     assert side["not_protected"] == [] and len(side["protected"]) == 18
     assert side["guarantee"]["epsilon"] == pytest.approx(44.0)
     assert "carry (44, 0)-DP" in captured.err and "NOT protected" not in captured.err
-    assert main(["synthesize", "--release", str(tmp_path / "nope.json"), "--n", "5", "--out", str(out)]) == 1
+    assert main(["synthesize", "--release", str(tmp_path / "nope.json"), "--n", "5", "--out", str(out)]) == 2
     assert "not found" in capsys.readouterr().err
     # an ABCDP release simulates whole records: covariate options are refused
     assert main(["synthesize", "--release", str(tmp_path / "release.json"), "--n", "5", "--out",
@@ -160,7 +160,7 @@ def test_private_data_posterior_synthesis_and_cli_model(tmp_path, capsys):
     assert abs(syn.records[:, 0].mean() - post.mean()[0]) < 5 * sd / np.sqrt(min(4000, post.ess))
     path = post.save(tmp_path / "post.npz")
     out = tmp_path / "s.csv"
-    assert main(["synthesize", "--release", str(path), "--n", "10", "--out", str(out)]) == 1
+    assert main(["synthesize", "--release", str(path), "--n", "10", "--out", str(out)]) == 2
     assert "--model" in capsys.readouterr().err
     assert main(["synthesize", "--release", str(path), "--n", "10", "--out", str(out),
                  "--model", "gaussian-mean"]) == 0

@@ -301,3 +301,41 @@ def test_every_result_class_is_covered_by_the_contract_tests():
     defined = {k for k in subclasses(ResultFile) if k.__module__.startswith("dpinfer.")}
     covered = set(TYPES.values()) | {WeightedSample, NeuralPosterior}  # bases with no results of their own
     assert defined - covered == set()
+
+
+# -- display: repr and _repr_html_ (issue 40 item 1) -------------------------------------------------
+def _html_tags(text):
+    """The start/end tags of an HTML fragment, checked to nest (html.parser)."""
+    from html.parser import HTMLParser
+
+    stack, void = [], {"br", "hr", "img", "meta", "input"}
+
+    class P(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            if tag not in void:
+                stack.append(tag)
+
+        def handle_endtag(self, tag):
+            assert stack and stack.pop() == tag, f"</{tag}> closes nothing open"
+
+    P().feed(text)
+    assert stack == [], f"unclosed tags {stack}"
+
+
+@pytest.mark.parametrize("key", list(TYPES))
+def test_every_result_has_a_readable_repr_and_html(results, key):
+    res = results[key]
+    stored = vars(res).get("draws")
+    text, page = repr(res), res._repr_html_()
+    assert vars(res).get("draws") is stored  # a display leaves the result as it was (SPLE's chains)
+    for out in (text, page):
+        assert "object at 0x" not in out and "array(" not in out
+        assert type(res).__name__ in out and res.param_names[0] in out
+    assert len(text) < 400 and "\n" not in text  # one compact line
+    if res.privacy is not None:
+        eps = f"{res.privacy.epsilon:.4g}"
+        assert f"ε = {eps}" in text and f"ε = {eps}" in page and res.privacy.accountant in page
+    else:
+        assert "no privacy release" in text and "NON-PRIVATE" in page
+    _html_tags(page)
+    assert "<table>" in page and page.count("<tr>") == len(res.param_names) + 1  # header + one per parameter

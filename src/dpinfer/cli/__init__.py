@@ -5,6 +5,7 @@
 * :mod:`~dpinfer.cli.dpvi`: ``dpvi``;
 * :mod:`~dpinfer.cli.glm`: ``glm`` (the noise-aware private GLM);
 * :mod:`~dpinfer.cli.smc`: ``smc-abc`` and ``exact-posterior``;
+* :mod:`~dpinfer.cli.infer`: ``infer`` (the method that suits the release, :func:`dpinfer.infer`);
 * :mod:`~dpinfer.cli.neural`: ``sppe`` and ``sple``;
 * :mod:`~dpinfer.cli.runs`: ``runs list | show`` (runs recorded for resuming);
 * :mod:`~dpinfer.cli.synthesize`: ``synthesize`` (synthetic data from a released posterior);
@@ -21,10 +22,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import sys
 from collections.abc import Sequence
 
 from .._version import __version__
-from .common import module_present, run_command
+from .common import EXIT_STATUSES, INTERRUPTED, apply_help_style, module_present, run_command
 
 # (command module with ``register(subparsers) -> None``, the package it drives). A command whose
 # package is not part of this build is skipped; an error inside a present module propagates.
@@ -35,6 +37,7 @@ COMMAND_MODULES: list[tuple[str, str]] = [
     ("dpinfer.cli.dpvi", "dpinfer.release.dpvi"),  # dpvi
     ("dpinfer.cli.glm", "dpinfer.release.glm"),  # glm
     ("dpinfer.cli.smc", "dpinfer.inference"),  # smc-abc, exact-posterior
+    ("dpinfer.cli.infer", "dpinfer.inference"),  # infer (the automatic choice)
     ("dpinfer.cli.neural", "dpinfer.inference.neural"),  # sppe, sple
     ("dpinfer.cli.release", "dpinfer.models"),  # release
     ("dpinfer.cli.check", "dpinfer.inference"),  # check (calibration)
@@ -55,7 +58,10 @@ def _demo(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser: ``demo`` plus the commands of every present module."""
     parser = argparse.ArgumentParser(
-        prog="dpinfer", description="Bayesian inference under differential privacy."
+        prog="dpinfer", description="Bayesian inference under differential privacy.",
+        epilog="exit status (every command):\n" + "\n".join(
+            f"  {code:>3}  {meaning}" for code, meaning in EXIT_STATUSES
+        ) + "\nErrors are one line on standard error (never a traceback).",
     )
     parser.add_argument("--version", action="version", version=f"dpinfer {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -69,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, package in COMMAND_MODULES:
         if module_present(package):
             importlib.import_module(name).register(sub)
+    apply_help_style(parser)  # one --help style for every command (plain text, defaults once)
     return parser
 
 
@@ -78,11 +85,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns
     -------
     int
-        The exit status: 0 on success, 2 for a refusal or a missing command, 1 for other errors
-        (each printed as one line on standard error); some commands return their own statuses.
+        The exit status (:data:`~dpinfer.cli.common.EXIT_STATUSES`): 0 on success, 2 for a usage
+        or data error (argparse's own usage errors raise ``SystemExit(2)``), 1 for a refusal or a
+        failure, 3 for a result that failed its own diagnostics, 130 for Ctrl-C; every error is
+        one line on standard error, never a traceback.
     """
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+    except KeyboardInterrupt:
+        print("dpinfer: interrupted (Ctrl-C).", file=sys.stderr)
+        return INTERRUPTED
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

@@ -12,35 +12,14 @@ the SBC ranks are uniform, 3 when they are not (:mod:`dpinfer.diagnostics.calibr
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 from typing import Any
 
 from ..errors import InvalidDataError
 from ..models.shipped.registry import MODELS
-from .common import add_command
+from .common import add_command, load_model
 
 MISCALIBRATED = 3
-
-
-def load_model(spec: str, epsilon: float, model_args: dict[str, Any]) -> Any:
-    """A registry model (``gaussian-mean``, ...) or ``package.module:factory`` called with ``model_args``."""
-    if spec in MODELS:
-        from ..models.shipped.registry import build_model
-
-        return build_model(spec, epsilon, **model_args)
-    module_name, sep, attr = spec.partition(":")
-    if not sep or not module_name or not attr:
-        raise InvalidDataError(
-            f"--model must be one of {', '.join(MODELS)} or 'package.module:factory', got {spec!r}."
-        )
-    try:
-        factory = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise InvalidDataError(
-            f"--model {spec!r}: cannot load {attr!r} from {module_name!r} ({exc})."
-        ) from None
-    return factory(**model_args)
 
 
 def _json_object(option: str, text: str) -> dict[str, Any]:
@@ -80,9 +59,12 @@ def register(subparsers: Any) -> None:
         help="simulation-based calibration (SBC ranks, coverage) of an inference method on a model",
     )
     p.add_argument(
-        "--model", required=True, help=f"one of {', '.join(MODELS)}, or package.module:factory (a user model)"
+        "--model", required=True,
+        help=f"one of {', '.join(MODELS)}, or package.module:factory (a user model; the current "
+        "directory is importable)",
     )
-    p.add_argument("--epsilon", type=float, default=1.0, help="privacy level (registry models)")
+    p.add_argument("--epsilon", type=float, default=None,
+                   help="privacy level (registry models: default 1; passed to a factory that takes epsilon)")
     p.add_argument("--model-args", default="{}", help="JSON object of keyword arguments for the model")
     p.add_argument(
         "--method", default="auto", choices=("auto", "exact", "importance", "smc-abc", "sppe", "sple"),

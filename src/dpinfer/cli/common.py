@@ -5,10 +5,12 @@ Commands that release a private result from confidential data (``dpvi``, ``abcdp
 ``--no-ledger`` (released unaccounted, with a one-line notice); :func:`add_ledger_options` and
 :func:`open_release_ledger` implement that for every such command, and bind the charge to the
 fingerprint of the data file's records (:mod:`dpinfer.cli.data_input`: records bound to one budget
-cannot be charged to another). Refusals
-(:class:`Refusal`, a missing or foreign ledger file, data bound to another budget) exit with
-status 2 and one line on standard error, before anything is read, charged or released; other
-errors exit with status 1 (:func:`run_command`).
+cannot be charged to another). Every command exits with the statuses of :data:`EXIT_STATUSES`
+(:func:`run_command`): 2 for a usage or data error (:class:`Refusal`, a missing or foreign ledger
+file, data bound to another budget, a missing column: before anything is read, charged or
+released), 1 for a refusal such as an exhausted budget, 130 for Ctrl-C; each error is one line on
+standard error, never a traceback. ``--help`` is plain text in one style for every command
+(:class:`HelpFormatter`, :func:`apply_help_style`).
 
 Files a command writes (``--out``) go through :func:`atomic_output`: written to a temporary file
 beside the target and renamed over it only when complete, removed on an error or Ctrl-C, so a
@@ -33,15 +35,24 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..data.fingerprint import data_file_fingerprint
-from ..errors import DPInferError, InvalidDataError, PrivacyWarning, UnsupportedEventError
+from ..errors import (
+    BudgetExceededError,
+    DPInferError,
+    InvalidDataError,
+    LedgerConnectionError,
+    PrivacyWarning,
+    RunStoreError,
+    UnknownDatasetError,
+    UnsupportedEventError,
+)
 from ..models.shipped.registry import MODEL_HELP, MODELS, load_release, model_args
 from ..privacy import Ledger
-from ..privacy.ledger import DataBindingError, LedgerFileError, LedgerNotFoundError
+from ..privacy.ledger import DataBindingError
 from ..privacy.ledger_store import redact
 
 
 class Refusal(Exception):
-    """A command refused before anything was read, charged or released (exit status 2)."""
+    """A usage or data error found before anything was read, charged or released (exit status 2)."""
 
 
 def one_line(message: object) -> str:
@@ -54,21 +65,83 @@ def error(message: object) -> None:
     print(f"dpinfer: error: {one_line(message)}", file=sys.stderr)
 
 
-class DefaultsFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """``--help`` shows every optional option's default, but no ``(default: None)`` after a help
-    that already says what an unset option means."""
-
-    def _get_help_string(self, action: argparse.Action) -> str | None:
-        if action.required or (action.default is None and "(default:" in (action.help or "")):
-            return action.help
-        return super()._get_help_string(action)
+_ROLE = re.compile(r":(?:[\w-]+:)+`([^`]*)`")  # :func:`x`, :py:class:`~a.b`, :mod:`title <target>`
 
 
-class HelpFormatter(DefaultsFormatter):
-    """``--help`` shows every option's default; descriptions and epilogs keep their line breaks."""
+def _role_text(match: re.Match[str]) -> str:
+    text = match.group(1).strip()
+    if text.endswith(">") and "<" in text:  # `title <target>`: the title
+        return text[: text.rindex("<")].strip()
+    if text.startswith("~"):  # `~pkg.mod.name`: the last component
+        return text[1:].rsplit(".", 1)[-1]
+    return text
+
+
+def plain_text(text: str | None) -> str:
+    """A docstring or help text as plain text for ``--help``: reST roles (``:func:`x``` -> ``x``),
+    literal markers (````x```` -> ``x``) and literal-block markers (``Example::`` -> ``Example:``, a
+    lone ``::`` dropped) removed; the common indentation of a docstring removed, line breaks kept."""
+    if not text:
+        return text or ""
+    import inspect
+
+    text = inspect.cleandoc(text) if "\n" in text else text
+    text = _ROLE.sub(_role_text, text)
+    text = re.sub(r"``(.+?)``", r"\1", text, flags=re.S)
+    text = re.sub(r"(?m)^[ \t]*::[ \t]*$", "", text)  # a paragraph that is only "::"
+    text = re.sub(r"(?m)[ \t]+::[ \t]*$", "", text)  # "text ::" -> "text"
+    text = re.sub(r"(?m)(\S)::[ \t]*$", r"\1:", text)  # "Example::" -> "Example:"
+    return text
+
+
+_NO_DEFAULT: tuple[Any, ...] = (None, "", False, True, [], (), {})
+
+
+def shows_default(action: argparse.Action, help_text: str) -> bool:
+    """Whether ``--help`` adds ``(default: X)`` to an option: only an optional option with a
+    meaningful default (not None, empty, a switch's True/False or a suppressed one) whose help does
+    not already say what its default is."""
+    default = action.default
+    if action.required or default is argparse.SUPPRESS or action.nargs == 0:
+        return False
+    if not action.option_strings and action.nargs not in (argparse.OPTIONAL, argparse.ZERO_OR_MORE):
+        return False
+    if any(default is v or (type(default) is type(v) and default == v) for v in _NO_DEFAULT):
+        return False
+    return "default" not in help_text.lower()
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """The one ``--help`` style of every command: plain text (:func:`plain_text`), descriptions and
+    epilogs keep their line breaks, and an option's default is shown once, only where meaningful
+    (:func:`shows_default`)."""
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
-        return "".join(indent + line for line in text.splitlines(keepends=True))
+        return "".join(indent + line for line in plain_text(text).splitlines(keepends=True))
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.help is None or action.help is argparse.SUPPRESS:
+            return action.help
+        text = plain_text(action.help)
+        if action.default is None:  # "(None: 5000)": what an unset option means, said as a default
+            text = text.replace("(None: ", "(default: ")
+        if shows_default(action, text):
+            text += " (default: %(default)s)"
+        return text
+
+
+#: The old name of :class:`HelpFormatter` (one formatter for every command now).
+DefaultsFormatter = HelpFormatter
+
+
+def apply_help_style(parser: argparse.ArgumentParser) -> None:
+    """Give ``parser`` and every sub-command parser below it :class:`HelpFormatter`."""
+    parser.formatter_class = HelpFormatter
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):  # aliases share a parser
+                if sub is not parser:
+                    apply_help_style(sub)
 
 
 def add_command(subparsers: Any, name: str, **kwargs: Any) -> argparse.ArgumentParser:
@@ -117,6 +190,31 @@ def rephrase(message: object, hints: Hints = ()) -> str:
     return text
 
 
+#: Python-API advice in the library's warnings and errors, as every command can follow it: ``(library
+#: phrase, command-line phrase)``; a command's own ``cli_hints`` come first, and a warning class may
+#: carry its own ``cli_hint`` (a ``(library phrase, command-line phrase)`` pair or a tuple of them).
+API_HINTS: Hints = (
+    ("post.resample(sampler=GLMSamplerOptions(method='hmc', warmup=1000, draws=8000))",
+     "GLMPosterior.load(OUT).resample(sampler=GLMSamplerOptions(method='hmc', warmup=1000, draws=8000)) "
+     "in Python, OUT being this command's --out file (it keeps the release)"),
+    ("post.resample(sampler=GLMSamplerOptions(method='hmc'))",
+     "--fallback hmc on the next release, or GLMPosterior.load(OUT).resample(sampler=GLMSamplerOptions("
+     "method='hmc')) in Python, OUT being this command's --out file (it keeps the release)"),
+    ("dpinfer.inference.glm.glm_posterior(release, ...)",
+     "GLMPosterior.load(OUT).resample(...) in Python on a saved --out file"),
+    ("method='exact'", "`dpinfer exact-posterior`"),
+)
+
+
+def _class_hints(category: type[Warning], message: Warning | str) -> Hints:
+    hint = getattr(message, "cli_hint", None) or getattr(category, "cli_hint", None)
+    if not hint:
+        return ()
+    if isinstance(hint[0], str):
+        return (tuple(hint),)
+    return tuple(tuple(h) for h in hint)
+
+
 def format_warning(
     message: Warning | str,
     category: type[Warning],
@@ -127,21 +225,30 @@ def format_warning(
 ) -> str:
     """A warning as the command line shows it: ``dpinfer: warning: Category: message`` on one line
     (not Python's ``file:line: Category: message`` and the source line, which name dpinfer's own
-    code rather than anything the user can act on), in the command's flags (:func:`rephrase`)."""
+    code rather than anything the user can act on), with Python-API advice in the command's flags
+    (:func:`rephrase` with the command's hints, the warning's ``cli_hint`` and :data:`API_HINTS`)."""
+    hints = (*hints, *_class_hints(category, message), *API_HINTS)
     return f"dpinfer: warning: {category.__name__}: {rephrase(message, hints)}\n"
 
 
 @contextmanager
 def cli_warnings(hints: Hints = ()) -> Iterator[None]:
-    """Within this block warnings are shown by :func:`format_warning` (restored afterwards).
+    """Within this block every warning is shown once, by :func:`format_warning` (restored afterwards).
 
-    Only the format changes: which warnings are shown, and ``warnings.catch_warnings(record=True)``
+    The one warning handler of the command line: a warning whose text was already shown during the
+    command (the same message from another place in the library, or issued again) is not shown
+    again. Only the format changes: which warnings are shown, and ``warnings.catch_warnings(record=True)``
     around a command (the tests), are untouched."""
     original = warnings.formatwarning
+    shown: set[str] = set()
 
     def fmt(message: Warning | str, category: type[Warning], filename: str, lineno: int,
             line: str | None = None) -> str:  # fmt: skip
-        return format_warning(message, category, filename, lineno, line, hints)
+        text = format_warning(message, category, filename, lineno, line, hints)
+        if text in shown:
+            return ""  # nothing is written for a warning already shown
+        shown.add(text)
+        return text
 
     warnings.formatwarning = fmt
     try:
@@ -150,11 +257,64 @@ def cli_warnings(hints: Hints = ()) -> Iterator[None]:
         warnings.formatwarning = original
 
 
+def without_warning_lines(summary: str) -> str:
+    """A result's summary without its ``  warning: ...`` lines: the command shows those findings as
+    warnings (once each, in its flags), so printing the library's copy (in Python-API terms) as
+    well would show each twice."""
+    return "\n".join(ln for ln in summary.splitlines() if not ln.startswith("  warning: "))
+
+
+@contextmanager
+def shown_warnings() -> Iterator[None]:
+    """Record the body's warnings (every one, even one a caller's filters or ``catch_warnings``
+    would keep from standard error) and show them afterwards through the command's handler: each
+    distinct warning once, as :func:`format_warning` writes it (inside :func:`run_command`)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    for w in caught:
+        sys.stderr.write(warnings.formatwarning(w.message, w.category, w.filename, w.lineno, w.line))
+
+
+#: Every command's exit statuses, ``(status, meaning)``: ``dpinfer --help`` and the README list them.
+EXIT_STATUSES: tuple[tuple[int, str], ...] = (
+    (0, "success"),
+    (1, "refused or failed: an exhausted or retired budget, a release the budget's accountant cannot "
+        "account, an error after the release was charged"),
+    (2, "usage or data error: a bad flag or option value, a missing or malformed file, a missing column, "
+        "a value outside its bounds (nothing was charged)"),
+    (3, "the result failed its own diagnostics (check: miscalibrated; smc-abc: incomplete; "
+        "exact-posterior: Pareto k > 0.7)"),
+    (INTERRUPTED, "interrupted by Ctrl-C (outputs are written whole or not at all)"),
+)
+#: Exit status of a refusal (e.g. an exhausted budget) or a failure.
+REFUSED = 1
+#: Exit status of a usage or data error (as argparse's own usage errors).
+USAGE_ERROR = 2
+
+
+def exit_status(exc: BaseException) -> int | None:
+    """The exit status of an expected error (:data:`EXIT_STATUSES`), None for an unexpected one."""
+    from ..privacy.ledger_store import BudgetOwnerError
+
+    if getattr(exc, "charged", False):  # failed after the release: it WAS charged
+        return REFUSED
+    if isinstance(exc, (BudgetExceededError, UnsupportedEventError, BudgetOwnerError, LedgerConnectionError)):
+        return REFUSED
+    if isinstance(exc, (Refusal, ValueError, UnknownDatasetError, FileNotFoundError, IsADirectoryError,
+                        NotADirectoryError, PermissionError, RunStoreError)):  # fmt: skip
+        return USAGE_ERROR
+    if isinstance(exc, DPInferError):
+        return REFUSED
+    return None
+
+
 def run_command(func: Callable[[argparse.Namespace], int | None], args: argparse.Namespace) -> int:
-    """Run a command; a refusal exits with status 2, a usage or data error with status 1, Ctrl-C
-    with status 130 and one line (never a traceback); warnings are one line each
-    (:func:`format_warning`). Errors and warnings name the command's flags where the command
-    declared them (``args.cli_hints``, :func:`rephrase`)."""
+    """Run a command with the exit statuses of :data:`EXIT_STATUSES`: a usage or data error exits
+    with status 2, a refusal (an exhausted budget) with 1, Ctrl-C with 130, each with one line on
+    standard error (never a traceback); warnings are one line each, each shown once
+    (:func:`cli_warnings`). Errors and warnings name the command's flags where the command declared
+    them (``args.cli_hints``, :func:`rephrase`)."""
     hints: Hints = tuple(getattr(args, "cli_hints", ()) or ())
     try:
         with cli_warnings(hints):
@@ -173,13 +333,13 @@ def run_command(func: Callable[[argparse.Namespace], int | None], args: argparse
         return 141
     except UnsupportedEventError as exc:
         error(unsupported_event_advice(exc, args))
-        return 2
-    except (Refusal, LedgerNotFoundError, LedgerFileError, DataBindingError) as exc:
-        error(rephrase(exc, hints))
-        return 2
-    except (DPInferError, ValueError, FileNotFoundError) as exc:
-        error(rephrase(exc, hints))
-        return 1
+        return REFUSED
+    except Exception as exc:
+        status = exit_status(exc)
+        if status is None:
+            raise
+        error(rephrase(exc, (*hints, *API_HINTS)))
+        return status
 
 
 def module_present(name: str) -> bool:
@@ -289,6 +449,24 @@ def add_release_options(parser: argparse.ArgumentParser) -> None:
             f"model argument {flag[2:].replace('-', '_')} of gaussian-mean, linreg, sir; overrides "
             "--model-args and the release file)",
         )
+
+
+def load_model(spec: str, epsilon: float | None, model_args: dict[str, Any]) -> Any:
+    """The model a ``--model`` names: a registry model (``gaussian-mean``, ...; ``epsilon`` None: 1)
+    or ``package.module:factory`` called with ``model_args`` (and ``epsilon=`` when given and the
+    factory takes it). The one loader of every command's ``--model``, as ``--observed`` commands
+    load theirs (:func:`~dpinfer.models.shipped.registry.load_release`): a factory is imported by
+    :func:`dpinfer.models.user_factory.build_user_model`, with the current directory importable."""
+    from ..models.shipped.registry import build_model
+    from ..models.user_factory import build_user_model, is_user_model
+
+    if spec in MODELS:
+        return build_model(spec, 1.0 if epsilon is None else epsilon, **model_args)
+    if not is_user_model(spec):
+        raise InvalidDataError(
+            f"--model must be one of {', '.join(MODELS)} or 'package.module:factory', got {spec!r}."
+        )
+    return build_user_model(spec, epsilon, **model_args)[0]
 
 
 def _numbers(value: str) -> float | list[float]:

@@ -14,8 +14,8 @@ last half are averaged. When the gradient noise is small (high ε; a public rule
 family is full-rank for up to 30 coefficients (``--family auto``: it captures the posterior's
 correlations at no privacy cost in this mode), the quantile 0.999 and the AdaGrad step 0.05;
 otherwise mean-field, 0.995 and 0.1.
-The DPVI paper's fit is ``--per-example elbo --clip 5 --last-iterate`` (``auto`` is then
-mean-field).
+The DPVI paper's fit is ``--per-example elbo --clip 5 --last-iterate --no-intercept`` (``auto``
+is then mean-field).
 
 A private fit needs ``--ledger PATH`` (charged to ``--dataset``, default: the file stem, before
 any noise is drawn) or an explicit ``--no-ledger`` (released unaccounted). If the data set was
@@ -27,11 +27,14 @@ release, needs the explicit ``--no-ledger``; the output file says ``NON-PRIVATE`
 (``privacy_warning``) and a notice on standard error says so again.
 
 The CSV has a header row; every column other than ``--target`` (or those listed in
-``--features``) is a feature and must be numeric. Features are used as given: scale them with
-*public* bounds beforehand (standardising with the data's own statistics is itself a release), or
-give ``--schema FILE`` (:class:`dpinfer.data.Schema`): its public bounds then scale every feature
-to [-1, 1], the budget is its data set, and a file that does not match it is refused before
-anything is charged. ``--data`` may also be a Parquet or Arrow IPC file.
+``--features``) is a feature and must be numeric. As ``dpinfer glm``: ``--bounds`` gives the
+features' *public* bounds (``LO:HI`` for all features, or ``NAME=LO:HI,...`` per column), which
+scale every feature to [-1, 1] (a value outside them is refused before anything is charged), and
+the model has an intercept unless ``--no-intercept`` (the DPVI paper's Abalone model has none).
+Without ``--bounds`` the features are used as given (standardising with the data's own statistics
+is itself a release), or ``--schema FILE`` (:class:`dpinfer.data.Schema`) gives the bounds: the
+budget is then its data set, and a file that does not match it is refused before anything is
+charged. ``--data`` may also be a Parquet or Arrow IPC file.
 ``--data abalone`` uses the shipped Abalone set with the DPVI authors' preprocessing and reports
 the test accuracy.
 """
@@ -209,11 +212,33 @@ def _clip(args: argparse.Namespace, private: bool) -> float | str | None:
     return value
 
 
+def _range(text: str, what: str) -> tuple[float, float]:
+    try:
+        lo, hi = (float(v) for v in text.split(":"))
+    except ValueError:
+        raise Refusal(f"{what} must be LO:HI (two numbers), got {text!r}.") from None
+    return lo, hi
+
+
+def _bounds(text: str, names: list[str] | None) -> Any:
+    """``--bounds``, as ``dpinfer glm`` reads it: ``LO:HI`` for all features or ``NAME=LO:HI,...``."""
+    if "=" not in text:
+        return _range(text, "--bounds")
+    out = {}
+    for part in text.split(","):
+        name, _, rng = part.partition("=")
+        out[name.strip()] = _range(rng, f"--bounds for {name.strip()!r}")
+    unknown = [c for c in out if names is None or c not in names]
+    if unknown:
+        raise Refusal(f"--bounds names column(s) {unknown} that are not features ({names}).")
+    return out
+
+
 def _run(args: argparse.Namespace) -> int:
     from ..privacy.context import ReleaseContext
     from ..release.dpvi.engine import DPVI
     from ..release.dpvi.models import make_model
-    from ..release.dpvi.options import OptimizerOptions, PrivacyOptions, TrainingOptions
+    from ..release.dpvi.options import DataOptions, OptimizerOptions, PrivacyOptions, TrainingOptions
 
     private = not args.non_private
     schema = load_schema(args)
@@ -222,7 +247,8 @@ def _run(args: argparse.Namespace) -> int:
     X, y, names, test = _data(args)
     if private and args.epsilon is None and args.noise_multiplier is None:
         raise InvalidDataError("give --epsilon (or --noise-multiplier), or --non-private for a baseline.")
-    model = make_model(args.model, X.shape[1] if X.ndim == 2 else 1)
+    model = make_model(args.model)  # dim from the data (the intercept included)
+    bounds = _bounds(args.bounds, names) if args.bounds is not None else None  # None: the schema's, if any
     if args.delta is None:  # the budget's delta when charged to a ledger (so defaults fit), else 1e-5
         args.delta = ledger.budget(dataset).delta if ledger is not None else 1e-5
         args.delta = args.delta if args.delta > 0 else 1e-5
@@ -245,15 +271,16 @@ def _run(args: argparse.Namespace) -> int:
             private=private,
             seed=args.seed,
             context=ReleaseContext(ledger=ledger, dataset=dataset),
-            # with a schema, its public bounds scale the features to [-1, 1]
-            schema=schema, feature_names=names if schema is not None else None,
+            # public bounds (--bounds, else the schema's) scale the features to [-1, 1]
+            data=DataOptions(
+                intercept=not args.no_intercept, bounds=bounds, schema=schema, feature_names=names
+            ),
         )
     mark_unaccounted(fit, ledger)
     if not private:
         fit.config["privacy_warning"] = NON_PRIVATE_MARK
         print(f"dpinfer: notice: {NON_PRIVATE_MARK}", file=sys.stderr)
     if names is not None:
-        fit.config["feature_names"] = names
         if getattr(args, "target", None):  # the synthetic records' last column (dpinfer synthesize)
             fit.config["target_name"] = str(args.target)
     path = fit.save(args.out)
@@ -308,6 +335,14 @@ def register(subparsers: Any) -> None:
     p.add_argument("--target", help="target column of the CSV (required for a CSV)")
     p.add_argument("--features", help="comma-separated feature columns (default: all but the target)")
     p.add_argument("--model", default="logistic", choices=("logistic", "poisson"), help="GLM likelihood")
+    p.add_argument("--bounds",
+                   help="public feature bounds: LO:HI for all, or NAME=LO:HI,NAME=LO:HI,... per column "
+                   "(scale every feature to [-1, 1]; default: the schema's, else the features as given)")
+    icpt = p.add_mutually_exclusive_group()
+    icpt.add_argument("--intercept", dest="no_intercept", action="store_false", default=False,
+                      help="an intercept in the linear predictor (the default)")
+    icpt.add_argument("--no-intercept", dest="no_intercept", action="store_true",
+                      help="no intercept in the linear predictor (the DPVI paper's Abalone model)")
     p.add_argument("--family", default="auto", choices=("auto", "meanfield", "fullrank"),
                    help="variational family: auto (full-rank Gaussian for at most 30 coefficients with "
                    "--per-example theta when the noise is small, else diagonal), diagonal (meanfield, "

@@ -39,6 +39,7 @@ from .common import (
 
 def _estimator(args: argparse.Namespace, model: Any) -> Any:
     """The SPPE or SPLE estimator of the command's options."""
+    from ..inference.neural.run_options import NeuralRunOptions
     from ..inference.neural.sple import SPLE
     from ..inference.neural.sppe import SPPE
 
@@ -84,10 +85,9 @@ def _estimator(args: argparse.Namespace, model: Any) -> Any:
         qmc=not args.monte_carlo,
         training=_training(args),
         seed=args.seed,
-        backend=args.backend,
-        n_workers=args.n_workers,
-        progress=not args.no_progress,
-        callback=report,
+        run=NeuralRunOptions(
+            backend=args.backend, n_workers=args.n_workers, progress=not args.no_progress, callback=report
+        ),
     )
     if args.command == "sppe":
         est = SPPE(model, atoms=args.atoms, proposal=args.proposal, **common)

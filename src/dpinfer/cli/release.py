@@ -30,8 +30,8 @@ import numpy as np
 from ..errors import InvalidDataError
 from ..models.shipped.registry import build_model
 from .common import (
-    DefaultsFormatter,
     Refusal,
+    add_command,
     add_ledger_options,
     check_output_path,
     open_release_ledger,
@@ -244,7 +244,8 @@ def _write(
 def register(subparsers: Any) -> None:
     """Add ``dpinfer release`` to the CLI."""
     choices = "; ".join(f"{m}: --columns {c} ({d})" for m, (c, d) in RELEASABLE.items())
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "release",
         help="data owner: release a model's statistic from a CSV through its mechanism",
         description=(
@@ -252,7 +253,6 @@ def register(subparsers: Any) -> None:
             "it through the model's mechanism (charged to the ledger first) and write the release "
             f"file the analyst's commands read. Models and default columns: {choices}."
         ),
-        formatter_class=DefaultsFormatter,
     )
     p.add_argument(
         "--model", required=True,

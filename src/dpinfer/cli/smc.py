@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +33,8 @@ from .common import (
     one_line,
     pick,
     release_from_args,
+    shown_warnings,
+    without_warning_lines,
 )
 
 # options passed on under their own names (the dests of --theta, --inner are n_theta, n_inner)
@@ -102,7 +103,7 @@ def print_weighted_result(
     if args.json:
         print(json.dumps(summary, indent=2))
         return
-    print(res.summary())
+    print(without_warning_lines(res.summary()))  # its findings were shown as warnings
     if key in summary:
         lo, hi = summary["R0_interval95"]
         label = "" if r0_center == "mean" else "median "
@@ -228,11 +229,8 @@ def _exact_posterior(args: argparse.Namespace) -> int:
     from ..inference.exact.importance import mechanism_importance_sampling
 
     model, observed, epsilon = release_from_args(args)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with shown_warnings():  # each once, in this command's flags
         res = mechanism_importance_sampling(model, observed, **pick(args, *_IS_OPTIONS))
-    for w in caught:
-        print(f"dpinfer: warning: {w.message}", file=sys.stderr)
     summary = {
         **_summary(args, res, epsilon),
         "ess": res.ess,

@@ -34,7 +34,15 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidDataError
-from .common import Refusal, add_command, add_ledger_options, count, open_release_ledger, release_notices
+from .common import (
+    Refusal,
+    add_command,
+    add_ledger_options,
+    count,
+    load_model,
+    open_release_ledger,
+    release_notices,
+)
 from .data_input import (
     add_schema_option,
     file_columns,
@@ -210,8 +218,6 @@ def _refusals(args: argparse.Namespace) -> tuple[Any, Any]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..models.shipped.registry import build_model
-
     ledger, dataset = _refusals(args)
     result = _load(args.release)
     kind = type(result).__name__
@@ -247,7 +253,7 @@ def _run(args: argparse.Namespace) -> int:
             )
         privacy = getattr(result, "privacy", None)
         eps = privacy.epsilon if privacy is not None else 1.0
-        model = build_model(args.model, eps, **json.loads(args.model_args or "{}"))
+        model = load_model(args.model, eps, json.loads(args.model_args or "{}"))  # or package.module:factory
         out = result.synthesize(args.n, model, seed=args.seed)
     path = out.to_csv(args.out)
     from ..models.synthesis import sidecar_path
@@ -269,7 +275,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--out", required=True,
                    help="output CSV file (PATH.privacy.json beside it states what is and is not protected)")
     p.add_argument("--seed", type=int, default=0, help="seed of the θ draws and simulations (public)")
-    p.add_argument("--model", help="model of a private-data posterior (smc-abc, exact-posterior, sppe, sple)")
+    p.add_argument("--model", help="model of a private-data posterior (smc-abc, exact-posterior, sppe, "
+                   "sple): a built-in name or package.module:factory (the current directory is importable)")
     p.add_argument("--model-args", help="JSON keyword arguments of --model")
     p.add_argument(
         "--covariate-model",

@@ -45,6 +45,7 @@ C2ST_TARGET = 0.6
 def section_sppe(ctx: DemoContext) -> None:
     """SPPE posterior of a privately released clamped mean, against the exact posterior."""
     from ..diagnostics import c2st, median_predictive_distance
+    from ..inference.neural.run_options import NeuralRunOptions
     from ..inference.neural.sppe import SPPE
     from ..models.shipped.gaussian_mean import GaussianMean
     from ..plots import plot_pair
@@ -86,7 +87,8 @@ def section_sppe(ctx: DemoContext) -> None:
 
     talk(f"fitting ({'1 round of 200' if quick else f'rounds of {SIMULATIONS // 4} within {SIMULATIONS}'} "
          "simulations)", force=True)  # fmt: skip
-    post = SPPE(model, seed=int(ctx.seed), callback=on_round, epoch_callback=on_epoch, **settings).fit(s_dp)
+    watch = NeuralRunOptions(callback=on_round, epoch_callback=on_epoch)
+    post = SPPE(model, seed=int(ctx.seed), run=watch, **settings).fit(s_dp)
     wall = time.perf_counter() - t0
     draws = post.sample(2000, seed=int(ctx.seed))
     medd = median_predictive_distance(model, draws[:500], s_dp, seed=int(ctx.seed))

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidPrivacyParameterError
+from ..privacy.svt_scale import svt_laplace_scale
 from ..privacy.validation import check_epsilon, check_sensitivity
 
 
@@ -41,7 +42,7 @@ def svt_noise_scale(c: int, epsilon_total: float, sensitivity: float, resample: 
     c = _check_c(c)
     eps = check_epsilon(epsilon_total, "epsilon_total")
     delta_rho = check_sensitivity(sensitivity, "distance sensitivity")
-    return (2 * c if resample else c + 1) * delta_rho / eps
+    return svt_laplace_scale(c, eps, delta_rho, resample=resample)
 
 
 def svt_epsilon(c: int, b: float, sensitivity: float, resample: bool = False) -> float:
@@ -51,7 +52,7 @@ def svt_epsilon(c: int, b: float, sensitivity: float, resample: bool = False) ->
     delta_rho = check_sensitivity(sensitivity, "distance sensitivity")
     if b == 0:
         return float("inf")
-    return (2 * c if resample else c + 1) * delta_rho / b
+    return svt_laplace_scale(c, b, delta_rho, resample=resample)  # b·ε = k·Δρ
 
 
 def laplace_difference_tail(a: Any, b: float) -> np.ndarray:

@@ -133,15 +133,7 @@ def c2st(
     X, Y = _pair(x, y)
     if n_folds < 2 or min(X.shape[0], Y.shape[0]) < n_folds:
         raise InvalidDataError("c2st needs n_folds >= 2 and at least n_folds draws in each sample.")
-    sample_w = np.ones(X.shape[0] + Y.shape[0])
-    if x_weights is not None:
-        w = np.asarray(x_weights, dtype=np.float64).reshape(-1)
-        if w.shape[0] != X.shape[0] or not np.all(np.isfinite(w)) or np.any(w < 0) or not w.sum() > 0:
-            raise InvalidDataError(
-                f"x_weights must be {X.shape[0]} finite non-negative numbers with a positive sum (one per "
-                f"draw of x), got shape {w.shape}."
-            )
-        sample_w[: X.shape[0]] = w * (X.shape[0] / w.sum())
+    sample_w = _c2st_sample_weights(x_weights, X.shape[0], Y.shape[0])
     if z_score:
         mu, sd = X.mean(axis=0), X.std(axis=0)
         sd = np.where(sd > 0, sd, 1.0)
@@ -192,15 +184,39 @@ def c2st(
             best = torch.minimum(best, epoch_loss)
             if bool((stall > n_iter_no_change).all()):
                 break
-        with torch.no_grad():
-            accs = []
-            for f in range(n_folds):
-                te = torch.as_tensor(test_idx[f])
-                x_te = D[te][None].expand(n_folds, -1, -1)
-                logits = _fold_forward(torch, weights, biases, x_te)[f]
-                correct = ((logits > 0).float() == L[te]).float()
-                accs.append(float((correct * SW[te]).sum() / SW[te].sum()))
+        accs = _fold_accuracies(torch, weights, biases, D, L, SW, test_idx)
     return float(np.mean(accs))
+
+
+def _c2st_sample_weights(x_weights: Any, nx: int, ny: int) -> np.ndarray:
+    """Per-draw sample weights of the classifier's loss: ``x_weights`` rescaled to mean 1 on the
+    draws of x (checked), 1 on the draws of y."""
+    sample_w = np.ones(nx + ny)
+    if x_weights is not None:
+        w = np.asarray(x_weights, dtype=np.float64).reshape(-1)
+        if w.shape[0] != nx or not np.all(np.isfinite(w)) or np.any(w < 0) or not w.sum() > 0:
+            raise InvalidDataError(
+                f"x_weights must be {nx} finite non-negative numbers with a positive sum (one per "
+                f"draw of x), got shape {w.shape}."
+            )
+        sample_w[:nx] = w * (nx / w.sum())
+    return sample_w
+
+
+def _fold_accuracies(
+    torch: Any, weights: Any, biases: Any, D: Any, L: Any, SW: Any, test_idx: list[np.ndarray]
+) -> list[float]:
+    """The weighted held-out accuracy of each fold's classifier on its test fold."""
+    n_folds = len(test_idx)
+    with torch.no_grad():
+        accs = []
+        for f in range(n_folds):
+            te = torch.as_tensor(test_idx[f])
+            x_te = D[te][None].expand(n_folds, -1, -1)
+            logits = _fold_forward(torch, weights, biases, x_te)[f]
+            correct = ((logits > 0).float() == L[te]).float()
+            accs.append(float((correct * SW[te]).sum() / SW[te].sum()))
+    return accs
 
 
 # ----------------------------------------------------------------------------------------------

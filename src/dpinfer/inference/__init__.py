@@ -11,7 +11,7 @@ modules take only events and reports (checked by the architecture test).
 """
 
 from .entry import infer
-from .exact.importance import mechanism_importance_sampling
+from .exact.importance import ProposalOptions, mechanism_importance_sampling
 from .exact.importance_result import ImportanceResult
 from .exact.tempered import tempered_smc
 from .exact.tempered_result import TemperedSMCResult
@@ -24,6 +24,7 @@ __all__ = [
     "ImportanceResult",
     "InferenceResult",
     "KernelOptions",
+    "ProposalOptions",
     "RunOptions",
     "SMCABCResult",
     "SMCInterrupted",

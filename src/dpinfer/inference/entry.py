@@ -255,7 +255,8 @@ def check_options(method: str, options: dict[str, Any], reason: str = "") -> Non
 
 def _with_progress(method: str, options: dict[str, Any], progress: bool | None) -> dict[str, Any]:
     """``options`` plus the progress switch in the form ``method`` takes (unless the caller set it):
-    ``run=RunOptions(progress=...)`` for SMC-ABC, ``progress=`` for a method that has it."""
+    ``run=RunOptions(progress=...)`` for SMC-ABC, ``run=NeuralRunOptions(progress=...)`` for SPPE
+    and SPLE, ``progress=`` for a method that has it."""
     from .smc.progress import resolve
 
     opts = dict(options)
@@ -263,6 +264,13 @@ def _with_progress(method: str, options: dict[str, Any], progress: bool | None) 
         from .smc.options import RunOptions
 
         opts["run"] = RunOptions(progress=progress)
+    elif method in ("sppe", "sple"):
+        import dataclasses
+
+        from .neural.run_options import NeuralRunOptions
+
+        run = opts.get("run") or NeuralRunOptions(warn=False)
+        opts["run"] = run if "run" in opts else dataclasses.replace(run, progress=resolve(progress))
     elif "progress" in method_options(method) and "progress" not in opts:
         opts["progress"] = resolve(progress)
     return opts
@@ -286,7 +294,13 @@ def _run(method: str, model: Any, obs: np.ndarray, seed: Any, backend: Any, opti
     estimator = SPPE if method == "sppe" else SPLE
     # the estimator's own defaults (rounds="auto" within its simulation budget); its findings are
     # issued once, by infer (diagnose reads them from settings["diagnostics"])
-    return estimator(model, seed=seed, backend=backend, **{"warn": False, **options}).fit(obs)
+    import dataclasses
+
+    from .neural.run_options import NeuralRunOptions
+
+    run = options.get("run") or NeuralRunOptions(warn=False)
+    options = {**options, "run": dataclasses.replace(run, backend=backend)}
+    return estimator(model, seed=seed, **options).fit(obs)
 
 
 #: what ``"auto"`` tries, in order, when the exact sampler it chose is stuck: plain importance

@@ -26,10 +26,11 @@ import numpy as np
 from ..errors import InvalidDataError
 from ..privacy.report import PrivacyReport
 from ..results.atomic_file import write_atomic
+from ..results.display import DisplayMixin, summary_dict
 
 
-@dataclass(frozen=True)
-class MarginalHistogramModel:
+@dataclass(frozen=True, repr=False)
+class MarginalHistogramModel(DisplayMixin):
     """A differentially private product-of-marginals model of covariates (module docstring).
 
     Built by :func:`dpinfer.release.synthesis.release_covariate_model` (which reads the records);
@@ -77,6 +78,10 @@ class MarginalHistogramModel:
     @property
     def n_columns(self) -> int:
         return len(self.columns)
+
+    def _display_summary(self, stats: bool) -> dict[str, Any]:
+        return summary_dict(type(self).__name__, privacy=self.privacy, names=self.columns, what="column",
+                            size="product of marginal histograms, bins " + ", ".join(map(str, self.bins)))
 
     def probabilities(self, j: int) -> np.ndarray:
         """The bin probabilities of column ``j``: noisy counts clipped at 0 and normalised

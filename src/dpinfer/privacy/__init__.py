@@ -35,6 +35,7 @@ from .events import (
     GaussianSparseVectorEvent,
     KnownEvent,
     LaplaceEvent,
+    Neighbouring,
     PoissonSubsampledGaussianEvent,
     PrivacyEvent,
     SampledWithReplacementGaussianEvent,
@@ -56,6 +57,7 @@ from .rng import PrivacyRNG, as_privacy_rng
 
 __all__ = [
     "ADD_REMOVE",
+    "Neighbouring",
     "Accountant",
     "AdvancedCompositionAccountant",
     "Budget",

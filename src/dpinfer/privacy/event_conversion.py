@@ -15,21 +15,8 @@ import math
 from typing import Any
 
 from ..errors import InvalidPrivacyParameterError
-from .events import (
-    LEAF_EVENT_TYPES,
-    REPLACE_ONE,
-    ComposedEvent,
-    DiscreteGaussianEvent,
-    DiscreteLaplaceEvent,
-    GaussianEvent,
-    GaussianSparseVectorEvent,
-    KnownEvent,
-    LaplaceEvent,
-    PoissonSubsampledGaussianEvent,
-    PrivacyEvent,
-    SampledWithReplacementGaussianEvent,
-    SparseVectorEvent,
-)
+from . import events as ev
+from .events import REPLACE_ONE, PrivacyEvent
 
 __all__ = ["describe", "event_from_dict", "event_to_dict", "to_replace_one"]
 
@@ -54,41 +41,37 @@ def to_replace_one(event: PrivacyEvent) -> PrivacyEvent:
     """
     if event.neighbouring == REPLACE_ONE:
         return event
-    if isinstance(event, ComposedEvent):
-        return ComposedEvent(tuple(to_replace_one(e) for e in event.events))
-    if isinstance(event, (LaplaceEvent, SparseVectorEvent)):
+    if isinstance(event, ev.ComposedEvent):
+        return ev.ComposedEvent(tuple(to_replace_one(e) for e in event.events))
+    if isinstance(event, (ev.LaplaceEvent, ev.SparseVectorEvent)):
         return dataclasses.replace(event, epsilon=2 * event.epsilon, neighbouring=REPLACE_ONE)
-    if isinstance(event, DiscreteLaplaceEvent):
-        return DiscreteLaplaceEvent(2 * event.epsilon, 2 * event.sensitivity, REPLACE_ONE)
-    if isinstance(event, DiscreteGaussianEvent):
-        return DiscreteGaussianEvent(event.sigma, 2 * event.sensitivity, event.dimension, REPLACE_ONE)
-    if isinstance(event, GaussianEvent):
-        return GaussianEvent(event.noise_multiplier / 2, neighbouring=REPLACE_ONE)
-    if isinstance(event, GaussianSparseVectorEvent):
+    if isinstance(event, ev.DiscreteLaplaceEvent):
+        return ev.DiscreteLaplaceEvent(2 * event.epsilon, 2 * event.sensitivity, REPLACE_ONE)
+    if isinstance(event, ev.DiscreteGaussianEvent):
+        return ev.DiscreteGaussianEvent(event.sigma, 2 * event.sensitivity, event.dimension, REPLACE_ONE)
+    if isinstance(event, ev.GaussianEvent):
+        return ev.GaussianEvent(event.noise_multiplier / 2, neighbouring=REPLACE_ONE)
+    if isinstance(event, ev.GaussianSparseVectorEvent):
         return dataclasses.replace(
             event,
             threshold_noise_multiplier=event.threshold_noise_multiplier / 2,
             query_noise_multiplier=event.query_noise_multiplier / 2,
             neighbouring=REPLACE_ONE,
         )
-    if isinstance(event, KnownEvent):
+    if isinstance(event, ev.KnownEvent):
         delta = (1.0 + math.exp(event.epsilon)) * event.delta
         if delta >= 1.0:
             raise InvalidPrivacyParameterError(
                 f"group privacy turns {event} into a vacuous guarantee (delta >= 1)."
             )
-        return KnownEvent(2 * event.epsilon, delta, REPLACE_ONE, event.description)
-    if isinstance(event, (PoissonSubsampledGaussianEvent, SampledWithReplacementGaussianEvent)):
+        return ev.KnownEvent(2 * event.epsilon, delta, REPLACE_ONE, event.description)
+    if isinstance(event, (ev.PoissonSubsampledGaussianEvent, ev.SampledWithReplacementGaussianEvent)):
         return dataclasses.replace(event, neighbouring=REPLACE_ONE)
     raise InvalidPrivacyParameterError(f"no replace-one conversion known for {event!r}.")
 
 
 #: Every event type by class name, for :func:`event_from_dict`.
-_EVENT_TYPES: dict[str, type[PrivacyEvent]] = {
-    cls.__name__: cls for cls in (
-        *LEAF_EVENT_TYPES, SampledWithReplacementGaussianEvent, GaussianSparseVectorEvent, ComposedEvent
-    )
-}
+_EVENT_TYPES: dict[str, type[PrivacyEvent]] = ev.EVENT_TYPES
 
 
 def event_to_dict(event: PrivacyEvent) -> dict[str, Any]:
@@ -115,7 +98,7 @@ def event_from_dict(data: dict[str, Any]) -> PrivacyEvent:
 
 def describe(event: PrivacyEvent) -> str:
     """A one-line human-readable description of an event."""
-    if isinstance(event, ComposedEvent):
+    if isinstance(event, ev.ComposedEvent):
         return "Composed[" + ", ".join(describe(e) for e in event.events) + "]"
     fields = ", ".join(
         f"{f.name}={_short(getattr(event, f.name))}"

@@ -29,10 +29,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidPrivacyParameterError, NeighbouringRelationError
+from .neighbouring import Neighbouring
 from .validation import check_delta, check_epsilon, check_relation
 
-REPLACE_ONE = "replace-one"
-ADD_REMOVE = "add-remove"
+#: The relations' plain strings (the values of :class:`~dpinfer.privacy.neighbouring.Neighbouring`,
+#: a ``str`` enum equal to them; events store the plain string whichever spelling they are given).
+REPLACE_ONE: str = Neighbouring.REPLACE_ONE.value
+ADD_REMOVE: str = Neighbouring.ADD_REMOVE.value
 
 
 @dataclass(frozen=True)
@@ -44,8 +47,8 @@ class PrivacyEvent:
         @property
         def neighbouring(self) -> str: ...
 
-    def __post_init__(self) -> None:
-        check_relation(self.neighbouring)
+    def __post_init__(self) -> None:  # the plain string: events print and hash the same either way
+        object.__setattr__(self, "neighbouring", check_relation(self.neighbouring))
 
     @property
     def relation(self) -> str:
@@ -373,3 +376,27 @@ LEAF_EVENT_TYPES: tuple[type[PrivacyEvent], ...] = (
     PoissonSubsampledGaussianEvent,
     KnownEvent,
 )
+
+#: Every leaf event type of the privacy core: the "pld" and "rdp" accountants accept each of them
+#: (a with-replacement batch under replace-one only), with a tight analysis or a valid dominating
+#: one (:mod:`dpinfer.privacy.dominating`).
+ALL_LEAF_EVENT_TYPES: tuple[type[PrivacyEvent], ...] = (
+    *LEAF_EVENT_TYPES,
+    GaussianSparseVectorEvent,
+    SampledWithReplacementGaussianEvent,
+)
+
+#: The leaf types whose noise is Gaussian (no pure-DP guarantee: δ must be > 0).
+GAUSSIAN_EVENT_TYPES: tuple[type[PrivacyEvent], ...] = (
+    GaussianEvent,
+    GaussianSparseVectorEvent,
+    DiscreteGaussianEvent,
+    PoissonSubsampledGaussianEvent,
+    SampledWithReplacementGaussianEvent,
+)
+
+#: Every event type by class name: the one list of the privacy core's event classes (serialised
+#: events, :func:`~dpinfer.privacy.event_conversion.event_from_dict`, the accountants' dispatch).
+EVENT_TYPES: dict[str, type[PrivacyEvent]] = {
+    cls.__name__: cls for cls in (*ALL_LEAF_EVENT_TYPES, ComposedEvent)
+}

@@ -11,7 +11,7 @@ from typing import Any
 from ..errors import InvalidPrivacyParameterError, UnsupportedEventError
 from .accountants import Accountant, get_accountant
 from .event_conversion import describe, event_from_dict, event_to_dict
-from .events import DiscreteGaussianEvent, GaussianEvent, PrivacyEvent, compose, flatten
+from .events import DiscreteGaussianEvent, DiscreteLaplaceEvent, GaussianEvent, PrivacyEvent, compose, flatten
 
 #: The accountants whose per-leaf ε are compared to find the tightest available analysis.
 REFERENCE_ACCOUNTANTS = ("pld", "rdp")
@@ -66,7 +66,7 @@ def _slack(eps: float, ref: float) -> float:
     return 0.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class PrivacyReport:
     """What a release guarantees and how that was derived.
 
@@ -183,17 +183,24 @@ class PrivacyReport:
         return cls(**data)
 
     def summary(self) -> str:
-        """A few human-readable lines."""
+        """A few human-readable lines: one sensitivity, in the user's units (an event calibrated
+        on an integer grid is described by its σ/Δ, not by its grid-unit σ and Δ, which are in
+        :meth:`to_dict`), and every detail :func:`~dpinfer.results.display.brief` (a trace as its
+        length, min, median and max; the full values are in :meth:`to_dict`)."""
+        from ..results.display import brief
+
         lines = [
             f"privacy: ({self.epsilon:.6g}, {self.delta:.3g})-DP, {self.neighbouring}, "
             f"accountant '{self.accountant}', mechanism '{self.mechanism}'",
-            f"  sensitivity: {self.sensitivity}",
+            f"  sensitivity: {brief(self.sensitivity)}",
         ]
-        lines += [f"  event: {describe(e)}" for e in self.events]
+        printed = {describe(e): printed_event(e) for e in self.events}
+        lines += [f"  event: {printed_event(e)}" for e in self.events]
         for a in self.analyses:
             if a.get("analysis") in (None, "tight"):
                 continue
-            line = f"  analysis of {a['event']}: {a['analysis']} ({a.get('method', '')})"
+            shown = printed.get(a["event"], a["event"])
+            line = f"  analysis of {shown}: {a['analysis']} ({a.get('method', '')})"
             if "reference_epsilon" in a:
                 line += (f"; slack {100 * a['slack']:.1f}% in epsilon against the tightest available "
                          f"({a['reference']}: {a['reference_epsilon']:.4g})")
@@ -201,7 +208,7 @@ class PrivacyReport:
                 line += f", {100 * a['exact_slack']:.1f}% against the {a['exact_reference']}"
             lines.append(line)
         if self.details:
-            lines.append("  details: " + ", ".join(f"{k}={v}" for k, v in self.details.items()))
+            lines.append("  details: " + ", ".join(f"{k}={brief(v)}" for k, v in self.details.items()))
         if self.insecure_rng:
             lines.append("  WARNING: noise from an INSECURE deterministic RNG: no privacy.")
         if not self.accounted:
@@ -210,3 +217,29 @@ class PrivacyReport:
 
     def __str__(self) -> str:
         return self.summary()
+
+    def __repr__(self) -> str:
+        """One line: ε, δ, accountant, mechanism (the events and details are in :meth:`summary`
+        and :meth:`to_dict`)."""
+        flags = ("" if not self.insecure_rng else ", INSECURE RNG") + (
+            "" if self.accounted else ", NOT ACCOUNTED")
+        return (f"<PrivacyReport: ({self.epsilon:.4g}, {self.delta:.3g})-DP, {self.neighbouring}, "
+                f"accountant {self.accountant!r}, mechanism {self.mechanism!r}, "
+                f"{len(self.events)} event{'s' if len(self.events) != 1 else ''}{flags}>")
+
+    def _repr_html_(self) -> str:
+        from ..results.display import report_html
+
+        return report_html(self, self.summary().splitlines())
+
+
+def printed_event(event: PrivacyEvent) -> str:
+    """:func:`describe` for a printed report: an event calibrated on an integer grid (its σ and
+    sensitivity in grid units) is shown by its unit-free σ/Δ, so that the report's one
+    sensitivity is the one in the user's units."""
+    if isinstance(event, DiscreteGaussianEvent):
+        return (f"DiscreteGaussianEvent(noise_multiplier={event.noise_multiplier:.6g}, "
+                f"dimension={event.dimension}; {event.neighbouring})")
+    if isinstance(event, DiscreteLaplaceEvent):
+        return f"DiscreteLaplaceEvent(epsilon={event.epsilon:.6g}; {event.neighbouring})"
+    return describe(event)

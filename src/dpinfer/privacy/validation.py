@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidDataError, InvalidPrivacyParameterError
+from .neighbouring import NEIGHBOURING_RELATIONS, Neighbouring
 
-NEIGHBOURING_RELATIONS = ("replace-one", "add-remove")
 #: Smallest ε accepted anywhere (a guarantee, a budget, a target).
 MIN_EPSILON = 1e-12
 
@@ -99,13 +99,20 @@ def check_count(value: Any, name: str, low: int = 1) -> int:
     return int(value)
 
 
-def check_relation(relation: str) -> str:
-    """Check a neighbouring relation name."""
-    if relation not in NEIGHBOURING_RELATIONS:
+def check_relation(relation: str | Neighbouring) -> str:
+    """The plain string of a neighbouring relation (a string or a :class:`Neighbouring`).
+
+    Refused, with the valid spellings listed, when it is neither; the plain string is returned
+    so that events, ledger rows and charges are the same whichever spelling the caller used.
+    """
+    if isinstance(relation, Neighbouring):
+        return str(relation.value)
+    if not isinstance(relation, str) or relation not in NEIGHBOURING_RELATIONS:
         raise InvalidPrivacyParameterError(
-            f"neighbouring relation must be one of {NEIGHBOURING_RELATIONS}, got {relation!r}."
+            f"neighbouring relation must be one of {NEIGHBOURING_RELATIONS} "
+            f"(or dpinfer.privacy.Neighbouring.REPLACE_ONE / ADD_REMOVE), got {relation!r}."
         )
-    return relation
+    return str(relation)
 
 
 def check_finite_array(value: Any, name: str = "value") -> np.ndarray:

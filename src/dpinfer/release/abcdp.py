@@ -35,6 +35,7 @@ from ..privacy.context import ReleaseContext
 from ..privacy.events import REPLACE_ONE, GaussianSparseVectorEvent, PrivacyEvent, SparseVectorEvent
 from ..privacy.mechanisms.svt import GaussianSparseVector, SparseVector, check_noise_scale
 from ..privacy.report import PrivacyReport
+from ..privacy.svt_scale import svt_laplace_scale
 from ..privacy.validation import check_epsilon
 from .abc_result import ABCDPResult, check_param_names
 from .draws import as_draw_source
@@ -88,12 +89,13 @@ def check_c(c: Any, n_draws: int) -> int:
 
 
 def _progress(total: int, enabled: bool | None, desc: str) -> Any:
+    """A bar on a terminal (None: only there); asked for elsewhere, one line when the run ends
+    (:func:`dpinfer.execution.progress.progress_bar`)."""
     import sys
 
-    from tqdm.auto import tqdm
+    from ..execution.progress import progress_bar
 
-    disable = (not sys.stderr.isatty()) if enabled is None else (not enabled)
-    return tqdm(total=total, desc=desc, unit="draw", disable=disable, leave=False)
+    return progress_bar(total, desc, sys.stderr.isatty() if enabled is None else enabled, unit="draw")
 
 
 def _batch_distances(distance: Distance, prepared: Any, theta: np.ndarray, sims: Any) -> np.ndarray:
@@ -226,15 +228,10 @@ def abcdp(
         ledger, and nothing is released.
     """
     # ---- validation: nothing is charged or released before all of this has passed ----------
-    if options is None:
-        options = ABCDPOptions()
-    elif not isinstance(options, ABCDPOptions):
-        raise TypeError(f"options= takes an ABCDPOptions(...), got {type(options).__name__}.")
+    options, eps_total, eps_abc, source = _check_call(
+        options, param_names, meta, epsilon_total, epsilon_abc, draws
+    )
     noise, resample, release = options.noise, options.resample, options.release
-    check_release_options(options, param_names, meta)
-    eps_total = check_epsilon(epsilon_total, "epsilon_total")
-    eps_abc = check_epsilon_abc(epsilon_abc)
-    source = as_draw_source(draws, batch_size=options.batch_size)
     T = int(source.n_draws)
     c = check_c(c, T)
     ctx = ReleaseContext.of(context, label="abcdp")
@@ -257,10 +254,7 @@ def abcdp(
     dist = sens.distance
     prepared = dist.prepare(observed)  # checks the observed data (finite, shape)
     batches = source.batches()
-    try:
-        theta0, sims0 = next(batches)
-    except StopIteration:
-        raise InvalidDataError("the stream of simulations is empty (its n_draws said otherwise).") from None
+    theta0, sims0 = _first_batch(batches)
     rho0 = _batch_distances(dist, prepared, theta0, sims0)  # checks the simulations against Y*
     check_param_names(param_names, theta0.shape[1])
     sens.warn_if_enforced()
@@ -268,9 +262,6 @@ def abcdp(
 
     # ---- the private step -------------------------------------------------------------------
     def run(_: Any) -> tuple[list[np.ndarray], list[np.ndarray], int, bool]:
-        accepted: list[np.ndarray] = []
-        accepted_index: list[np.ndarray] = []
-        offset, overflow = 0, False
         with _progress(T, options.progress, "ABCDP") as bar:
             engine: SparseVector = (
                 GaussianSparseVector.from_event(event, sens.sensitivity, eps_abc, ctx)  # type: ignore[arg-type]
@@ -278,40 +269,103 @@ def abcdp(
                 else SparseVector.from_event(event, sens.sensitivity, eps_abc, ctx,  # type: ignore[arg-type]
                                              max_queries=T)
             )
-            theta, rho = theta0, rho0
-            while True:
-                answers = engine.process(rho)
-                hit = np.flatnonzero(answers)
-                if hit.size:
-                    accepted.append(theta[hit])
-                    accepted_index.append(hit + offset)
-                offset += answers.size
-                bar.update(answers.size)
-                if engine.done:
-                    overflow = engine.exhausted and engine.count < c and (
-                        answers.size < rho.size or next(batches, None) is not None
-                    )
-                    break
-                try:
-                    theta, sims = next(batches)
-                except StopIteration:
-                    break
-                rho = _batch_distances(dist, prepared, theta, sims)
-        return accepted, accepted_index, offset, overflow
+            return _answer_stream(engine, (theta0, rho0), batches, dist, prepared, c, bar)
 
     accepted, accepted_index, offset, overflow = ctx.release(event, run, what="ABCDP release")
     if overflow:
-        warnings.warn(
-            f"the draw source yielded more than its declared n_draws = {T} draws; ABCDP answered only "
-            f"the first {T} (the number its noise is calibrated for) and ignored the rest. Declare "
-            "the true number of draws.",
-            InferenceWarning,
-            stacklevel=2,
-        )
-    p = theta0.shape[1]
-    acc = np.concatenate(accepted) if accepted else np.zeros((0, p))
+        _warn_overflow(T)
+    acc = np.concatenate(accepted) if accepted else np.zeros((0, theta0.shape[1]))
     idx = np.concatenate(accepted_index) if accepted_index else np.zeros(0, dtype=np.int64)
-    report = PrivacyReport.from_event(
+    report = _report(event, delta, sens, ctx, (b, sigma_q), c, bool(resample), eps_abc, T, offset)
+    return ABCDPResult(
+        accepted=acc,
+        accepted_index=idx,
+        n_draws=offset,
+        epsilon_abc=eps_abc,
+        param_names=tuple(param_names),
+        meta=dict(meta or {}),
+        c=c,
+        b=b,
+        resample=bool(resample),
+        privacy=report,
+        noise=str(noise),
+        sigma_query=sigma_q,
+    )
+
+
+def _check_call(
+    options: Any, param_names: Any, meta: Any, epsilon_total: Any, epsilon_abc: Any, draws: Any
+) -> tuple[ABCDPOptions, float, float, Any]:
+    """The options, ε_total and ε_abc (checked, in this order), and the draw source."""
+    if options is None:
+        options = ABCDPOptions()
+    elif not isinstance(options, ABCDPOptions):
+        raise TypeError(f"options= takes an ABCDPOptions(...), got {type(options).__name__}.")
+    check_release_options(options, param_names, meta)
+    eps_total = check_epsilon(epsilon_total, "epsilon_total")
+    eps_abc = check_epsilon_abc(epsilon_abc)
+    return options, eps_total, eps_abc, as_draw_source(draws, batch_size=options.batch_size)
+
+
+def _first_batch(batches: Any) -> tuple[np.ndarray, Any]:
+    """The first batch of draws (simulated, and checked, before the charge)."""
+    try:
+        return next(batches)
+    except StopIteration:
+        raise InvalidDataError("the stream of simulations is empty (its n_draws said otherwise).") from None
+
+
+def _warn_overflow(T: int) -> None:
+    """The draw source yielded more draws than it declared (at ``abcdp``'s caller)."""
+    warnings.warn(
+        f"the draw source yielded more than its declared n_draws = {T} draws; ABCDP answered only "
+        f"the first {T} (the number its noise is calibrated for) and ignored the rest. Declare "
+        "the true number of draws.",
+        InferenceWarning,
+        stacklevel=3,
+    )
+
+
+def _answer_stream(
+    engine: SparseVector, first: tuple[np.ndarray, np.ndarray], batches: Any, dist: Distance, prepared: Any,
+    c: int, bar: Any,
+) -> tuple[list[np.ndarray], list[np.ndarray], int, bool]:
+    """The private step: answer the distances batch by batch until the engine stops. Returns the
+    accepted θ and indices per batch, the draws examined, and whether the source yielded more
+    than its declared ``n_draws`` (the engine stopped on its query cap with draws left)."""
+    accepted: list[np.ndarray] = []
+    accepted_index: list[np.ndarray] = []
+    offset, overflow = 0, False
+    theta, rho = first
+    while True:
+        answers = engine.process(rho)
+        hit = np.flatnonzero(answers)
+        if hit.size:
+            accepted.append(theta[hit])
+            accepted_index.append(hit + offset)
+        offset += answers.size
+        bar.update(answers.size)
+        if engine.done:
+            overflow = engine.exhausted and engine.count < c and (
+                answers.size < rho.size or next(batches, None) is not None
+            )
+            break
+        try:
+            theta, sims = next(batches)
+        except StopIteration:
+            break
+        rho = _batch_distances(dist, prepared, theta, sims)
+    return accepted, accepted_index, offset, overflow
+
+
+def _report(
+    event: PrivacyEvent, delta: Any, sens: Any, ctx: ReleaseContext, scales: tuple[float, float], c: int,
+    resample: bool, eps_abc: float, T: int, offset: int,
+) -> PrivacyReport:
+    """The privacy report of an ABCDP release (public values only)."""
+    b, sigma_q = scales
+    gauss = isinstance(event, GaussianSparseVectorEvent)
+    return PrivacyReport.from_event(
         event,
         delta=float(delta) if gauss else 0.0,
         accountant="rdp" if gauss else "pure",
@@ -337,20 +391,6 @@ def abcdp(
             "uniforms, only compared, never released",
         },
     )
-    return ABCDPResult(
-        accepted=acc,
-        accepted_index=idx,
-        n_draws=offset,
-        epsilon_abc=eps_abc,
-        param_names=tuple(param_names),
-        meta=dict(meta or {}),
-        c=c,
-        b=b,
-        resample=bool(resample),
-        privacy=report,
-        noise=str(noise),
-        sigma_query=sigma_q,
-    )
 
 
 def _noise_event(
@@ -363,7 +403,7 @@ def _noise_event(
                 f"Laplace ABCDP is pure epsilon-DP: delta must be 0, got {delta!r}; use "
                 "noise='gaussian' for an (epsilon, delta) guarantee."
             )
-        b = (2 * c if resample else c + 1) * delta_rho / eps_total  # Theorem 1, eq. (9)
+        b = svt_laplace_scale(c, eps_total, delta_rho, resample=resample)  # Theorem 1, eq. (9)
         return SparseVectorEvent(c, eps_total, resample=bool(resample), neighbouring=REPLACE_ONE), b, 0.0
     if noise != "gaussian":
         raise InvalidPrivacyParameterError(f"noise must be 'laplace' or 'gaussian', got {noise!r}.")

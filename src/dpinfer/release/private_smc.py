@@ -48,6 +48,7 @@ from ..privacy.context import ReleaseContext
 from ..privacy.events import REPLACE_ONE, SparseVectorEvent, compose
 from ..privacy.mechanisms.svt import SparseVector, check_noise_scale
 from ..privacy.report import PrivacyReport
+from ..privacy.svt_scale import svt_laplace_scale
 from ..privacy.validation import check_delta, check_epsilon
 from .abcdp import check_epsilon_abc
 
@@ -210,6 +211,33 @@ def _log_q(z: np.ndarray, particles: np.ndarray, weights: np.ndarray, chol: np.n
     return out
 
 
+def _check_args(
+    epsilon: Any, delta: Any, epsilon_abc_schedule: Any, c: Any, max_draws: Any, batch_size: Any,
+    accountant: Any,
+) -> tuple[float, float, list[float], int, int, int]:
+    """Check :func:`private_smc_abc`'s privacy and size arguments (nothing is charged before)."""
+    eps, dlt = check_epsilon(epsilon, "epsilon"), check_delta(delta)
+    schedule = [check_epsilon_abc(e) for e in epsilon_abc_schedule]
+    if not schedule or any(b > a for a, b in zip(schedule, schedule[1:], strict=False)):
+        raise InvalidPrivacyParameterError("epsilon_abc_schedule must be a non-empty, non-increasing list.")
+    c = check_size(c, "c", 2, MAX_PARTICLES, "c particles per population (a kernel needs c >= 2; the "
+                   "proposal density costs O(c) per draw): use fewer particles.")
+    max_draws = check_size(max_draws, "max_draws", c, 2**62, "max_draws (simulations per population) "
+                           "must be at least c.")
+    batch_size = check_size(batch_size, "batch_size", 1, MAX_BATCH, "Simulate in smaller batches.")
+    get_accountant(accountant)  # an unknown accountant is refused here, not after the charge
+    return eps, dlt, schedule, c, max_draws, batch_size
+
+
+def _propose(prior: Any, particles: Any, weights: Any, n: int, rng: np.random.Generator) -> tuple[Any, Any]:
+    """``n`` proposals (unconstrained) and their proposal log-density: the prior before the first
+    population, then the kernel around the last one."""
+    if particles is None or weights is None:
+        z = prior.from_theta(prior.sample(n, rng))
+        return z, prior.log_density(z)
+    return kernel_proposal(prior, particles, weights, n, rng)
+
+
 def private_smc_abc(
     observed: Any,
     model: Any,
@@ -266,16 +294,9 @@ def private_smc_abc(
         sensitivity or noise scale that vanishes, observed data that are not finite, simulations
         whose shape does not match the observed data (checked on population 0's first batch).
     """
-    eps, dlt = check_epsilon(epsilon, "epsilon"), check_delta(delta)
-    schedule = [check_epsilon_abc(e) for e in epsilon_abc_schedule]
-    if not schedule or any(b > a for a, b in zip(schedule, schedule[1:], strict=False)):
-        raise InvalidPrivacyParameterError("epsilon_abc_schedule must be a non-empty, non-increasing list.")
-    c = check_size(c, "c", 2, MAX_PARTICLES, "c particles per population (a kernel needs c >= 2; the "
-                   "proposal density costs O(c) per draw): use fewer particles.")
-    max_draws = check_size(max_draws, "max_draws", c, 2**62, "max_draws (simulations per population) "
-                           "must be at least c.")
-    batch_size = check_size(batch_size, "batch_size", 1, MAX_BATCH, "Simulate in smaller batches.")
-    get_accountant(accountant)  # an unknown accountant is refused here, not after the charge
+    eps, dlt, schedule, c, max_draws, batch_size = _check_args(
+        epsilon, delta, epsilon_abc_schedule, c, max_draws, batch_size, accountant
+    )
     ctx = ReleaseContext.of(context, label="private-smc-abc")
     prior = smc_prior(model)
     sens = release_sensitivity(distance, count_records(observed), warn=False)  # public: N and declared bounds
@@ -283,7 +304,7 @@ def private_smc_abc(
     eps_k = per_population_epsilon(eps, dlt, c, K, accountant)
     pop_event = SparseVectorEvent(c, eps_k, neighbouring=REPLACE_ONE)
     event = compose(*[pop_event] * K)
-    check_noise_scale((c + 1) * sens.sensitivity / eps_k, magnitude=max(schedule[0], sens.bound),
+    check_noise_scale(svt_laplace_scale(c, eps_k, sens.sensitivity), magnitude=max(schedule[0], sens.bound),
                       name="sparse vector noise scale b")
     dist = sens.distance
     prepared = dist.prepare(observed)  # checks the observed data
@@ -306,11 +327,7 @@ def private_smc_abc(
                     (z, logq, rho), first = first, None
                 else:
                     n = min(batch_size, max_draws - seen)
-                    if particles is None or weights is None:
-                        z = prior.from_theta(prior.sample(n, rng))
-                        logq = prior.log_density(z)
-                    else:
-                        z, logq = kernel_proposal(prior, particles, weights, n, rng)
+                    z, logq = _propose(prior, particles, weights, n, rng)
                     rho = batch_distances(dist, prepared, model.simulate(prior.to_theta(z), rng), n)
                 ans = engine.process(rho)
                 hit = np.flatnonzero(ans)

@@ -116,6 +116,24 @@ def _population_distances(
     return np.concatenate(parts)
 
 
+def _check_sizes(
+    n_particles: Any, n_populations: Any, batch_size: Any, ess_fraction: Any
+) -> tuple[int, int, int, float]:
+    """``(M, K, batch, frac)``: the particles, populations, batch size and ESS fraction, checked."""
+    M = check_size(n_particles, "n_particles", 2, MAX_PARTICLES,
+                   "The proposal density costs O(M²) per population and the noise grows as √M: use fewer "
+                   "particles.")
+    K = check_size(n_populations, "n_populations", 1, MAX_POPULATIONS, "Use fewer populations.")
+    batch = check_size(batch_size, "batch_size", 1, MAX_BATCH, "Simulate in smaller batches.")
+    try:
+        frac = float(ess_fraction)
+    except (TypeError, ValueError):
+        frac = float("nan")
+    if not 0.0 < frac < 1.0:
+        raise InvalidPrivacyParameterError(f"ess_fraction must be in (0, 1), got {ess_fraction!r}.")
+    return M, K, batch, frac
+
+
 def gaussian_weights_smc_abc(
     observed: Any,
     model: Any,
@@ -183,17 +201,7 @@ def gaussian_weights_smc_abc(
     eps, dlt = check_epsilon(epsilon, "epsilon"), check_delta(delta)
     if dlt <= 0:
         raise InvalidPrivacyParameterError("the Gaussian mechanism needs delta > 0 (e.g. delta=1e-6).")
-    M = check_size(n_particles, "n_particles", 2, MAX_PARTICLES,
-                   "The proposal density costs O(M²) per population and the noise grows as √M: use fewer "
-                   "particles.")
-    K = check_size(n_populations, "n_populations", 1, MAX_POPULATIONS, "Use fewer populations.")
-    batch = check_size(batch_size, "batch_size", 1, MAX_BATCH, "Simulate in smaller batches.")
-    try:
-        frac = float(ess_fraction)
-    except (TypeError, ValueError):
-        frac = float("nan")
-    if not 0.0 < frac < 1.0:
-        raise InvalidPrivacyParameterError(f"ess_fraction must be in (0, 1), got {ess_fraction!r}.")
+    M, K, batch, frac = _check_sizes(n_particles, n_populations, batch_size, ess_fraction)
     if accountant != ACCOUNTANT:
         raise InvalidPrivacyParameterError(
             f"accountant must be {ACCOUNTANT!r}, got {accountant!r}: the released distances carry "

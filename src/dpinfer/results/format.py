@@ -61,6 +61,7 @@ import numpy as np
 from .._version import __version__
 from ..errors import InvalidDataError
 from ..privacy.report import PrivacyReport
+from .display import DisplayMixin
 
 FORMAT = "dpinfer.result"
 VERSION = 1
@@ -279,13 +280,16 @@ def draws_to_arviz(
     return idata
 
 
-class ResultFile:
+class ResultFile(DisplayMixin):
     """Base of every result class: :meth:`save` / :meth:`load` in the ``dpinfer.result`` format.
 
     A subclass implements :meth:`sample`, :meth:`_to_record` (its JSON-ready fields and arrays)
     and :meth:`_from_record`, and has ``param_names`` and ``privacy``; the summaries below come
     from draws unless it overrides them with exact ones (weighted particles, closed forms).
-    Defining a subclass registers it for :func:`load_result` under its class name.
+    Defining a subclass registers it for :func:`load_result` under its class name, and gives it
+    the common ``__repr__`` / ``_repr_html_`` (:mod:`dpinfer.results.display`), also where
+    ``@dataclass`` would write a field-by-field repr of its arrays (a class that defines its own
+    ``__repr__`` keeps it).
     """
 
     _registry: ClassVar[dict[str, type[ResultFile]]] = _REGISTRY
@@ -293,6 +297,8 @@ class ResultFile:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         _REGISTRY[cls.__name__] = cls
+        if "__repr__" not in cls.__dict__:  # set before @dataclass runs: it keeps a repr it finds
+            cls.__repr__ = DisplayMixin.__repr__  # type: ignore[method-assign]
 
     def _to_record(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:  # pragma: no cover
         raise NotImplementedError

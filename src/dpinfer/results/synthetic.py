@@ -21,6 +21,7 @@ import numpy as np
 
 from ..privacy.report import PrivacyReport
 from .atomic_file import write_atomic
+from .display import DisplayMixin, summary_dict
 
 #: What the privacy report of every synthetic data set from a private posterior says of its cost.
 POST_PROCESSING = (
@@ -29,8 +30,8 @@ POST_PROCESSING = (
 )
 
 
-@dataclass
-class SyntheticData:
+@dataclass(repr=False)
+class SyntheticData(DisplayMixin):
     """Synthetic records and the facts of the release they came from.
 
     Attributes
@@ -133,6 +134,10 @@ class SyntheticData:
                 f"columns {', '.join(rep['not_protected'])} are NOT protected ({rep['why_not_protected']})"
             )
         return f"{self.n} synthetic records: " + "; ".join(parts)
+
+    def _display_summary(self, stats: bool) -> dict[str, Any]:
+        return summary_dict(type(self).__name__, privacy=self.source_privacy, names=self.columns,
+                            what="column", size=f"{self.n} synthetic records")
 
     def summary(self) -> str:
         rep = self.privacy_report()

@@ -248,6 +248,152 @@ def estimate_log_likelihood(
 # ----------------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class ProposalOptions:
+    """How the ``"auto"`` proposal is tuned (the algorithm's settings beyond the sample sizes).
+
+    Parameters
+    ----------
+    adapt
+        Adaptive stages after the pilot from the prior, each refitting the mixture (3) to the
+        previous stage (default 1).
+    inflation, df, defensive
+        ``λ``, ``ν`` and ``α`` of equation (3) (defaults 1.5, 5 and 0.1).
+    """
+
+    adapt: int = 1
+    inflation: float = 1.5
+    df: float = 5.0
+    defensive: float = 0.1
+
+
+#: The keywords that moved into :class:`ProposalOptions`.
+_MOVED_TO_PROPOSAL_OPTIONS = ("adapt", "inflation", "df", "defensive")
+
+
+def _refuse_moved(removed: dict[str, Any]) -> None:
+    """A clear error for the spellings that moved into :class:`ProposalOptions`."""
+    if not removed:
+        return
+    moved = [k for k in removed if k in _MOVED_TO_PROPOSAL_OPTIONS]
+    if moved:
+        spelled = ", ".join(f"{k}={removed[k]!r}" for k in moved)
+        raise TypeError(
+            f"mechanism_importance_sampling({', '.join(f'{k}=...' for k in moved)}) moved into an "
+            f"option object: pass proposal_options=ProposalOptions({spelled}) "
+            "(from dpinfer.inference.exact.importance import ProposalOptions)."
+        )
+    raise TypeError(
+        f"mechanism_importance_sampling() got unexpected keyword argument(s) {sorted(removed)}."
+    )
+
+
+def _check_proposal(
+    proposal: Any, opts: ProposalOptions, pilot_theta: Any, pilot_inner: Any
+) -> tuple[int, int, int]:
+    """Check the proposal settings; ``(pilot_theta, pilot_inner, adapt)`` (checked under ``"auto"``)."""
+    inflation, df, defensive = opts.inflation, opts.df, opts.defensive
+    if not (inflation > 0 and df > 0 and 0 <= defensive < 1):
+        raise InvalidDataError(
+            f"need inflation > 0, df > 0 and 0 <= defensive < 1, got {inflation!r}, {df!r}, {defensive!r}."
+        )
+    if not (proposal in ("auto", "prior") or isinstance(proposal, DefensiveProposal)):
+        raise InvalidDataError(f"proposal must be 'auto', 'prior' or a DefensiveProposal, got {proposal!r}.")
+    adapt = opts.adapt
+    if proposal == "auto":
+        pilot_theta = check_positive_int("pilot_theta", pilot_theta, 10)
+        pilot_inner = check_positive_int("pilot_inner", pilot_inner)
+        adapt = check_positive_int("adapt", adapt, 0)
+    if defensive == 0 and isinstance(proposal, str) and proposal == "auto":
+        warnings.warn(
+            "defensive=0: the importance weights are unbounded if the pilot misses posterior mass.",
+            stacklevel=3,
+        )
+    return pilot_theta, pilot_inner, adapt
+
+
+@dataclass
+class _Stages:
+    """What every importance stage shares: the model, the observation, the seeds, the backend."""
+
+    model: Any
+    obs: np.ndarray
+    root: np.random.SeedSequence
+    batch_size: int
+    backend: Backend
+    callback: Callable[[str, int, int], None] | None
+    n_sims: int = 0
+
+    def run(
+        self,
+        prop: DefensiveProposal | None,
+        n: int,
+        inner: int,
+        draw_key: tuple[int, ...],
+        sim_stage: int,
+        label: str,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Draw ``n`` θ from ``prop`` (the prior if None), estimate (1), weight by (2)."""
+        prior, callback = self.model.prior, self.callback
+        rng = np.random.default_rng(batch_seeds(self.root, draw_key, 1)[0])
+        if prop is None:
+            theta = prior.sample(n, rng)
+            log_q = np.asarray(prior.log_prob(theta), dtype=np.float64)
+        else:
+            theta = prop.sample(n, prior, rng)
+            log_q = prop.log_prob(theta, prior)
+        report = None if callback is None else (lambda done, total: callback(label, done, total))
+        ll = estimate_log_likelihood(
+            self.model, self.obs, theta, inner, self.batch_size, self.root, sim_stage, self.backend, report
+        )
+        self.n_sims += int(prior.in_support(theta).sum()) * inner
+        log_prior = np.asarray(prior.log_prob(theta), dtype=np.float64)
+        with np.errstate(invalid="ignore"):
+            log_w = np.where(np.isfinite(log_prior) & np.isfinite(ll), log_prior + ll - log_q, -np.inf)
+        if not np.any(np.isfinite(log_w)):
+            raise InvalidDataError(
+                "every importance weight is 0: no simulation reached the observed statistic (every "
+                "mechanism density was 0); check that the observed release matches the model, or "
+                "raise n_inner / pilot_inner."
+            )
+        return theta, ll, log_w
+
+
+def _pilot_stages(
+    stages: _Stages, opts: ProposalOptions, pilot_theta: int, pilot_inner: int, adapt: int,
+    diagnostics: dict[str, Any],
+) -> DefensiveProposal | None:
+    """The ``"auto"`` pilots: k = 0 draws from the prior; k = 1..adapt from the mixture (3)
+    refitted to stage k - 1. Returns the proposal of the main stage."""
+    prop: DefensiveProposal | None = None
+    ref_var = np.ones(int(stages.model.prior.dim))
+    for k in range(adapt + 1):
+        theta_k, _, lw_k = stages.run(prop, pilot_theta, pilot_inner, (0, k), 2 + k, f"pilot {k}")
+        if k == 0:  # the prior's per-coordinate variance, from the prior pilot draws
+            ref_var = np.var(theta_k, axis=0)
+        w_k = np.exp(lw_k - lw_k.max())
+        w_k /= w_k.sum()
+        diagnostics.setdefault("pilot_ess", []).append(kish_ess(w_k))
+        # scaled so that the t's covariance is λ²·C (eigenvalues floored, see docstring)
+        prop, reason = fit_defensive_proposal(
+            theta_k, w_k, ref_var, pilot_theta, opts.inflation, opts.df, opts.defensive
+        )
+        if reason is not None:
+            diagnostics.setdefault("proposal_fallback", []).append(f"stage {k}: {reason}")
+            last = k == adapt
+            warnings.warn(
+                f"importance sampling: {reason} at pilot stage {k}; the proposal falls back "
+                "to a diagonal t around the pilot's weighted mean with the prior's variance "
+                f"shrunk by pilot_theta^(-2/dim){' (the next stage refits it)' if not last else ''}. "
+                "The posterior is much narrower than the prior: raise pilot_theta and adapt, "
+                "or use tempered_smc (method='tempered'), which follows a narrow posterior "
+                "from the prior by tempering.",
+                WeightDegeneracyWarning,
+                stacklevel=3,
+            )
+    return prop
+
+
 def mechanism_importance_sampling(
     model: Any,
     observed: Any,
@@ -257,15 +403,13 @@ def mechanism_importance_sampling(
     proposal: Any = "auto",
     pilot_theta: int = 10_000,
     pilot_inner: int = 20,
-    adapt: int = 1,
-    inflation: float = 1.5,
-    df: float = 5.0,
-    defensive: float = 0.1,
+    proposal_options: ProposalOptions | None = None,
     backend: Any = "serial",
     n_workers: int | None = None,
     seed: int | np.random.SeedSequence | None = None,
     batch_size: int = 10_000,
     callback: Callable[[str, int, int], None] | None = None,
+    **removed: Any,
 ) -> _Result:
     """The exact private-data posterior ``p(θ | s_dp)`` by importance sampling (equations (1)-(3)).
 
@@ -282,11 +426,12 @@ def mechanism_importance_sampling(
         ``"auto"`` (pilot from the prior, then the defensive mixture (3)), ``"prior"`` (plain
         prior draws; fine when the posterior is not much narrower than the prior) or a
         :class:`DefensiveProposal`.
-    pilot_theta, pilot_inner, adapt
-        Size of each ``"auto"`` pilot stage, and how many adaptive stages (each refitting the
-        mixture (3) to the previous stage) follow the pilot from the prior.
-    inflation, df, defensive
-        ``λ``, ``ν`` and ``α`` of equation (3).
+    pilot_theta, pilot_inner
+        Size of each ``"auto"`` pilot stage.
+    proposal_options
+        :class:`ProposalOptions`: the adaptive stages after the pilot (``adapt``) and ``λ``,
+        ``ν``, ``α`` of equation (3). The keywords ``adapt``, ``inflation``, ``df`` and
+        ``defensive`` moved there and are refused here with a message naming the new spelling.
     backend, n_workers
         Execution backend (see :func:`dpinfer.execution.get_backend`).
     seed
@@ -305,6 +450,10 @@ def mechanism_importance_sampling(
         The main stage's weighted draws (:mod:`dpinfer.inference.exact.importance_result`), with the privacy
         report of the release analysed.
     """
+    _refuse_moved(removed)
+    opts = proposal_options if proposal_options is not None else ProposalOptions()
+    if not isinstance(opts, ProposalOptions):
+        raise InvalidDataError(f"proposal_options must be a ProposalOptions, got {type(opts).__name__}.")
     mech = getattr(model, "mechanism", None)
     if mech is None or not getattr(mech, "has_density", False):
         raise InvalidDataError(
@@ -318,24 +467,9 @@ def mechanism_importance_sampling(
     dim = int(model.prior.dim)
     check_allocation(f"importance sampling with n_theta={n_theta}", n_theta, dim + 3, copies=3)
     check_allocation(f"importance sampling with n_inner={n_inner}", n_inner, obs.size + dim, copies=2)
-    if not (inflation > 0 and df > 0 and 0 <= defensive < 1):
-        raise InvalidDataError(
-            f"need inflation > 0, df > 0 and 0 <= defensive < 1, got {inflation!r}, {df!r}, {defensive!r}."
-        )
-    if not (proposal in ("auto", "prior") or isinstance(proposal, DefensiveProposal)):
-        raise InvalidDataError(f"proposal must be 'auto', 'prior' or a DefensiveProposal, got {proposal!r}.")
-    if proposal == "auto":
-        pilot_theta = check_positive_int("pilot_theta", pilot_theta, 10)
-        pilot_inner = check_positive_int("pilot_inner", pilot_inner)
-        adapt = check_positive_int("adapt", adapt, 0)
-    if defensive == 0 and isinstance(proposal, str) and proposal == "auto":
-        warnings.warn(
-            "defensive=0: the importance weights are unbounded if the pilot misses posterior mass.",
-            stacklevel=2,
-        )
+    pilot_theta, pilot_inner, adapt = _check_proposal(proposal, opts, pilot_theta, pilot_inner)
 
     root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
-    prior = model.prior
     conflict, _ = prior_data_conflict(
         model, obs, seed=np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + (97,))
     )
@@ -344,70 +478,13 @@ def mechanism_importance_sampling(
     be = get_backend(backend, n_workers)
     privacy, _, names = release_facts(model)
     diagnostics: dict[str, Any] = {}
-    n_sims = 0
     t0 = time.perf_counter()
-
-    def stage(
-        prop: DefensiveProposal | None,
-        n: int,
-        inner: int,
-        draw_key: tuple[int, ...],
-        sim_stage: int,
-        label: str,
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Draw ``n`` θ from ``prop`` (the prior if None), estimate (1), weight by (2)."""
-        nonlocal n_sims
-        rng = np.random.default_rng(batch_seeds(root, draw_key, 1)[0])
-        if prop is None:
-            theta = prior.sample(n, rng)
-            log_q = np.asarray(prior.log_prob(theta), dtype=np.float64)
-        else:
-            theta = prop.sample(n, prior, rng)
-            log_q = prop.log_prob(theta, prior)
-        report = None if callback is None else (lambda done, total: callback(label, done, total))
-        ll = estimate_log_likelihood(model, obs, theta, inner, batch_size, root, sim_stage, be, report)
-        n_sims += int(prior.in_support(theta).sum()) * inner
-        log_prior = np.asarray(prior.log_prob(theta), dtype=np.float64)
-        with np.errstate(invalid="ignore"):
-            log_w = np.where(np.isfinite(log_prior) & np.isfinite(ll), log_prior + ll - log_q, -np.inf)
-        if not np.any(np.isfinite(log_w)):
-            raise InvalidDataError(
-                "every importance weight is 0: no simulation reached the observed statistic (every "
-                "mechanism density was 0); check that the observed release matches the model, or "
-                "raise n_inner / pilot_inner."
-            )
-        return theta, ll, log_w
-
+    stages = _Stages(model, obs, root, batch_size, be, callback)
     try:
         prop: DefensiveProposal | None = proposal if isinstance(proposal, DefensiveProposal) else None
         if proposal == "auto":
-            # pilot k = 0 draws from the prior; k = 1..adapt from the mixture (3) refitted to k - 1
-            ref_var = np.ones(dim)
-            for k in range(adapt + 1):
-                theta_k, _, lw_k = stage(prop, pilot_theta, pilot_inner, (0, k), 2 + k, f"pilot {k}")
-                if k == 0:  # the prior's per-coordinate variance, from the prior pilot draws
-                    ref_var = np.var(theta_k, axis=0)
-                w_k = np.exp(lw_k - lw_k.max())
-                w_k /= w_k.sum()
-                diagnostics.setdefault("pilot_ess", []).append(kish_ess(w_k))
-                # scaled so that the t's covariance is λ²·C (eigenvalues floored, see docstring)
-                prop, reason = fit_defensive_proposal(
-                    theta_k, w_k, ref_var, pilot_theta, inflation, df, defensive
-                )
-                if reason is not None:
-                    diagnostics.setdefault("proposal_fallback", []).append(f"stage {k}: {reason}")
-                    last = k == adapt
-                    warnings.warn(
-                        f"importance sampling: {reason} at pilot stage {k}; the proposal falls back "
-                        "to a diagonal t around the pilot's weighted mean with the prior's variance "
-                        f"shrunk by pilot_theta^(-2/dim){' (the next stage refits it)' if not last else ''}. "
-                        "The posterior is much narrower than the prior: raise pilot_theta and adapt, "
-                        "or use tempered_smc (method='tempered'), which follows a narrow posterior "
-                        "from the prior by tempering.",
-                        WeightDegeneracyWarning,
-                        stacklevel=2,
-                    )
-        theta, ll, log_w = stage(prop, n_theta, n_inner, (1,), 1, "main")
+            prop = _pilot_stages(stages, opts, pilot_theta, pilot_inner, adapt, diagnostics)
+        theta, ll, log_w = stages.run(prop, n_theta, n_inner, (1,), 1, "main")
     finally:
         if own_backend:
             be.close()
@@ -415,9 +492,9 @@ def mechanism_importance_sampling(
         "n_theta": n_theta,
         "n_inner": n_inner,
         "proposal": proposal if isinstance(proposal, str) else "given",
-        "inflation": float(inflation),
-        "df": float(df),
-        "defensive": float(defensive),
+        "inflation": float(opts.inflation),
+        "df": float(opts.df),
+        "defensive": float(opts.defensive),
         "backend": be.name,
         "seed_entropy": str(root.entropy),
         "batch_size": batch_size,
@@ -427,14 +504,18 @@ def mechanism_importance_sampling(
         diagnostics["proposal_mean"] = np.asarray(prop.mean).tolist()
         diagnostics["proposal_shape"] = np.asarray(prop.scale).tolist()
     diagnostics["wall_time"] = time.perf_counter() - t0
-    res = _Result(theta, log_w, ll, names, obs, n_sims, settings, diagnostics, privacy)
-    diagnostics["ess"] = res.ess
-    diagnostics["khat"] = res.khat
+    return _finish(_Result(theta, log_w, ll, names, obs, stages.n_sims, settings, diagnostics, privacy))
+
+
+def _finish(res: _Result) -> _Result:
+    """Record the weights' ESS and Pareto k; warn when k > 0.7."""
+    res.diagnostics["ess"] = res.ess
+    res.diagnostics["khat"] = res.khat
     if res.khat > 0.7:
         warnings.warn(
             f"Pareto k = {res.khat:.2f} > 0.7: the importance weights are too heavy-tailed for a "
             "reliable estimate; raise n_inner (less noisy likelihoods) or n_theta, or use a wider proposal.",
             WeightDegeneracyWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
     return res

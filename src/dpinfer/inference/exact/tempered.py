@@ -161,6 +161,77 @@ def tempered_smc(
     -------
     TemperedSMCResult
     """
+    obs, n, n_inner, max_moves, batch_size = _check_call(
+        model, observed, n_particles, n_inner, max_moves, batch_size, target_ess, min_moves
+    )
+    root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    sim_root = np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + (9,))
+    prior = model.prior
+    dim = prior.dim
+    # the observed release against the prior predictive, before any likelihood is estimated
+    # (dpinfer.diagnostics.conflict; seed spawn_key (97,)): kept in settings["findings"]
+    conflict, _ = prior_data_conflict(
+        model, obs, seed=np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + (97,))
+    )
+    emit(conflict, stacklevel=3)
+    own_backend = not isinstance(backend, Backend)
+    be = get_backend(backend, n_workers)
+    privacy, _, names = release_facts(model)
+    t0 = time.perf_counter()
+    loglik = _LogLikelihood(model, obs, n_inner, batch_size, sim_root, be)
+    try:
+        theta, ll, ref_var = _initial_population(prior, n, root, loglik, obs)
+        log_w = np.full(n, -math.log(n))
+        beta, log_z, stages = 0.0, 0.0, []
+        scale = 2.38 / math.sqrt(dim)
+        t = 0
+        while beta < 1.0:
+            t += 1
+            if t > max_stages:
+                raise InvalidDataError(
+                    f"tempering needed more than max_stages={max_stages} stages: the likelihood "
+                    "estimates are too noisy; raise n_inner."
+                )
+            start = time.perf_counter()
+            new_beta = next_temperature(log_w, ll, beta, target_ess)
+            log_w, log_z_step, w, stage_ess = _reweight(log_w, ll, new_beta - beta)
+            log_z += log_z_step
+            # eigenvalues floored relative to the population's and the prior's scale: a population
+            # collapsed onto a few points still gets a positive definite random-walk covariance
+            cov = floor_covariance(weighted_cov(theta, w), ref_var)
+            chol = np.linalg.cholesky(cov if cov is not None else np.diag(ref_var))
+            idx = _systematic(w, np.random.default_rng(batch_seeds(root, (2, t), 1)[0]))
+            theta, ll = theta[idx], ll[idx]
+            log_w = np.full(n, -math.log(n))
+            beta = new_beta
+            moved, steps, accepted = _moves(
+                theta, ll, prior, loglik, (scale, chol), beta, (root, t), (max_moves, min_moves)
+            )
+            rate = accepted / max(steps * n, 1)
+            stages.append({"beta": float(beta), "ess": stage_ess, "acceptance_rate": rate, "moves": steps,
+                           "wall_time": time.perf_counter() - start})
+    finally:
+        if own_backend:
+            be.close()
+    degenerate = stuck_population(theta, moved, min_moves, n_inner, stages[-1]["acceptance_rate"])
+    if degenerate:
+        warnings.warn(degenerate, WeightDegeneracyWarning, stacklevel=2)
+    settings = {
+        "degenerate": degenerate, "n_particles": n, "n_inner": n_inner, "target_ess": float(target_ess),
+        "min_moves": float(min_moves), "max_moves": max_moves, "backend": be.name,
+        "seed_entropy": str(root.entropy), "batch_size": batch_size, "wall_time": time.perf_counter() - t0,
+        "findings": [f.to_dict() for f in conflict],
+    }
+    return TemperedSMCResult(
+        theta, np.exp(log_w), ll, names, obs, log_z, loglik.n_sims, settings, stages, privacy
+    )
+
+
+def _check_call(
+    model: Any, observed: Any, n_particles: Any, n_inner: Any, max_moves: Any, batch_size: Any,
+    target_ess: float, min_moves: float,
+) -> tuple[np.ndarray, int, int, int, int]:
+    """Check :func:`tempered_smc`'s arguments: the observation and the checked sizes."""
     mech = getattr(model, "mechanism", None)
     if mech is None or not getattr(mech, "has_density", False):
         raise InvalidDataError(
@@ -176,114 +247,88 @@ def tempered_smc(
         raise InvalidDataError("need 0 < target_ess < 1 and min_moves >= 0.")
     check_allocation(f"tempered SMC with n_particles={n}", n, model.prior.dim + 3, copies=4)
     check_allocation(f"tempered SMC with n_inner={n_inner}", n_inner, obs.size + model.prior.dim, copies=2)
-    root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
-    sim_root = np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + (9,))
-    prior = model.prior
-    dim = prior.dim
-    # the observed release against the prior predictive, before any likelihood is estimated
-    # (dpinfer.diagnostics.conflict; seed spawn_key (97,)): kept in settings["findings"]
-    conflict, _ = prior_data_conflict(
-        model, obs, seed=np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + (97,))
-    )
-    emit(conflict, stacklevel=3)
-    own_backend = not isinstance(backend, Backend)
-    be = get_backend(backend, n_workers)
-    privacy, _, names = release_facts(model)
-    t0 = time.perf_counter()
-    n_sims = 0
-    calls = 0
+    return obs, n, n_inner, max_moves, batch_size
 
-    def loglik(theta: np.ndarray) -> np.ndarray:
-        nonlocal n_sims, calls
-        calls += 1
-        n_sims += int(prior.in_support(theta).sum()) * n_inner
-        return estimate_log_likelihood(model, obs, theta, n_inner, batch_size, sim_root, calls, be)
 
-    try:
-        theta = prior.sample(n, np.random.default_rng(batch_seeds(root, (0,), 1)[0]))
-        ll = loglik(theta)
-        ref_var = np.var(theta, axis=0)  # the prior's per-coordinate variance (from its draws)
-        ref_var = np.where(np.isfinite(ref_var) & (ref_var > 0), ref_var, 1.0)
-        if not np.any(np.isfinite(ll)):
-            raise ImpossibleObservationError(
-                f"every likelihood estimate of {n} prior draws is 0 (no confidential simulation has a "
-                f"positive mechanism density at the observed statistic {obs.tolist()}): is the observed "
-                "statistic possible under the model? Otherwise raise n_inner or n_particles."
-            )
-        log_w = np.full(n, -math.log(n))
-        beta, log_z, stages = 0.0, 0.0, []
-        scale = 2.38 / math.sqrt(dim)
-        t = 0
-        while beta < 1.0:
-            t += 1
-            if t > max_stages:
-                raise InvalidDataError(
-                    f"tempering needed more than max_stages={max_stages} stages: the likelihood "
-                    "estimates are too noisy; raise n_inner."
-                )
-            start = time.perf_counter()
-            new_beta = next_temperature(log_w, ll, beta, target_ess)
-            finite = np.isfinite(ll)
-            incr = np.where(finite, (new_beta - beta) * np.where(finite, ll, 0.0), -np.inf)
-            log_z += float(logsumexp(log_w + incr))
-            log_w = log_w + incr
-            log_w -= logsumexp(log_w)
-            w = np.exp(log_w)
-            stage_ess = float(1.0 / np.sum(w**2))
-            # eigenvalues floored relative to the population's and the prior's scale: a population
-            # collapsed onto a few points still gets a positive definite random-walk covariance
-            cov = floor_covariance(weighted_cov(theta, w), ref_var)
-            chol = np.linalg.cholesky(cov if cov is not None else np.diag(ref_var))
-            idx = _systematic(w, np.random.default_rng(batch_seeds(root, (2, t), 1)[0]))
-            theta, ll = theta[idx], ll[idx]
-            log_w = np.full(n, -math.log(n))
-            beta = new_beta
-            moved = np.zeros(n)
-            steps = accepted = 0
-            lp = np.asarray(prior.log_prob(theta), dtype=np.float64)
-            while steps < max_moves and moved.mean() < min_moves:
-                rng = np.random.default_rng(batch_seeds(root, (3, t, steps), 1)[0])
-                prop = theta + scale * rng.standard_normal((n, dim)) @ chol.T
-                lp_prop = np.asarray(prior.log_prob(prop), dtype=np.float64)
-                ll_prop = loglik(prop)
-                with np.errstate(invalid="ignore"):
-                    log_alpha = lp_prop - lp + beta * (ll_prop - ll)
-                ok = np.isfinite(lp_prop) & np.isfinite(ll_prop) & (np.log(rng.random(n)) < log_alpha)
-                theta[ok], ll[ok], lp[ok] = prop[ok], ll_prop[ok], lp_prop[ok]
-                moved += ok
-                accepted += int(ok.sum())
-                steps += 1
-            stages.append(
-                {
-                    "beta": float(beta),
-                    "ess": stage_ess,
-                    "acceptance_rate": accepted / max(steps * n, 1),
-                    "moves": steps,
-                    "wall_time": time.perf_counter() - start,
-                }
-            )
-    finally:
-        if own_backend:
-            be.close()
-    degenerate = stuck_population(theta, moved, min_moves, n_inner, stages[-1]["acceptance_rate"])
-    if degenerate:
-        warnings.warn(degenerate, WeightDegeneracyWarning, stacklevel=2)
-    settings = {
-        "degenerate": degenerate,
-        "n_particles": n,
-        "n_inner": n_inner,
-        "target_ess": float(target_ess),
-        "min_moves": float(min_moves),
-        "max_moves": max_moves,
-        "backend": be.name,
-        "seed_entropy": str(root.entropy),
-        "batch_size": batch_size,
-        "wall_time": time.perf_counter() - t0,
-        "findings": [f.to_dict() for f in conflict],
-    }
-    return TemperedSMCResult(
-        theta, np.exp(log_w), ll, names, obs, log_z, n_sims, settings, stages, privacy
-    )
+def _initial_population(
+    prior: Any, n: int, root: np.random.SeedSequence, loglik: _LogLikelihood, obs: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``n`` prior draws, their likelihood estimates, and the prior's per-coordinate variance
+    (from the draws; 1 where it is not positive and finite)."""
+    theta = prior.sample(n, np.random.default_rng(batch_seeds(root, (0,), 1)[0]))
+    ll = loglik(theta)
+    ref_var = np.var(theta, axis=0)  # the prior's per-coordinate variance (from its draws)
+    ref_var = np.where(np.isfinite(ref_var) & (ref_var > 0), ref_var, 1.0)
+    if not np.any(np.isfinite(ll)):
+        raise ImpossibleObservationError(
+            f"every likelihood estimate of {n} prior draws is 0 (no confidential simulation has a "
+            f"positive mechanism density at the observed statistic {obs.tolist()}): is the observed "
+            "statistic possible under the model? Otherwise raise n_inner or n_particles."
+        )
+    return theta, ll, ref_var
+
+
+class _LogLikelihood:
+    """The likelihood estimates of one run, each call with its own simulation seeds; counts the
+    confidential simulations run."""
+
+    def __init__(
+        self, model: Any, obs: np.ndarray, n_inner: int, batch_size: int, sim_root: np.random.SeedSequence,
+        be: Backend,
+    ) -> None:
+        self.model, self.obs, self.n_inner, self.batch_size, self.sim_root, self.be = (
+            model, obs, n_inner, batch_size, sim_root, be
+        )
+        self.n_sims = 0
+        self.calls = 0
+
+    def __call__(self, theta: np.ndarray) -> np.ndarray:
+        self.calls += 1
+        self.n_sims += int(self.model.prior.in_support(theta).sum()) * self.n_inner
+        return estimate_log_likelihood(
+            self.model, self.obs, theta, self.n_inner, self.batch_size, self.sim_root, self.calls, self.be
+        )
+
+
+def _reweight(log_w: np.ndarray, ll: np.ndarray, dbeta: float) -> tuple[np.ndarray, float, np.ndarray, float]:
+    """Raise the temperature by ``dbeta``: the new normalised log-weights, the stage's log
+    evidence increment, the weights and their ESS."""
+    finite = np.isfinite(ll)
+    incr = np.where(finite, dbeta * np.where(finite, ll, 0.0), -np.inf)
+    log_z_step = float(logsumexp(log_w + incr))
+    log_w = log_w + incr
+    log_w -= logsumexp(log_w)
+    w = np.exp(log_w)
+    return log_w, log_z_step, w, float(1.0 / np.sum(w**2))
+
+
+def _moves(
+    theta: np.ndarray, ll: np.ndarray, prior: Any, loglik: _LogLikelihood, step: tuple[float, np.ndarray],
+    beta: float,
+    stage: tuple[np.random.SeedSequence, int], limits: tuple[int, float],
+) -> tuple[np.ndarray, int, int]:
+    """Random-walk Metropolis moves at temperature ``beta`` (in place on ``theta`` and ``ll``)
+    until each particle moved ``min_moves`` times on average or ``max_moves`` steps ran.
+    ``step`` is the scale and the Cholesky factor of the proposal covariance. Returns the moves per
+    particle, the steps and the accepted moves."""
+    (root, t), (max_moves, min_moves), (scale, chol) = stage, limits, step
+    n, dim = theta.shape
+    moved = np.zeros(n)
+    steps = accepted = 0
+    lp = np.asarray(prior.log_prob(theta), dtype=np.float64)
+    while steps < max_moves and moved.mean() < min_moves:
+        rng = np.random.default_rng(batch_seeds(root, (3, t, steps), 1)[0])
+        prop = theta + scale * rng.standard_normal((n, dim)) @ chol.T
+        lp_prop = np.asarray(prior.log_prob(prop), dtype=np.float64)
+        ll_prop = loglik(prop)
+        with np.errstate(invalid="ignore"):
+            log_alpha = lp_prop - lp + beta * (ll_prop - ll)
+        ok = np.isfinite(lp_prop) & np.isfinite(ll_prop) & (np.log(rng.random(n)) < log_alpha)
+        theta[ok], ll[ok], lp[ok] = prop[ok], ll_prop[ok], lp_prop[ok]
+        moved += ok
+        accepted += int(ok.sum())
+        steps += 1
+    return moved, steps, accepted
 
 
 __all__ = ["next_temperature", "stuck_population", "tempered_smc"]

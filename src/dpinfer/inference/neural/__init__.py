@@ -14,6 +14,7 @@ from .mcmc import run_mcmc, split_rhat
 from .mle import MLEOptions, MLEResult, sple_mle
 from .posterior import NeuralPosterior
 from .rqmc import check_points, check_stratification, point_sets, privatize, sobol_point_sets
+from .run_options import NeuralRunOptions
 from .sple import SPLE, SPLEPosterior
 from .sppe import SPPE, SPPEPosterior
 from .training import RoundInfo, TrainingConfig
@@ -26,6 +27,7 @@ __all__ = [
     "MLEOptions",
     "MLEResult",
     "NeuralPosterior",
+    "NeuralRunOptions",
     "RoundInfo",
     "SPLEPosterior",
     "SPPEPosterior",

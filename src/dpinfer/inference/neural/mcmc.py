@@ -59,6 +59,65 @@ def tail_sample_size(chains: np.ndarray) -> np.ndarray:
     return sampling.ess_tail(np.swapaxes(x, 0, 1))
 
 
+class _SliceState:
+    """Per-chain state of the current coordinate update of :func:`slice_sample`."""
+
+    def __init__(self, C: int, m: int) -> None:
+        self.m = m
+        self.kc = np.zeros(C, dtype=int)  # the coordinate being updated (d: the step is done)
+        self.y, self.x0 = np.empty(C), np.empty(C)  # slice level, coordinate value before the update
+        self.left, self.right = np.empty(C), np.empty(C)
+        self.budget_l, self.budget_r = np.zeros(C, dtype=int), np.zeros(C, dtype=int)
+        self.act_l, self.act_r = np.zeros(C, dtype=bool), np.zeros(C, dtype=bool)
+        self.shrinking, self.shrinks = np.zeros(C, dtype=bool), np.zeros(C, dtype=int)
+
+    def begin(self, idx: np.ndarray, x: np.ndarray, lp: np.ndarray, w: np.ndarray, rng: Any) -> None:
+        """Start the update of coordinate ``kc`` of chains ``idx``: level, bracket, budgets."""
+        m, k = self.m, self.kc[idx]
+        self.y[idx] = lp[idx] - rng.exponential(size=idx.size)
+        self.x0[idx] = x[idx, k]
+        self.left[idx] = self.x0[idx] - w[k] * rng.random(idx.size)
+        self.right[idx] = self.left[idx] + w[k]
+        j = np.floor(m * rng.random(idx.size)).astype(int)
+        self.budget_l[idx], self.budget_r[idx] = j, m - 1 - j
+        self.act_l[idx], self.act_r[idx] = j > 0, m - 1 - j > 0
+        self.shrinking[idx] = ~(self.act_l[idx] | self.act_r[idx])
+        self.shrinks[idx] = 0
+
+    def step_out(
+        self, il: np.ndarray, ir: np.ndarray, lp_l: np.ndarray, lp_r: np.ndarray, stepping: np.ndarray,
+        w: np.ndarray,
+    ) -> None:
+        """Stepping out: widen an end while it is inside the slice and its budget lasts."""
+        grow_l = lp_l > self.y[il]
+        grow_r = lp_r > self.y[ir]
+        self.left[il] = np.where(grow_l, self.left[il] - w[self.kc[il]], self.left[il])
+        self.right[ir] = np.where(grow_r, self.right[ir] + w[self.kc[ir]], self.right[ir])
+        self.budget_l[il] -= 1
+        self.budget_r[ir] -= 1
+        self.act_l[il] = grow_l & (self.budget_l[il] > 0)
+        self.act_r[ir] = grow_r & (self.budget_r[ir] > 0)
+        self.shrinking |= stepping & ~self.act_l & ~self.act_r
+
+    def shrink(
+        self, isr: np.ndarray, cand: np.ndarray, lp_c: np.ndarray, x: np.ndarray, lp: np.ndarray,
+        max_shrink: int,
+    ) -> np.ndarray:
+        """Shrinkage: accept a candidate inside the slice, else shrink the bracket towards x0.
+        Returns the chains whose coordinate update is finished."""
+        acc = lp_c > self.y[isr]
+        ia = isr[acc]
+        x[ia, self.kc[ia]] = cand[acc]
+        lp[ia] = lp_c[acc]
+        rej, c_rej = isr[~acc], cand[~acc]
+        lower = c_rej < self.x0[rej]
+        self.left[rej[lower]] = c_rej[lower]
+        self.right[rej[~lower]] = c_rej[~lower]
+        self.shrinks[rej] += 1
+        # chains that exhausted the shrinkage budget stay where they were (still a valid move)
+        return np.concatenate([ia, rej[self.shrinks[rej] >= max_shrink]])
+
+
 def slice_sample(
     log_prob: LogProb,
     init: np.ndarray,
@@ -89,72 +148,30 @@ def slice_sample(
         raise InvalidDataError("every MCMC chain must start where the target density is positive.")
     w = np.ones(d) if widths is None else np.array(widths, dtype=np.float64)
     out = np.empty((n_steps, C, d))
-    m = int(max_steps_out)
-    # per-chain state of the current coordinate update
-    kc = np.zeros(C, dtype=int)  # the coordinate being updated (d: the step is done)
-    y, x0 = np.empty(C), np.empty(C)  # slice level, coordinate value before the update
-    left, right = np.empty(C), np.empty(C)
-    budget_l, budget_r = np.zeros(C, dtype=int), np.zeros(C, dtype=int)
-    act_l, act_r = np.zeros(C, dtype=bool), np.zeros(C, dtype=bool)
-    shrinking, shrinks = np.zeros(C, dtype=bool), np.zeros(C, dtype=int)
-
-    def begin(idx: np.ndarray) -> None:
-        """Start the update of coordinate ``kc`` of chains ``idx``: level, bracket, budgets."""
-        k = kc[idx]
-        y[idx] = lp[idx] - rng.exponential(size=idx.size)
-        x0[idx] = x[idx, k]
-        left[idx] = x0[idx] - w[k] * rng.random(idx.size)
-        right[idx] = left[idx] + w[k]
-        j = np.floor(m * rng.random(idx.size)).astype(int)
-        budget_l[idx], budget_r[idx] = j, m - 1 - j
-        act_l[idx], act_r[idx] = j > 0, m - 1 - j > 0
-        shrinking[idx] = ~(act_l[idx] | act_r[idx])
-        shrinks[idx] = 0
-
+    s = _SliceState(C, int(max_steps_out))
     for t in range(n_steps):
-        kc[:] = 0
-        begin(np.arange(C))
+        s.kc[:] = 0
+        s.begin(np.arange(C), x, lp, w, rng)
         while True:
-            live = kc < d
+            live = s.kc < d
             if not live.any():
                 break
-            stepping = live & ~shrinking
-            il = np.flatnonzero(stepping & act_l)
-            ir = np.flatnonzero(stepping & act_r)
-            isr = np.flatnonzero(live & shrinking)
-            cand = left[isr] + rng.random(isr.size) * (right[isr] - left[isr])
+            stepping = live & ~s.shrinking
+            il = np.flatnonzero(stepping & s.act_l)
+            ir = np.flatnonzero(stepping & s.act_r)
+            isr = np.flatnonzero(live & s.shrinking)
+            cand = s.left[isr] + rng.random(isr.size) * (s.right[isr] - s.left[isr])
             idx = np.concatenate([il, ir, isr])
             probe = x[idx]
-            probe[np.arange(idx.size), kc[idx]] = np.concatenate([left[il], right[ir], cand])
+            probe[np.arange(idx.size), s.kc[idx]] = np.concatenate([s.left[il], s.right[ir], cand])
             lp_probe = np.asarray(log_prob(probe), dtype=np.float64)
             n_l, n_r = il.size, il.size + ir.size
-            # stepping out: widen an end while it is inside the slice and its budget lasts
-            grow_l = lp_probe[:n_l] > y[il]
-            grow_r = lp_probe[n_l:n_r] > y[ir]
-            left[il] = np.where(grow_l, left[il] - w[kc[il]], left[il])
-            right[ir] = np.where(grow_r, right[ir] + w[kc[ir]], right[ir])
-            budget_l[il] -= 1
-            budget_r[ir] -= 1
-            act_l[il] = grow_l & (budget_l[il] > 0)
-            act_r[ir] = grow_r & (budget_r[ir] > 0)
-            shrinking |= stepping & ~act_l & ~act_r
-            # shrinkage: accept a candidate inside the slice, else shrink the bracket towards x0
-            lp_c = lp_probe[n_r:]
-            acc = lp_c > y[isr]
-            ia = isr[acc]
-            x[ia, kc[ia]] = cand[acc]
-            lp[ia] = lp_c[acc]
-            rej, c_rej = isr[~acc], cand[~acc]
-            lower = c_rej < x0[rej]
-            left[rej[lower]] = c_rej[lower]
-            right[rej[~lower]] = c_rej[~lower]
-            shrinks[rej] += 1
-            # chains that exhausted the shrinkage budget stay where they were (still a valid move)
-            finished = np.concatenate([ia, rej[shrinks[rej] >= max_shrink]])
-            kc[finished] += 1
-            nxt = finished[kc[finished] < d]
+            s.step_out(il, ir, lp_probe[:n_l], lp_probe[n_l:n_r], stepping, w)
+            finished = s.shrink(isr, cand, lp_probe[n_r:], x, lp, max_shrink)
+            s.kc[finished] += 1
+            nxt = finished[s.kc[finished] < d]
             if nxt.size:
-                begin(nxt)
+                s.begin(nxt, x, lp, w, rng)
         out[t] = x
         if t < warmup and C > 1 and (t + 1) % 10 == 0:
             spread = out[max(0, t - 49) : t + 1].reshape(-1, d).std(axis=0)

@@ -246,18 +246,7 @@ def sple_mle(posterior: Any, *, x: Any = None, options: MLEOptions | None = None
         θ̂, the observed information and Wald standard errors (module docstring).
     """
     opts = options or MLEOptions()
-    if getattr(posterior, "kind", "sple") != "sple" or not hasattr(posterior, "flow"):
-        raise InvalidDataError(
-            "sple_mle needs an SPLE posterior (a likelihood flow q(s_dp | θ)); SPPE learns a "
-            "posterior, not a likelihood."
-        )
-    observed = np.asarray(posterior.observed if x is None else x, dtype=np.float64).reshape(-1)
-    expected = np.asarray(posterior.observed).reshape(-1).shape
-    if observed.shape != expected or not np.all(np.isfinite(observed)):
-        raise InvalidDataError(
-            f"the observed release must be {np.asarray(posterior.observed).size} finite value(s), "
-            f"got {np.shape(observed)} (a posterior trained without a release needs x=...)."
-        )
+    observed = _check_posterior(posterior, x)
     prior = posterior.prior
     names = tuple(posterior.param_names)
     d = len(names)
@@ -265,21 +254,8 @@ def sple_mle(posterior: Any, *, x: Any = None, options: MLEOptions | None = None
     like = _Likelihood(posterior.flow, observed)
     rng = np.random.default_rng(opts.seed)
 
-    starts: list[tuple[str, np.ndarray]] = [
-        ("prior", t) for t in np.asarray(prior.sample(opts.starts, rng), dtype=np.float64).reshape(-1, d)
-    ]
-    if opts.screen > 0:
-        cand = np.asarray(prior.sample(opts.screen, rng), dtype=np.float64).reshape(-1, d)
-        vals = like.values(cand)
-        if np.isfinite(vals).any():
-            starts.append(("prior screen", cand[_best(vals)]))
     draws = getattr(posterior, "draws", None)
-    if draws is not None and len(draws) > 0:
-        dr = np.asarray(draws, dtype=np.float64).reshape(-1, d)
-        sub = dr[:: max(1, dr.shape[0] // 500)]
-        vals = like.values(sub)
-        if np.isfinite(vals).any():
-            starts.append(("posterior draws", sub[_best(vals)]))
+    starts = _starts(prior, opts, rng, like, draws, d)
 
     def objective(z: np.ndarray) -> tuple[float, np.ndarray]:
         theta = space.to_theta(z[None, :])[0]
@@ -300,20 +276,7 @@ def sple_mle(posterior: Any, *, x: Any = None, options: MLEOptions | None = None
     at_bound = bool(space.active and np.any(np.abs(best["z"]) >= Z_BOUND - 1e-6))
     lo, hi = (np.asarray(b, dtype=np.float64) for b in getattr(prior, "support", (np.full(d, -np.inf),) * 2))
     at_bound = at_bound or bool(np.any(np.isclose(theta_hat, lo) | np.isclose(theta_hat, hi)))
-    try:
-        chol_ok = np.all(np.isfinite(info)) and np.linalg.eigvalsh((info + info.T) / 2).min() > 0
-    except np.linalg.LinAlgError:
-        chol_ok = False
-    if chol_ok:
-        cov = np.linalg.inv((info + info.T) / 2)
-        se = np.sqrt(np.diag(cov))
-    else:
-        cov = np.full((d, d), np.nan)
-        se = np.full(d, np.nan)
-        found.append((ConvergenceWarning,
-                      "the observed information at the estimate is not positive definite (a saddle, a "
-                      "flat ridge or a bound): no Wald standard errors; inspect the likelihood or use "
-                      "the SPLE posterior."))
+    chol_ok, cov, se = _wald(info, d, found)
     # BFGS may stop on a line-search failure at an optimum (the spline flow is only C¹): accept
     # the end point when the Newton decrement gᵀ Î⁻¹ g (twice the log-likelihood a Newton step
     # would still gain) is below 1e-6, i.e. θ̂ is within about 1e-3 standard errors of the maximum
@@ -338,27 +301,9 @@ def sple_mle(posterior: Any, *, x: Any = None, options: MLEOptions | None = None
                       "the maximum lies at a bound of the prior's support: the Wald standard error does "
                       "not apply there (set to NaN); the likelihood increases towards the bound."))
 
-    # distinct optima: scale by the standard errors, or the spread of the starts
-    scale = se if np.all(np.isfinite(se)) and np.all(se > 0) else np.maximum(
-        np.std([r["theta"] for r in runs], axis=0), 1e-12)
-    reps: list[dict[str, Any]] = []
-    for r in sorted(runs, key=lambda r: -r["log_likelihood"]):
-        if not np.isfinite(r["log_likelihood"]):
-            continue
-        if not any(np.max(np.abs(r["theta"] - q["theta"]) / scale) < 0.01 for q in reps):
-            reps.append(r)
-
+    reps = _distinct_optima(runs, se)
     if draws is not None and len(draws) > 1:
-        dr = np.asarray(draws, dtype=np.float64).reshape(-1, d)
-        m, s = dr.mean(axis=0), dr.std(axis=0)
-        off = np.abs(theta_hat - m) / np.where(s > 0, s, np.inf)
-        if np.any(off > opts.extrapolation_sd):
-            j = int(np.argmax(off))
-            found.append((ObservedOutsideSimulationsWarning,
-                          f"the estimate of {names[j]} is {off[j]:.1f} posterior sds from the SPLE posterior "
-                          "draws: the flow was trained on simulations near the posterior, so its likelihood "
-                          "there is an extrapolation; refit SPLE with more prior simulations (rounds=1) "
-                          "or check against the posterior."))
+        found += _extrapolation(draws, theta_hat, names, opts.extrapolation_sd)
     for cat, msg in found:
         warnings.warn(msg, cat, stacklevel=2)
     return MLEResult(
@@ -372,6 +317,94 @@ def sple_mle(posterior: Any, *, x: Any = None, options: MLEOptions | None = None
         n_distinct_optima=len(reps),
         warnings=[m for _, m in found],
     )
+
+
+def _check_posterior(posterior: Any, x: Any) -> np.ndarray:
+    """The observed release (``x`` or the posterior's), checked against an SPLE posterior."""
+    if getattr(posterior, "kind", "sple") != "sple" or not hasattr(posterior, "flow"):
+        raise InvalidDataError(
+            "sple_mle needs an SPLE posterior (a likelihood flow q(s_dp | θ)); SPPE learns a "
+            "posterior, not a likelihood."
+        )
+    observed = np.asarray(posterior.observed if x is None else x, dtype=np.float64).reshape(-1)
+    expected = np.asarray(posterior.observed).reshape(-1).shape
+    if observed.shape != expected or not np.all(np.isfinite(observed)):
+        raise InvalidDataError(
+            f"the observed release must be {np.asarray(posterior.observed).size} finite value(s), "
+            f"got {np.shape(observed)} (a posterior trained without a release needs x=...)."
+        )
+    return observed
+
+
+def _starts(
+    prior: Any, opts: MLEOptions, rng: np.random.Generator, like: Any, draws: Any, d: int
+) -> list[tuple[str, np.ndarray]]:
+    """The BFGS starting points: prior draws, the best of a prior screen, the best posterior draw."""
+    starts: list[tuple[str, np.ndarray]] = [
+        ("prior", t) for t in np.asarray(prior.sample(opts.starts, rng), dtype=np.float64).reshape(-1, d)
+    ]
+    if opts.screen > 0:
+        cand = np.asarray(prior.sample(opts.screen, rng), dtype=np.float64).reshape(-1, d)
+        vals = like.values(cand)
+        if np.isfinite(vals).any():
+            starts.append(("prior screen", cand[_best(vals)]))
+    if draws is not None and len(draws) > 0:
+        dr = np.asarray(draws, dtype=np.float64).reshape(-1, d)
+        sub = dr[:: max(1, dr.shape[0] // 500)]
+        vals = like.values(sub)
+        if np.isfinite(vals).any():
+            starts.append(("posterior draws", sub[_best(vals)]))
+    return starts
+
+
+def _wald(
+    info: np.ndarray, d: int, found: list[tuple[type[InferenceWarning], str]]
+) -> tuple[bool, np.ndarray, np.ndarray]:
+    """``(ok, cov, se)`` from the observed information; NaN (and a finding) when it is not
+    positive definite."""
+    try:
+        chol_ok = bool(np.all(np.isfinite(info)) and np.linalg.eigvalsh((info + info.T) / 2).min() > 0)
+    except np.linalg.LinAlgError:
+        chol_ok = False
+    if chol_ok:
+        cov = np.linalg.inv((info + info.T) / 2)
+        return True, cov, np.sqrt(np.diag(cov))
+    found.append((ConvergenceWarning,
+                  "the observed information at the estimate is not positive definite (a saddle, a "
+                  "flat ridge or a bound): no Wald standard errors; inspect the likelihood or use "
+                  "the SPLE posterior."))
+    return False, np.full((d, d), np.nan), np.full(d, np.nan)
+
+
+def _distinct_optima(runs: list[dict[str, Any]], se: np.ndarray) -> list[dict[str, Any]]:
+    """One run per distinct optimum (best first): scaled by the standard errors, or the spread
+    of the starts."""
+    scale = se if np.all(np.isfinite(se)) and np.all(se > 0) else np.maximum(
+        np.std([r["theta"] for r in runs], axis=0), 1e-12)
+    reps: list[dict[str, Any]] = []
+    for r in sorted(runs, key=lambda r: -r["log_likelihood"]):
+        if not np.isfinite(r["log_likelihood"]):
+            continue
+        if not any(np.max(np.abs(r["theta"] - q["theta"]) / scale) < 0.01 for q in reps):
+            reps.append(r)
+    return reps
+
+
+def _extrapolation(
+    draws: Any, theta_hat: np.ndarray, names: tuple[str, ...], limit: float
+) -> list[tuple[type[InferenceWarning], str]]:
+    """A finding when the estimate lies more than ``limit`` posterior sds from the SPLE draws."""
+    dr = np.asarray(draws, dtype=np.float64).reshape(-1, len(names))
+    m, s = dr.mean(axis=0), dr.std(axis=0)
+    off = np.abs(theta_hat - m) / np.where(s > 0, s, np.inf)
+    if not np.any(off > limit):
+        return []
+    j = int(np.argmax(off))
+    return [(ObservedOutsideSimulationsWarning,
+             f"the estimate of {names[j]} is {off[j]:.1f} posterior sds from the SPLE posterior "
+             "draws: the flow was trained on simulations near the posterior, so its likelihood "
+             "there is an extrapolation; refit SPLE with more prior simulations (rounds=1) "
+             "or check against the posterior.")]
 
 
 __all__ = ["MLEOptions", "MLEResult", "sple_mle"]

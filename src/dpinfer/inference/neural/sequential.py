@@ -34,6 +34,7 @@ from .flows import ConditionalFlow, FlowConfig
 from .posterior import NeuralPosterior
 from .resume import RoundsHook
 from .rqmc import check_points
+from .run_options import NeuralRunOptions, refuse_run_keywords
 from .training import (
     LossFn,
     RoundInfo,
@@ -86,10 +87,6 @@ class SequentialEstimator:
         ``rounds=10, simulations_per_round=1000`` reproduces the paper.
     stop_tolerance
         The ``"auto"`` stopping threshold in posterior sds (default 0.1).
-    warn
-        Issue the diagnostics of :meth:`diagnostics` as warnings (subclasses of
-        :class:`~dpinfer.errors.InferenceWarning`) at the end of :meth:`fit` (default True); they
-        are kept in ``posterior.settings["diagnostics"]`` either way.
     rqmc_points
         M = 2^m privatised copies of each confidential summary (nested RQMC).
     qmc
@@ -98,22 +95,10 @@ class SequentialEstimator:
         :class:`~dpinfer.inference.neural.training.TrainingConfig` or a dict of its fields.
     seed
         Simulation/training seed (never privacy noise).
-    backend, n_workers, simulation_batch_size
-        Where the simulations run (:mod:`dpinfer.execution`); results do not depend on them.
-    progress
-        Show a per-round progress bar (only on a TTY).
-    callback
-        ``callback(info, posterior)`` after every round (``posterior`` is live: use it at once).
-    epoch_callback
-        ``epoch_callback(round, epoch, validation_loss)`` after every training epoch (progress
-        reports within a long round).
-    device
-        ``"cpu"`` (default), ``"cuda"`` or ``"auto"`` (CUDA when available): where the flow is
-        trained and the posterior sampled (:func:`dpinfer.execution.device.resolve_device`; an
-        unavailable ``"cuda"`` raises DeviceUnavailableError at construction). The network
-        initialisation is drawn on the CPU, so one seed gives the same initial flow on every
-        device; minibatches and atoms come from a generator on the device, so results agree
-        across devices in distribution, not bit for bit.
+    run
+        :class:`~dpinfer.inference.neural.run_options.NeuralRunOptions`: run control (backend,
+        n_workers, simulation_batch_size, device, progress, callback, epoch_callback, warn).
+        Those keywords moved there; given directly they are refused with a message naming it.
     dequantize
         ``"auto"`` (default): when the mechanism's outputs live on a lattice (binomial, geometric,
         randomized response: ``mechanism.lattice``), train on simulated releases spread uniformly
@@ -179,19 +164,18 @@ class SequentialEstimator:
         *,
         simulations: int | None = None,
         stop_tolerance: float = 0.1,
-        warn: bool = True,
         qmc: bool = True,
         training: Any = None,
         seed: int | np.random.SeedSequence | None = None,
-        backend: Any = "serial",
-        n_workers: int | None = None,
-        simulation_batch_size: int = 500,
-        progress: bool = False,
-        callback: Callable[[RoundInfo, NeuralPosterior], None] | None = None,
-        epoch_callback: Callable[[int, int, float], None] | None = None,
-        device: Any = "cpu",
         dequantize: Any = "auto",
+        run: NeuralRunOptions | None = None,
+        **removed: Any,
     ) -> None:
+        refuse_run_keywords(type(self).__name__, removed)
+        run = NeuralRunOptions() if run is None else run
+        if not isinstance(run, NeuralRunOptions):
+            raise InvalidDataError(f"run must be a NeuralRunOptions, got {type(run).__name__}.")
+        self.run_options = run
         for attr in ("prior", "mechanism", "simulate_confidential", "check_observed"):
             if not hasattr(model, attr):
                 raise InvalidDataError(
@@ -210,7 +194,7 @@ class SequentialEstimator:
         if not tol > 0:
             raise InvalidDataError(f"stop_tolerance must be a positive number, got {stop_tolerance!r}.")
         self.stop_tolerance = tol
-        self.warn = bool(warn)
+        self.warn = bool(run.warn)
         self._last_draws: np.ndarray | None = None  # the last round's summary draws
         self._prior_sims: np.ndarray | None = None  # round 0's releases (θ from the prior), one copy each
         check_points(rqmc_points)
@@ -223,14 +207,14 @@ class SequentialEstimator:
         self.qmc = bool(qmc)
         self.training = TrainingConfig.from_any(training, self.fast_training)
         self.seed = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
-        self.backend = backend
-        self.n_workers = n_workers
-        self.simulation_batch_size = check_int("simulation_batch_size", simulation_batch_size, 1)
-        self.progress = bool(progress)
-        self.callback = callback
-        self.epoch_callback = epoch_callback
+        self.backend = run.backend
+        self.n_workers = run.n_workers
+        self.simulation_batch_size = check_int("simulation_batch_size", run.simulation_batch_size, 1)
+        self.progress = bool(run.progress)
+        self.callback = run.callback
+        self.epoch_callback = run.epoch_callback
         self.threads = self.training.threads
-        self.device = resolve_device(device)
+        self.device = resolve_device(run.device)
         if not (isinstance(dequantize, bool) or (isinstance(dequantize, str) and dequantize == "auto")):
             raise InvalidDataError(f"dequantize must be 'auto', True or False, got {dequantize!r}.")
         lattice = mechanism_lattice(model.mechanism)
@@ -427,37 +411,7 @@ class SequentialEstimator:
                 bar = tqdm(total=rounds, desc=self.kind.upper(), unit="round")
             try:
                 for r in range(first, rounds):
-                    t0 = timer()
-                    n_new = 0
-                    if obs is not None:
-                        theta = self._simulate(pool, posterior, r)
-                        n_new = theta.shape[0]
-                    t1 = timer()
-                    if r == 0:
-                        self._standardize(flow, *pool.arrays())
-                    train, val = pool.tensors(self.device)
-                    fit = train_flow(
-                        flow, self._loss(r), train, val, self.training, gen, self._epoch_report(r)
-                    )
-                    t2 = timer()
-                    extra = self._end_of_round(posterior, r, r == rounds - 1) if obs is not None else {}
-                    if obs is not None:
-                        extra.update(self._round_summary(posterior, r))
-                    if fit["epoch_cap"]:
-                        extra["epoch_cap"] = True
-                        extra["first_validation_loss"] = float(fit["first_validation_loss"])
-                    t3 = timer()
-                    info = RoundInfo(
-                        round=r,
-                        n_simulations=n_new,
-                        n_simulations_total=pool.n_simulations,
-                        epochs=int(fit["epochs"]),
-                        best_validation_loss=float(fit["best_validation_loss"]),
-                        train_loss=float(fit["train_loss"]),
-                        simulation_time=t1 - t0,
-                        training_time=(t2 - t1) + (t3 - t2),
-                        extra=extra,
-                    )
+                    info = self._round(r, rounds, obs, pool, posterior, flow, gen)
                     posterior.rounds.append(info)
                     if bar is not None:
                         bar.update(1)
@@ -483,6 +437,42 @@ class SequentialEstimator:
         if obs is not None and self.warn:
             checks.emit(found, stacklevel=3)
         return posterior
+
+    def _round(
+        self, r: int, rounds: int, obs: np.ndarray | None, pool: SimulationPool, posterior: NeuralPosterior,
+        flow: ConditionalFlow, gen: torch.Generator,
+    ) -> RoundInfo:
+        """Round ``r``: simulate (from the proposal of the posterior so far), train the flow on
+        the pool, summarise the round."""
+        t0 = timer()
+        n_new = 0
+        if obs is not None:
+            theta = self._simulate(pool, posterior, r)
+            n_new = theta.shape[0]
+        t1 = timer()
+        if r == 0:
+            self._standardize(flow, *pool.arrays())
+        train, val = pool.tensors(self.device)
+        fit = train_flow(flow, self._loss(r), train, val, self.training, gen, self._epoch_report(r))
+        t2 = timer()
+        extra = self._end_of_round(posterior, r, r == rounds - 1) if obs is not None else {}
+        if obs is not None:
+            extra.update(self._round_summary(posterior, r))
+        if fit["epoch_cap"]:
+            extra["epoch_cap"] = True
+            extra["first_validation_loss"] = float(fit["first_validation_loss"])
+        t3 = timer()
+        return RoundInfo(
+            round=r,
+            n_simulations=n_new,
+            n_simulations_total=pool.n_simulations,
+            epochs=int(fit["epochs"]),
+            best_validation_loss=float(fit["best_validation_loss"]),
+            train_loss=float(fit["train_loss"]),
+            simulation_time=t1 - t0,
+            training_time=(t2 - t1) + (t3 - t2),
+            extra=extra,
+        )
 
     # -- diagnostics --------------------------------------------------------------------------
     def diagnostics(

@@ -115,10 +115,6 @@ class SMCABCResult(WeightedSample):
         warned = [f"  warning: {f['message']}" for f in self.settings.get("findings", [])]
         return "\n".join([head, *self.summary_lines(), *warned])
 
-    def __repr__(self) -> str:  # the arrays stay behind their attributes (issue 26: quiet output)
-        return (f"SMCABCResult({len(self.populations)} populations, {self.weights.size} particles, "
-                f"param_names={list(self.param_names)}, complete={self.complete})")
-
     # -- persistence (dpinfer.result) -----------------------------------------------------------
     def _to_record(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         fields = {

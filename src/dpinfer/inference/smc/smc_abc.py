@@ -36,7 +36,7 @@ from ...sizes import check_allocation
 from ..weighted import ess as _ess
 from ..weighted import release_facts, weighted_cov
 from .adaptive_schedule import AdaptiveSchedule, stall_message, stalled_findings
-from .convergence import range_findings, shrinking_findings, stop_findings
+from .convergence import range_findings, shrinking_findings, stop_findings, tolerance_findings
 from .kernel import BatchTask, PerturbationKernel, population_batch
 from .options import KernelOptions, RunOptions
 from .progress import progress_bar
@@ -105,6 +105,17 @@ def _check_inputs(model: Any, observed: Any, n_particles: int, batch_size: int) 
     return obs
 
 
+def _wave_size(rate_guess: float | None, remaining: int, batch_size: int, n_workers: int) -> int:
+    """Batches in the next wave: one per worker at first, then enough (with 20 % slack) for the
+    remaining particles at the acceptance rate so far, between 1 and 8 per worker."""
+    if rate_guess is None or rate_guess <= 0:
+        wave = n_workers
+    else:
+        need = math.ceil(1.2 * remaining / (rate_guess * batch_size))
+        wave = int(min(max(need, n_workers), 8 * n_workers))
+    return max(wave, 1)
+
+
 def _fill_population(
     be: Backend,
     template: BatchTask,
@@ -139,12 +150,7 @@ def _fill_population(
         done = False
         while not done:
             remaining = n_particles - n_acc
-            if rate_guess is None or rate_guess <= 0:
-                wave = be.n_workers
-            else:
-                need = math.ceil(1.2 * remaining / (rate_guess * batch_size))
-                wave = int(min(max(need, be.n_workers), 8 * be.n_workers))
-            wave = max(wave, 1)
+            wave = _wave_size(rate_guess, remaining, batch_size, be.n_workers)
             if max_simulations is not None and spent + sims_used + batch_size > max_simulations:
                 raise _BudgetStop(f"max_simulations={max_simulations} reached during population {t}")
             seeds = batch_seeds(root, (0, t), wave, start=next_batch)
@@ -280,16 +286,9 @@ def smc_abc(
         raise InvalidDataError(
             "kernel must be a KernelOptions and run a RunOptions (dpinfer.inference.smc.options)."
         )
-    kernel_scale, weighted_covariance = float(kernel.scale), bool(kernel.weighted_covariance)
-    resample_threshold = float(kernel.resample_threshold)
-    max_population_simulations, progress = run.max_population_simulations, run.progress
-    checkpoint, keep_history, callback = run.checkpoint, run.keep_history, run.callback
     scale_arr = None if scale is None else np.broadcast_to(np.asarray(scale, float), obs.shape).copy()
     if scale_arr is not None and np.any(scale_arr <= 0):
         raise InvalidDataError("distance scale must be positive.")
-    stall = max(10**6, 1000 * n_particles)
-    if max_population_simulations is not None:
-        stall = int(max_population_simulations)
     hook = SMCRunHook(runs, resume)
     seed = hook.seed(seed)
     root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
@@ -297,150 +296,211 @@ def smc_abc(
     be = get_backend(backend, n_workers)
     if auto_batch:
         batch_size = auto_batch_size(n_particles, be.n_workers)
-    settings: dict[str, Any] = {
-        "n_particles": n_particles,
-        "schedule": repr(sched),
-        "backend": be.name,
-        "seed_entropy": str(root.entropy),
-        "seed_spawn_key": list(root.spawn_key),
-        "batch_size": int(batch_size),
-        "kernel_scale": float(kernel_scale),
-        "weighted_covariance": bool(weighted_covariance),
-        "resample_threshold": float(resample_threshold),
-        "scale": None if scale_arr is None else scale_arr.tolist(),
-        "distance": "euclidean",
-    }
-    privacy, model_desc, names = release_facts(model)
-    restored = hook.begin(model_desc, settings, obs, privacy)
-    if hook.run_id is not None:
-        settings["run_id"] = hook.run_id
-
-    pops: list[_Diagnostics] = []
-    hist: list[tuple[np.ndarray, np.ndarray]] = []
-    particles: np.ndarray | None = None
-    weights: np.ndarray | None = None
-    dists: np.ndarray | None = None
-    total_sims = 0
-    span0: tuple[np.ndarray, int] | None = None
-
-    def findings(complete: bool, stop: str) -> list[Any]:
-        """The convergence and range checks (:mod:`dpinfer.inference.smc.convergence`), stored in
-        ``settings["findings"]`` and issued as warnings."""
-        conflict_seed = np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + (97,))
-        found = list(range_findings(obs, *span0, model, conflict_seed)) if span0 is not None else []
-        if "stalled" in stop and not found and span0 is None:  # a resumed run: no population 0 here
-            found += stalled_findings(model, obs, root)
-        found += shrinking_findings(pops, names) + stop_findings(stop, complete, adaptive)
-        settings["findings"] = [f.to_dict() for f in found]
-        return found
-
-    def partial(complete: bool, reason: str) -> _Result | None:
-        if particles is None or weights is None or dists is None:
-            return None
-        return _Result(particles, weights, dists, list(pops), list(hist), names, obs, settings,
-                       complete, reason, privacy, model_desc)
-
-    adaptive = isinstance(sched, AdaptiveSchedule)
-    tol = float(sched.initial())
-    t = 0
-    if restored is not None:
-        particles, weights, dists, pops, hist, total_sims, tol, t = restored
-        if hasattr(sched, "replay"):  # the adaptive schedule's state: rates and spreads so far
-            sched.replay(pops[:t])
+    state = _SMCRun(model, obs, sched, kernel, run, root, be, int(batch_size), scale_arr, n_particles,
+                    max_simulations, hook)
+    state.begin()
     try:
-        while True:
-            start = time.perf_counter()
-            perturbation = None
-            if particles is not None and weights is not None:
-                # the proposal population (resampled copy if degenerate); the last completed
-                # population itself is left untouched until this one completes
-                perturbation = PerturbationKernel.build(
-                    particles,
-                    weights,
-                    resample_threshold=resample_threshold,
-                    kernel_scale=kernel_scale,
-                    weighted_covariance=weighted_covariance,
-                    resample_seed=np.random.SeedSequence(
-                        root.entropy, spawn_key=tuple(root.spawn_key) + (1, t)
-                    ),
-                )
-            template = BatchTask(model, obs, tol, int(batch_size), perturbation, scale_arr)
-            new_particles, new_dists, sims_used, sims_run, span = _fill_population(
-                be, template, root, t, n_particles, total_sims, max_simulations, progress, stall
-            )
-            if perturbation is None:
-                span0 = (span, sims_used)  # the prior predictive's range (population 0)
-                new_w = np.full(n_particles, 1.0 / n_particles)
-            else:
-                new_w = perturbation.importance_weights(model.prior, new_particles)
-            particles, weights, dists = new_particles, new_w, new_dists
-            total_sims += sims_used
-            diag = _Diagnostics(
-                t=t,
-                tolerance=tol,
-                n_simulations=sims_used,
-                n_simulations_run=sims_run,
-                acceptance_rate=n_particles / sims_used,
-                ess=_ess(weights),
-                resampled_before=perturbation is not None and perturbation.resampled,
-                wall_time=time.perf_counter() - start,
-                kernel_cov=None if perturbation is None else perturbation.cov.tolist(),
-                n_simulations_total=total_sims,
-                sd=np.sqrt(np.clip(np.diag(np.atleast_2d(weighted_cov(particles, weights))), 0, None))
-                .tolist(),
-            )
-            pops.append(diag)
-            if keep_history:
-                hist.append((particles.copy(), weights.copy()))
-            if checkpoint is not None:
-                snapshot = partial(False, f"checkpoint after population {t}")
-                if snapshot is not None:
-                    snapshot.save(checkpoint)
-            if callback is not None:
-                callback(diag)
-            if hasattr(sched, "observe"):  # the adaptive schedule's spread check
-                sched.observe(t, diag.sd, diag.ess)
-            nxt = sched.next(t, tol, dists, weights, diag.acceptance_rate)
-            if nxt is None:
-                settings["schedule_stop"] = str(getattr(sched, "stop_reason", "") or "schedule finished")
-                settings["backend"] = be.name
-                break
-            tol = float(nxt)
-            t += 1
-            hook.checkpoint(t, tol, particles, weights, dists, pops, hist, total_sims)
+        state.populations()
     except _BudgetStop as stop:
-        hook.end("finished", str(stop), len(pops))
-        if not pops:
-            raise SMCInterrupted(f"{stop}: not even the first population completed.", None) from None
-        emit(findings(False, str(stop)))
-        res = partial(False, str(stop))
-        assert res is not None
-        return res
+        return state.budget_stop(stop)
     except DPInferError:
         raise
     except (KeyboardInterrupt, Exception) as exc:
-        ctrl_c = _is_ctrl_c(exc)
-        cause = "interrupted (Ctrl-C)" if ctrl_c else f"{type(exc).__name__}: {exc}"
-        res = partial(False, f"stopped during population {t}: {cause}")
-        if res is not None and checkpoint is not None:
-            res.save(checkpoint)
-        hook.end("interrupted", f"during population {t}: {cause}")
-        raise SMCInterrupted(
-            f"SMC-ABC {'was ' + cause if ctrl_c else 'stopped (' + cause + ')'} during population {t}; "
-            f"{len(pops)} completed population(s) kept (the exception's .partial)",
-            res,
-            interrupted=ctrl_c,
-        ) from exc
+        raise state.interrupted(exc) from exc
     finally:
         if own_backend:
             be.close()
-    emit(findings(True, settings.get("schedule_stop", "")))
-    result = partial(True, "")
-    assert result is not None
-    hook.end("finished", "", len(pops))
-    if checkpoint is not None:
-        result.save(checkpoint)
-    return result
+    return state.finish()
+
+
+class _SMCRun:
+    """One SMC-ABC run's settings and state, and its named steps: :meth:`begin` (settings, run
+    store), :meth:`population` (one population), :meth:`populations` (until the schedule stops),
+    and the three ends (:meth:`finish`, :meth:`budget_stop`, :meth:`interrupted`)."""
+
+    def __init__(
+        self, model: Any, obs: np.ndarray, sched: Any, kernel: KernelOptions, run: RunOptions,
+        root: np.random.SeedSequence, be: Backend, batch_size: int, scale_arr: np.ndarray | None,
+        n_particles: int, max_simulations: int | None, hook: SMCRunHook,
+    ) -> None:
+        self.model, self.obs, self.sched, self.run, self.root, self.be = model, obs, sched, run, root, be
+        self.batch_size, self.scale_arr, self.n_particles = batch_size, scale_arr, n_particles
+        self.max_simulations, self.hook = max_simulations, hook
+        self.kernel_scale, self.weighted_covariance = float(kernel.scale), bool(kernel.weighted_covariance)
+        self.resample_threshold = float(kernel.resample_threshold)
+        self.stall = max(10**6, 1000 * n_particles)
+        if run.max_population_simulations is not None:
+            self.stall = int(run.max_population_simulations)
+        self.pops: list[_Diagnostics] = []
+        self.hist: list[tuple[np.ndarray, np.ndarray]] = []
+        self.particles: np.ndarray | None = None
+        self.weights: np.ndarray | None = None
+        self.dists: np.ndarray | None = None
+        self.total_sims = 0
+        self.span0: tuple[np.ndarray, int] | None = None
+        self.adaptive = isinstance(sched, AdaptiveSchedule)
+        self.tol = float(sched.initial())
+        self.t = 0
+
+    def begin(self) -> None:
+        """The run's settings; register it with the run store, or restore the run it resumes."""
+        root, scale_arr = self.root, self.scale_arr
+        self.settings: dict[str, Any] = {
+            "n_particles": self.n_particles,
+            "schedule": repr(self.sched),
+            "backend": self.be.name,
+            "seed_entropy": str(root.entropy),
+            "seed_spawn_key": list(root.spawn_key),
+            "batch_size": int(self.batch_size),
+            "kernel_scale": float(self.kernel_scale),
+            "weighted_covariance": bool(self.weighted_covariance),
+            "resample_threshold": float(self.resample_threshold),
+            "scale": None if scale_arr is None else scale_arr.tolist(),
+            "distance": "euclidean",
+        }
+        self.privacy, self.model_desc, self.names = release_facts(self.model)
+        restored = self.hook.begin(self.model_desc, self.settings, self.obs, self.privacy)
+        if self.hook.run_id is not None:
+            self.settings["run_id"] = self.hook.run_id
+        if restored is not None:
+            (self.particles, self.weights, self.dists, self.pops, self.hist, self.total_sims, self.tol,
+             self.t) = restored
+            if hasattr(self.sched, "replay"):  # the adaptive schedule's state: rates and spreads so far
+                self.sched.replay(self.pops[: self.t])
+
+    def findings(self, complete: bool, stop: str) -> list[Any]:
+        """The convergence and range checks (:mod:`dpinfer.inference.smc.convergence`), stored in
+        ``settings["findings"]`` and issued as warnings."""
+        root, obs, model = self.root, self.obs, self.model
+        conflict_seed = np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + (97,))
+        span0 = self.span0
+        found = list(range_findings(obs, *span0, model, conflict_seed)) if span0 is not None else []
+        if "stalled" in stop and not found and span0 is None:  # a resumed run: no population 0 here
+            found += stalled_findings(model, obs, root)
+        found += shrinking_findings(self.pops, self.names) + stop_findings(stop, complete, self.adaptive)
+        if self.particles is not None and self.weights is not None and self.pops:
+            spread_seed = np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + (96,))
+            wide, facts = tolerance_findings(
+                model, self.particles, self.weights, float(self.pops[-1].tolerance), self.scale_arr,
+                spread_seed, int(obs.size),
+            )
+            found += wide
+            self.settings.update(facts)
+        self.settings["findings"] = [f.to_dict() for f in found]
+        return found
+
+    def partial(self, complete: bool, reason: str) -> _Result | None:
+        if self.particles is None or self.weights is None or self.dists is None:
+            return None
+        return _Result(self.particles, self.weights, self.dists, list(self.pops), list(self.hist), self.names,
+                       self.obs, self.settings, complete, reason, self.privacy, self.model_desc)
+
+    def population(self) -> _Diagnostics:
+        """Propose from the last population (the prior at t = 0), fill population ``t``, weight it."""
+        start = time.perf_counter()
+        t, root, n_particles = self.t, self.root, self.n_particles
+        perturbation = None
+        if self.particles is not None and self.weights is not None:
+            # the proposal population (resampled copy if degenerate); the last completed
+            # population itself is left untouched until this one completes
+            perturbation = PerturbationKernel.build(
+                self.particles,
+                self.weights,
+                resample_threshold=self.resample_threshold,
+                kernel_scale=self.kernel_scale,
+                weighted_covariance=self.weighted_covariance,
+                resample_seed=np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + (1, t)),
+            )
+        template = BatchTask(self.model, self.obs, self.tol, self.batch_size, perturbation, self.scale_arr)
+        new_particles, new_dists, sims_used, sims_run, span = _fill_population(
+            self.be, template, root, t, n_particles, self.total_sims, self.max_simulations, self.run.progress,
+            self.stall,
+        )
+        if perturbation is None:
+            self.span0 = (span, sims_used)  # the prior predictive's range (population 0)
+            new_w = np.full(n_particles, 1.0 / n_particles)
+        else:
+            new_w = perturbation.importance_weights(self.model.prior, new_particles)
+        particles, weights = new_particles, new_w
+        self.particles, self.weights, self.dists = new_particles, new_w, new_dists
+        self.total_sims += sims_used
+        return _Diagnostics(
+            t=t,
+            tolerance=self.tol,
+            n_simulations=sims_used,
+            n_simulations_run=sims_run,
+            acceptance_rate=n_particles / sims_used,
+            ess=_ess(weights),
+            resampled_before=perturbation is not None and perturbation.resampled,
+            wall_time=time.perf_counter() - start,
+            kernel_cov=None if perturbation is None else perturbation.cov.tolist(),
+            n_simulations_total=self.total_sims,
+            sd=np.sqrt(np.clip(np.diag(np.atleast_2d(weighted_cov(particles, weights))), 0, None)).tolist(),
+        )
+
+    def populations(self) -> None:
+        """Populations until the schedule stops: record, checkpoint and report each."""
+        run, sched = self.run, self.sched
+        while True:
+            diag = self.population()
+            particles, weights, dists = self.particles, self.weights, self.dists
+            assert particles is not None and weights is not None and dists is not None
+            self.pops.append(diag)
+            if run.keep_history:
+                self.hist.append((particles.copy(), weights.copy()))
+            if run.checkpoint is not None:
+                snapshot = self.partial(False, f"checkpoint after population {self.t}")
+                if snapshot is not None:
+                    snapshot.save(run.checkpoint)
+            if run.callback is not None:
+                run.callback(diag)
+            if hasattr(sched, "observe"):  # the adaptive schedule's spread check
+                sched.observe(self.t, diag.sd, diag.ess)
+            nxt = sched.next(self.t, self.tol, dists, weights, diag.acceptance_rate)
+            if nxt is None:
+                self.settings["schedule_stop"] = str(getattr(sched, "stop_reason", "") or "schedule finished")
+                self.settings["backend"] = self.be.name
+                return
+            self.tol = float(nxt)
+            self.t += 1
+            self.hook.checkpoint(self.t, self.tol, particles, weights, dists, self.pops, self.hist,
+                                 self.total_sims)
+
+    def budget_stop(self, stop: _BudgetStop) -> _Result:
+        """``max_simulations`` reached: the completed populations, as an incomplete result."""
+        self.hook.end("finished", str(stop), len(self.pops))
+        if not self.pops:
+            raise SMCInterrupted(f"{stop}: not even the first population completed.", None) from None
+        emit(self.findings(False, str(stop)), stacklevel=4)  # at smc_abc's caller
+        res = self.partial(False, str(stop))
+        assert res is not None
+        return res
+
+    def interrupted(self, exc: BaseException) -> SMCInterrupted:
+        """Ctrl-C or a failed simulation: save what completed, and the exception to raise."""
+        t, checkpoint = self.t, self.run.checkpoint
+        ctrl_c = _is_ctrl_c(exc)
+        cause = "interrupted (Ctrl-C)" if ctrl_c else f"{type(exc).__name__}: {exc}"
+        res = self.partial(False, f"stopped during population {t}: {cause}")
+        if res is not None and checkpoint is not None:
+            res.save(checkpoint)
+        self.hook.end("interrupted", f"during population {t}: {cause}")
+        return SMCInterrupted(
+            f"SMC-ABC {'was ' + cause if ctrl_c else 'stopped (' + cause + ')'} during population {t}; "
+            f"{len(self.pops)} completed population(s) kept (the exception's .partial)",
+            res,
+            interrupted=ctrl_c,
+        )
+
+    def finish(self) -> _Result:
+        """The schedule finished: warn on the findings, save, close the run record."""
+        emit(self.findings(True, self.settings.get("schedule_stop", "")), stacklevel=4)  # smc_abc's caller
+        result = self.partial(True, "")
+        assert result is not None
+        self.hook.end("finished", "", len(self.pops))
+        if self.run.checkpoint is not None:
+            result.save(self.run.checkpoint)
+        return result
 
 
 __all__ = ["SMCInterrupted", "smc_abc"]

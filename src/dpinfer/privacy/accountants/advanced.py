@@ -30,20 +30,8 @@ from __future__ import annotations
 import math
 
 from ...errors import InvalidPrivacyParameterError
-from ..events import (
-    ADD_REMOVE,
-    LEAF_EVENT_TYPES,
-    DiscreteGaussianEvent,
-    DiscreteLaplaceEvent,
-    GaussianEvent,
-    GaussianSparseVectorEvent,
-    KnownEvent,
-    LaplaceEvent,
-    PrivacyEvent,
-    SampledWithReplacementGaussianEvent,
-    SparseVectorEvent,
-    flatten,
-)
+from .. import events as ev
+from ..events import ADD_REMOVE, LEAF_EVENT_TYPES, PrivacyEvent, flatten
 from ..gaussian import analytic_gaussian_epsilon
 from .base import GAUSSIAN_EVENT_TYPES, GAUSSIAN_SVT_REFUSAL, Accountant, register_accountant
 
@@ -152,19 +140,19 @@ class AdvancedCompositionAccountant(Accountant):
         self.reproduce_paper = bool(reproduce_paper)
 
     def _leaf_supported(self, event: PrivacyEvent) -> str | None:
-        if isinstance(event, GaussianSparseVectorEvent):
+        if isinstance(event, ev.GaussianSparseVectorEvent):
             return GAUSSIAN_SVT_REFUSAL
-        if isinstance(event, DiscreteGaussianEvent):
+        if isinstance(event, ev.DiscreteGaussianEvent):
             return (
                 "the discrete Gaussian's privacy curve is not the continuous one this accountant "
                 "assumes (the 'pld' and 'rdp' accountants analyse it)."
             )
-        if isinstance(event, (*LEAF_EVENT_TYPES, SampledWithReplacementGaussianEvent)):
+        if isinstance(event, (*LEAF_EVENT_TYPES, ev.SampledWithReplacementGaussianEvent)):
             return None
         return "no advanced-composition analysis for this event type."
 
     def _gaussian_add_remove(self, event: PrivacyEvent, delta: float) -> float:
-        if isinstance(event, GaussianEvent):
+        if isinstance(event, ev.GaussianEvent):
             sigma, steps, q = event.noise_multiplier, 1, 1.0
         else:  # the subsampled Gaussian events (Poisson or with replacement) carry all three
             sigma, steps, q = (getattr(event, k) for k in ("noise_multiplier", "steps", "sampling_rate"))
@@ -181,7 +169,7 @@ class AdvancedCompositionAccountant(Accountant):
         # A GaussianEvent's multiplier is relative to the sensitivity under its own relation,
         # so the same analysis applies under both relations. A subsampled event under
         # replace-one is analysed under add-remove and converted by group privacy (k = 2).
-        if isinstance(event, GaussianEvent) or event.neighbouring == ADD_REMOVE:
+        if isinstance(event, ev.GaussianEvent) or event.neighbouring == ADD_REMOVE:
             return self._gaussian_add_remove(event, delta)
         delta_ar = delta / 2.0
         for _ in range(100):
@@ -196,9 +184,9 @@ class AdvancedCompositionAccountant(Accountant):
 
     def _epsilon(self, event: PrivacyEvent, delta: float) -> float:
         leaves = flatten(event)
-        pure_types = (LaplaceEvent, DiscreteLaplaceEvent, SparseVectorEvent)
+        pure_types = (ev.LaplaceEvent, ev.DiscreteLaplaceEvent, ev.SparseVectorEvent)
         pure_eps = sum(e.epsilon for e in leaves if isinstance(e, pure_types))
-        known = [e for e in leaves if isinstance(e, KnownEvent)]
+        known = [e for e in leaves if isinstance(e, ev.KnownEvent)]
         gauss = [e for e in leaves if isinstance(e, GAUSSIAN_EVENT_TYPES)]
         known_delta = sum(e.delta for e in known)
         remaining = delta - known_delta

@@ -11,31 +11,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 
 from ...errors import InvalidPrivacyParameterError, UnsupportedEventError
+from .. import events as ev
 from ..event_conversion import describe
-from ..events import (
-    LEAF_EVENT_TYPES,
-    DiscreteGaussianEvent,
-    GaussianEvent,
-    GaussianSparseVectorEvent,
-    PoissonSubsampledGaussianEvent,
-    PrivacyEvent,
-    SampledWithReplacementGaussianEvent,
-    flatten,
-)
+from ..events import PrivacyEvent, flatten
 from ..validation import check_delta
 
-GAUSSIAN_EVENT_TYPES = (
-    GaussianEvent,
-    GaussianSparseVectorEvent,
-    DiscreteGaussianEvent,
-    PoissonSubsampledGaussianEvent,
-    SampledWithReplacementGaussianEvent,
-)
-
-#: Every leaf event type of the privacy core: the "pld" and "rdp" accountants accept each of them
-#: (a with-replacement batch under replace-one only), with a tight analysis or a valid dominating
-#: one (:mod:`dpinfer.privacy.dominating`).
-ALL_LEAF_TYPES = (*LEAF_EVENT_TYPES, GaussianSparseVectorEvent, SampledWithReplacementGaussianEvent)
+#: The registries of :mod:`dpinfer.privacy.events` (the one list of event classes), re-exported.
+GAUSSIAN_EVENT_TYPES = ev.GAUSSIAN_EVENT_TYPES
+ALL_LEAF_TYPES = ev.ALL_LEAF_EVENT_TYPES
 
 #: Why the tight accountants refuse the DPVI paper's with-replacement batches.
 WITH_REPLACEMENT_REFUSAL = (

@@ -9,22 +9,9 @@ from dp_accounting import NeighboringRelation
 from dp_accounting.pld import common as pld_common
 from dp_accounting.pld import privacy_loss_distribution as pld_lib
 
+from .. import events as ev
 from ..dominating import pld_from_rdp, with_replacement_gaussian_pld
-from ..events import (
-    ADD_REMOVE,
-    REPLACE_ONE,
-    DiscreteGaussianEvent,
-    DiscreteLaplaceEvent,
-    GaussianEvent,
-    GaussianSparseVectorEvent,
-    KnownEvent,
-    LaplaceEvent,
-    PoissonSubsampledGaussianEvent,
-    PrivacyEvent,
-    SampledWithReplacementGaussianEvent,
-    SparseVectorEvent,
-    flatten,
-)
+from ..events import ADD_REMOVE, REPLACE_ONE, PrivacyEvent, flatten
 from ..gaussian_svt import gaussian_svt_rdp
 from .base import ALL_LEAF_TYPES, WITH_REPLACEMENT_REFUSAL, Accountant, register_accountant
 
@@ -45,43 +32,43 @@ def _leaf_pld(event: PrivacyEvent, count: int, vdi: float) -> pld_lib.PrivacyLos
     same release would otherwise repeat. The PLD objects are never mutated (composition
     returns new ones).
     """
-    if isinstance(event, GaussianEvent):
+    if isinstance(event, ev.GaussianEvent):
         # k-fold composition of a Gaussian is a Gaussian with std σ/sqrt(k).
         return pld_lib.from_gaussian_mechanism(
             standard_deviation=event.noise_multiplier / count**0.5,
             value_discretization_interval=vdi,
         )
-    if isinstance(event, LaplaceEvent):
+    if isinstance(event, ev.LaplaceEvent):
         out = pld_lib.from_laplace_mechanism(
             parameter=1.0 / event.epsilon, value_discretization_interval=vdi
         )
-    elif isinstance(event, DiscreteLaplaceEvent) and event.sensitivity <= 2**17:
+    elif isinstance(event, ev.DiscreteLaplaceEvent) and event.sensitivity <= 2**17:
         out = pld_lib.from_discrete_laplace_mechanism(
             parameter=event.epsilon / event.sensitivity,
             sensitivity=event.sensitivity,
             value_discretization_interval=vdi,
         )
-    elif isinstance(event, DiscreteGaussianEvent) and event.dimension > 1:
+    elif isinstance(event, ev.DiscreteGaussianEvent) and event.dimension > 1:
         # no tight PLD: a dominating one from its zCDP curve α·Δ²/(2σ²) (CKS 2020, Thm 14),
         # through the profile bound (D2) and connect-the-dots (D1) of privacy.dominating
         z = event.noise_multiplier
         out = pld_from_rdp(lambda orders: orders / (2.0 * z * z), value_discretization_interval=vdi)
-    elif isinstance(event, GaussianSparseVectorEvent):
+    elif isinstance(event, ev.GaussianSparseVectorEvent):
         # no tight PLD: a dominating one from its Rényi curve (Zhu & Wang 2020, Thm 8)
         out = pld_from_rdp(lambda orders: gaussian_svt_rdp(event, orders), value_discretization_interval=vdi)
-    elif isinstance(event, SampledWithReplacementGaussianEvent):
+    elif isinstance(event, ev.SampledWithReplacementGaussianEvent):
         # no tight PLD: the multiplicity-revealed dominating pair of privacy.dominating
         out = with_replacement_gaussian_pld(
             event.sampling_rate, event.noise_multiplier, event.steps, value_discretization_interval=vdi
         )
-    elif isinstance(event, DiscreteGaussianEvent):
+    elif isinstance(event, ev.DiscreteGaussianEvent):
         # exact (pessimistic) PLD of the discrete Gaussian, CKS 2020 Thm 7
         out = pld_lib.from_discrete_gaussian_mechanism(
             sigma=event.sigma,
             sensitivity=int(event.sensitivity),
             value_discretization_interval=vdi,
         )
-    elif isinstance(event, PoissonSubsampledGaussianEvent):
+    elif isinstance(event, ev.PoissonSubsampledGaussianEvent):
         relation = (
             NeighboringRelation.ADD_OR_REMOVE_ONE
             if event.neighbouring == ADD_REMOVE
@@ -133,29 +120,29 @@ class PLDAccountant(Accountant):
         self.value_discretization_interval = float(value_discretization_interval)
 
     def _leaf_supported(self, event: PrivacyEvent) -> str | None:
-        if isinstance(event, SampledWithReplacementGaussianEvent) and event.neighbouring != REPLACE_ONE:
+        if isinstance(event, ev.SampledWithReplacementGaussianEvent) and event.neighbouring != REPLACE_ONE:
             return WITH_REPLACEMENT_REFUSAL
         if isinstance(event, ALL_LEAF_TYPES):
             return None
         return "no PLD analysis for this event type."
 
     def analysis(self, leaf: PrivacyEvent) -> tuple[str, str]:
-        if isinstance(leaf, DiscreteGaussianEvent) and leaf.dimension > 1:
+        if isinstance(leaf, ev.DiscreteGaussianEvent) and leaf.dimension > 1:
             return "dominating", (
                 "PLD from its zCDP curve (Canonne, Kamath & Steinke 2020, Thm 14): Rényi profile bound "
                 "(CKS 2020, Prop. 12) made a dominating pair by connect-the-dots (privacy.dominating)"
             )
-        if isinstance(leaf, GaussianSparseVectorEvent):
+        if isinstance(leaf, ev.GaussianSparseVectorEvent):
             return "dominating", (
                 "PLD from its Rényi curve (Zhu & Wang 2020, Thm 8): Rényi profile bound made a "
                 "dominating pair by connect-the-dots (privacy.dominating)"
             )
-        if isinstance(leaf, SampledWithReplacementGaussianEvent):
+        if isinstance(leaf, ev.SampledWithReplacementGaussianEvent):
             return "dominating", "PLD of the pair that reveals the record's multiplicity (privacy.dominating)"
         if self.leaf_basic(leaf) > 0.0:
             return "tight", "pure ε, composed basically (Dwork & Roth 2014, Thm 3.16)"
-        if isinstance(leaf, (KnownEvent, SparseVectorEvent)) or (
-            isinstance(leaf, DiscreteLaplaceEvent) and leaf.sensitivity > 2**17
+        if isinstance(leaf, (ev.KnownEvent, ev.SparseVectorEvent)) or (
+            isinstance(leaf, ev.DiscreteLaplaceEvent) and leaf.sensitivity > 2**17
         ):
             return "tight", "worst-case PLD of its (ε, δ) guarantee (tight for the guarantee itself)"
         return "tight", "exact PLD (dp-accounting, pessimistic discretisation)"
@@ -170,8 +157,8 @@ class PLDAccountant(Accountant):
         ~ε/Δ grid points. For every event E,
         ``epsilon(E, δ) = Σ_leaves leaf_basic + (⊗_leaves leaf_pld).get_epsilon_for_delta(δ)``.
         """
-        pure = isinstance(leaf, (LaplaceEvent, DiscreteLaplaceEvent, SparseVectorEvent)) or (
-            isinstance(leaf, KnownEvent) and leaf.delta == 0.0
+        pure = isinstance(leaf, (ev.LaplaceEvent, ev.DiscreteLaplaceEvent, ev.SparseVectorEvent)) or (
+            isinstance(leaf, ev.KnownEvent) and leaf.delta == 0.0
         )
         if pure and leaf.epsilon > _BIG_PURE_EPSILON:  # type: ignore[attr-defined]
             return float(leaf.epsilon)  # type: ignore[attr-defined]
@@ -195,12 +182,12 @@ class PLDAccountant(Accountant):
         """The coarsest loss grid this accountant would use for ``count`` copies of ``leaf``
         (:meth:`resolution` of a set of leaves is the largest of these)."""
         vdi = self.value_discretization_interval
-        if isinstance(leaf, (GaussianEvent, DiscreteGaussianEvent, PoissonSubsampledGaussianEvent)):
-            z = leaf.noise_multiplier / (count**0.5 if isinstance(leaf, GaussianEvent) else 1.0)
+        if isinstance(leaf, (ev.GaussianEvent, ev.DiscreteGaussianEvent, ev.PoissonSubsampledGaussianEvent)):
+            z = leaf.noise_multiplier / (count**0.5 if isinstance(leaf, ev.GaussianEvent) else 1.0)
             vdi = max(vdi, 6.0 / (z * z) / _MAX_POINTS)
-        elif isinstance(leaf, (LaplaceEvent, DiscreteLaplaceEvent)):
+        elif isinstance(leaf, (ev.LaplaceEvent, ev.DiscreteLaplaceEvent)):
             vdi = max(vdi, 2.0 * leaf.epsilon / _MAX_POINTS)
-        elif isinstance(leaf, SampledWithReplacementGaussianEvent):
+        elif isinstance(leaf, ev.SampledWithReplacementGaussianEvent):
             # its dominating PLD spans losses up to ~(2k/σ)² for multiplicities k ~ 6: a fine
             # grid costs minutes and changes ε by < 1e-4 relative (measured)
             vdi = max(vdi, _WITH_REPLACEMENT_VDI)

@@ -11,23 +11,9 @@ import dp_accounting
 import numpy as np
 from dp_accounting.rdp import rdp_privacy_accountant as rdp_lib
 
+from .. import events as ev
 from ..dominating import replace_one_subsampled_gaussian_rdp, with_replacement_gaussian_rdp
-from ..events import (
-    ADD_REMOVE,
-    REPLACE_ONE,
-    DiscreteGaussianEvent,
-    DiscreteLaplaceEvent,
-    GaussianEvent,
-    GaussianSparseVectorEvent,
-    KnownEvent,
-    LaplaceEvent,
-    PoissonSubsampledGaussianEvent,
-    PrivacyEvent,
-    SampledWithReplacementGaussianEvent,
-    SparseVectorEvent,
-    compose,
-    flatten,
-)
+from ..events import ADD_REMOVE, REPLACE_ONE, PrivacyEvent, compose, flatten
 from ..gaussian_svt import gaussian_svt_rdp
 from .base import ALL_LEAF_TYPES, WITH_REPLACEMENT_REFUSAL, Accountant, register_accountant
 
@@ -38,15 +24,15 @@ def to_dp_accounting_event(event: PrivacyEvent) -> dp_accounting.DpEvent | None:
     Laplace and Gaussian parameters are relative to the sensitivity under the event's own
     relation, so their privacy loss is that of dp-accounting's unit-sensitivity mechanism.
     """
-    if isinstance(event, LaplaceEvent):
+    if isinstance(event, ev.LaplaceEvent):
         return dp_accounting.LaplaceDpEvent(1.0 / event.epsilon)
-    if isinstance(event, GaussianEvent):
+    if isinstance(event, ev.GaussianEvent):
         return dp_accounting.GaussianDpEvent(event.noise_multiplier)
-    if isinstance(event, DiscreteGaussianEvent):
+    if isinstance(event, ev.DiscreteGaussianEvent):
         # ½(Δ/σ)²-zCDP in any dimension (Canonne, Kamath & Steinke 2020, Thm 14): the Rényi
         # curve α Δ²/(2σ²) of the continuous Gaussian with multiplier σ/Δ.
         return dp_accounting.GaussianDpEvent(event.noise_multiplier)
-    if isinstance(event, PoissonSubsampledGaussianEvent):
+    if isinstance(event, ev.PoissonSubsampledGaussianEvent):
         return dp_accounting.SelfComposedDpEvent(
             dp_accounting.PoissonSampledDpEvent(
                 event.sampling_rate, dp_accounting.GaussianDpEvent(event.noise_multiplier)
@@ -64,7 +50,7 @@ def _replace_one_cached(q: float, sigma: float, orders: tuple[float, ...]) -> np
     return out
 
 
-def _replace_one_curve(leaf: PoissonSubsampledGaussianEvent, orders: np.ndarray) -> np.ndarray:
+def _replace_one_curve(leaf: ev.PoissonSubsampledGaussianEvent, orders: np.ndarray) -> np.ndarray:
     one = _replace_one_cached(leaf.sampling_rate, leaf.noise_multiplier, tuple(float(o) for o in orders))
     return leaf.steps * np.array(one)
 
@@ -106,21 +92,21 @@ class RDPAccountant(Accountant):
         self.extend = bool(extend)
 
     def _leaf_supported(self, event: PrivacyEvent) -> str | None:
-        if isinstance(event, SampledWithReplacementGaussianEvent) and event.neighbouring != REPLACE_ONE:
+        if isinstance(event, ev.SampledWithReplacementGaussianEvent) and event.neighbouring != REPLACE_ONE:
             return WITH_REPLACEMENT_REFUSAL
         if isinstance(event, ALL_LEAF_TYPES):
             return None
         return "no RDP analysis for this event type."
 
     def analysis(self, leaf: PrivacyEvent) -> tuple[str, str]:
-        if isinstance(leaf, KnownEvent) and leaf.delta > 0:
+        if isinstance(leaf, ev.KnownEvent) and leaf.delta > 0:
             return "basic", "its (ε, δ) added by basic composition (Dwork & Roth 2014, Thm 3.16)"
-        if isinstance(leaf, PoissonSubsampledGaussianEvent) and leaf.neighbouring != ADD_REMOVE:
+        if isinstance(leaf, ev.PoissonSubsampledGaussianEvent) and leaf.neighbouring != ADD_REMOVE:
             return "dominating", (
                 "Rényi divergence of the replace-one dominating pair, bounded by quadrature, and "
                 "Mironov 2017, Prop. 11 (privacy.dominating)"
             )
-        if isinstance(leaf, SampledWithReplacementGaussianEvent):
+        if isinstance(leaf, ev.SampledWithReplacementGaussianEvent):
             return "dominating", (
                 "δ-approximate Rényi curve of the multiplicity-revealed pair (privacy.dominating)"
             )
@@ -137,16 +123,16 @@ class RDPAccountant(Accountant):
         """
         self._check_leaf(leaf)
         orders = np.asarray(orders, dtype=np.float64)
-        if isinstance(leaf, GaussianSparseVectorEvent):
+        if isinstance(leaf, ev.GaussianSparseVectorEvent):
             return np.asarray(gaussian_svt_rdp(leaf, orders), dtype=np.float64)  # Zhu & Wang 2020, Thm 8
-        if isinstance(leaf, KnownEvent):
+        if isinstance(leaf, ev.KnownEvent):
             if leaf.delta > 0:
                 return np.zeros_like(orders)
             return pure_dp_rdp(leaf.epsilon, orders)
-        if isinstance(leaf, PoissonSubsampledGaussianEvent) and leaf.neighbouring != ADD_REMOVE:
+        if isinstance(leaf, ev.PoissonSubsampledGaussianEvent) and leaf.neighbouring != ADD_REMOVE:
             # no tight curve: Mironov's weak triangle inequality over remove-then-add (R1)
             return _replace_one_curve(leaf, orders)
-        if isinstance(leaf, SampledWithReplacementGaussianEvent):
+        if isinstance(leaf, ev.SampledWithReplacementGaussianEvent):
             q, sigma, steps = leaf.sampling_rate, leaf.noise_multiplier, leaf.steps
             return with_replacement_gaussian_rdp(q, sigma, steps, orders)[0]
         dpe = to_dp_accounting_event(leaf)
@@ -166,9 +152,9 @@ class RDPAccountant(Accountant):
         (:func:`~dpinfer.privacy.dominating.with_replacement_gaussian_rdp`).
         """
         self._check_leaf(leaf)
-        if isinstance(leaf, KnownEvent) and leaf.delta > 0:
+        if isinstance(leaf, ev.KnownEvent) and leaf.delta > 0:
             return float(leaf.epsilon), float(leaf.delta)
-        if isinstance(leaf, SampledWithReplacementGaussianEvent):
+        if isinstance(leaf, ev.SampledWithReplacementGaussianEvent):
             # the multiplicity tail set aside (δ-approximate RDP, Bun & Steinke 2016, Lemma 8.3)
             return 0.0, with_replacement_gaussian_rdp(leaf.sampling_rate, leaf.noise_multiplier, leaf.steps,
                                                       np.array([2.0]))[1]
@@ -241,8 +227,8 @@ class RDPAccountant(Accountant):
         their full ε at the large orders a Gaussian composition converts at, plus the
         conversion's ln(1/δ)/(α - 1) term again.
         """
-        if isinstance(leaf, (LaplaceEvent, DiscreteLaplaceEvent, SparseVectorEvent)) or (
-            isinstance(leaf, KnownEvent) and leaf.delta == 0.0
+        if isinstance(leaf, (ev.LaplaceEvent, ev.DiscreteLaplaceEvent, ev.SparseVectorEvent)) or (
+            isinstance(leaf, ev.KnownEvent) and leaf.delta == 0.0
         ):
             return float(leaf.epsilon)
         return 0.0

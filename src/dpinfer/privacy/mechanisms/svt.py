@@ -50,6 +50,7 @@ from ...errors import InvalidDataError, InvalidPrivacyParameterError
 from ..context import ReleaseContext
 from ..events import GaussianSparseVectorEvent, SparseVectorEvent
 from ..rng import PrivacyRNG
+from ..svt_scale import svt_laplace_scale
 
 T = TypeVar("T")
 
@@ -205,7 +206,7 @@ class SparseVector:
         b = (c + 1)·Δρ/ε with one threshold draw, 2c·Δρ/ε when it is redrawn."""
         if not isinstance(event, SparseVectorEvent):
             raise InvalidPrivacyParameterError(f"expected a SparseVectorEvent, got {type(event).__name__}.")
-        b = (2 * event.c if event.resample else event.c + 1) * float(sensitivity) / event.epsilon
+        b = svt_laplace_scale(event.c, event.epsilon, float(sensitivity), resample=event.resample)
         return cls(event.c, b, epsilon_abc, event.resample, rng, max_queries=max_queries)
 
     def _check_noise(self, b: float) -> None:

@@ -6,7 +6,7 @@ from .engine import DPVI
 from .families import FullRankGaussian, MeanFieldGaussian, make_family
 from .models import GaussianLinearRegression, LogisticRegression, Model, PoissonRegression, make_model
 from .optim import SGD, Adam, DPOptimizer, WindowedAdaGrad, clip_per_example
-from .options import OptimizerOptions, PrivacyOptions, TrainingOptions
+from .options import DataOptions, OptimizerOptions, PrivacyOptions, TrainingOptions
 from .planning import PrivacyPlan, plan_privacy
 from .result import DPVIResult
 from .schedule import Phase
@@ -18,6 +18,7 @@ __all__ = [
     "CholeskyFactor",
     "DPOptimizer",
     "DPVIResult",
+    "DataOptions",
     "DPVIConvergenceWarning",
     "DPVINoiseWarning",
     "FullRankGaussian",

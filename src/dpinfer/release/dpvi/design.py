@@ -2,15 +2,17 @@
 
 All of it is validated before anything is planned or charged (a refused fit costs nothing):
 
-* ``bounds=[(lo_1, hi_1), ...]`` — *public* bounds of each feature column (declared by the data
-  owner, never computed from the data). Each column is mapped to [−1, 1] by
+* ``bounds`` — *public* bounds of the feature columns (declared by the data owner, never computed
+  from the data), in the forms :func:`dpinfer.private_glm` takes: ``{column: (lo, hi)}``, one
+  ``(lo, hi)`` pair per column, or one pair for every column. Each column is mapped to [−1, 1] by
   z = 2(x − lo)/(hi − lo) − 1, so the features are on one scale and centred on the middle of
   their range (less correlation with the intercept, which the windowed AdaGrad's per-coordinate
   steps handle badly). A value outside its bounds is an error (nothing is clipped silently); the
   coefficients are then those of the scaled features, and predictions from the result take the
   raw columns and apply the same scaling.
-* ``intercept=True`` — a first column of ones, named ``"intercept"``: the model's ``dim`` counts
-  it (``LogisticRegression(k + 1)`` for k feature columns).
+* ``intercept=True`` (the default for the built-in regressions, as ``private_glm``) — a first
+  column of ones, named ``"intercept"``: the model's ``dim`` counts it (``LogisticRegression()``
+  takes it from the data: k + 1 for k feature columns).
 * ``offset=`` — a per-record offset added to the linear predictor, for the Poisson model's
   exposure (log t_i): η_i = x_iᵀθ + offset_i. It is a confidential column like the others (it
   enters each record's gradient and so its clipped contribution) and is passed to the model as
@@ -35,7 +37,7 @@ def prepare_design(
     model: Model,
     X: Any,
     *,
-    intercept: bool = False,
+    intercept: bool = True,
     bounds: Any = None,
     offset: Any = None,
     feature_names: Any = None,
@@ -70,7 +72,7 @@ def prepare_design(
     record: dict[str, Any] = {"intercept": bool(intercept), "bounds": None, "offset": offset is not None,
                               "n_columns": k}
     if bounds is not None:
-        b = _check_bounds(bounds, k)
+        b = _check_bounds(bounds, k, names)
         lo, hi = b[:, 0], b[:, 1]
         outside = (A < lo) | (A > hi) | ~np.isfinite(A)
         if outside.any():
@@ -126,15 +128,35 @@ def _numeric(X: Any) -> bool:
     return True
 
 
-def _check_bounds(bounds: Any, k: int) -> np.ndarray:
+def _check_bounds(bounds: Any, k: int, names: list[str] | None = None) -> np.ndarray:
+    """The (k, 2) bounds from the forms ``private_glm`` takes: a dict column → (lo, hi) covering
+    every column, one pair per column, or one pair for all."""
+    if isinstance(bounds, dict):
+        if names is None:
+            raise InvalidDataError(
+                "bounds given as {column: (lo, hi)} need column names: a table with named columns or "
+                "DataOptions(feature_names=[...]); or give one (lo, hi) pair per column. Nothing was "
+                "charged or released."
+            )
+        missing = [c for c in names if c not in bounds]
+        extra = [str(c) for c in bounds if c not in names]
+        if missing or extra:
+            raise InvalidDataError(
+                (f"bounds has no (lo, hi) for column(s) {missing}. " if missing else "")
+                + (f"bounds names column(s) {extra} that are not features. " if extra else "")
+                + "Nothing was charged or released."
+            )
+        bounds = [bounds[c] for c in names]
     try:
         b = np.asarray(bounds, dtype=np.float64)
     except (TypeError, ValueError):
         b = np.zeros((0,))
+    if b.shape == (2,):  # one pair for every column
+        b = np.tile(b, (k, 1))
     if b.shape != (k, 2):
         raise InvalidDataError(
-            f"bounds must give (lo, hi) for each of the {k} feature columns, got {np.shape(bounds)}. "
-            "Nothing was charged or released."
+            f"bounds must give (lo, hi) for each of the {k} feature columns (or one pair for all, or "
+            f"{{column: (lo, hi)}}), got shape {np.shape(bounds)}. Nothing was charged or released."
         )
     ok = np.isfinite(b).all(1) & (b[:, 0] < b[:, 1])
     if not ok.all():

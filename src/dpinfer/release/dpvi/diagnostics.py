@@ -73,12 +73,19 @@ from ...errors import InferenceWarning
 DRIFT_Z = 3.5
 #: τ: the share of the posterior sd the non-private jitter may move the half-tail means by
 DRIFT_TOLERANCE = 0.1
+#: DPVINoiseWarning fires when, on some coordinate, the privacy noise's sd exceeds this multiple of
+#: the posterior sd: the noise part of the interval width is then more than twice the posterior's
+#: own (the widened interval over 2.2x the posterior interval), i.e. the noise dominates
+#: (issue 39: it fired at noise_sd > posterior sd, on nearly every private fit)
+NOISE_DOMINATES = 2.0
 
 
 class DPVINoiseWarning(InferenceWarning):
-    """The spread the privacy noise alone induces in a DPVI fit's mean exceeds the posterior sd:
-    the returned posterior is mostly noise (more data, a larger ε, fewer steps or a larger
-    sampling rate reduce it; ``widen="noise"`` accounts for it in the intervals)."""
+    """The spread the privacy noise alone induces in a DPVI fit's mean exceeds
+    :data:`NOISE_DOMINATES` (2) posterior sd on some coordinate: the returned mean is mostly noise
+    (more data, a larger ε, fewer steps or a larger sampling rate reduce it). The intervals of
+    ``interval()``, ``summary()`` and the figures include this spread by default
+    (``widen="noise"``)."""
 
 
 class DPVIConvergenceWarning(InferenceWarning):
@@ -257,6 +264,11 @@ class FitDiagnostics:
         non-private fit).
     noise_ratio
         noise_sd / posterior sd, per coordinate.
+    dominance
+        noise_sd / the sampling posterior's sd: q's sd, or the sd of the curvature the released
+        trajectory shows where that is smaller (under heavy noise q's own sd is inflated by the
+        noise, so noise_ratio understates how much the noise dominates). DPVINoiseWarning fires
+        when it exceeds :data:`NOISE_DOMINATES` on some coordinate.
     drift
         ū_B − ū_A, the change of the mean between the two halves of the averaged tail.
     drift_z
@@ -267,6 +279,7 @@ class FitDiagnostics:
 
     noise_sd: np.ndarray
     noise_ratio: np.ndarray
+    dominance: np.ndarray
     drift: np.ndarray
     drift_z: np.ndarray
     converged: bool
@@ -275,6 +288,8 @@ class FitDiagnostics:
         return {
             "noise_sd": self.noise_sd.tolist(),
             "noise_ratio": self.noise_ratio.tolist(),
+            "noise_dominance": self.dominance.tolist(),
+            "noise_dominates_above": NOISE_DOMINATES,
             "drift": self.drift.tolist(),
             "drift_z": self.drift_z.tolist(),
             "converged": bool(self.converged),
@@ -323,6 +338,7 @@ def diagnose(record: Trajectory, covariance: np.ndarray, steps: int) -> FitDiagn
     return FitDiagnostics(
         noise_sd=noise_sd,
         noise_ratio=noise_sd / sd,
+        dominance=noise_sd / scale,
         drift=drift,
         drift_z=z,
         converged=bool(np.all(np.isfinite(z)) and float(np.max(z)) <= DRIFT_Z),
@@ -330,15 +346,17 @@ def diagnose(record: Trajectory, covariance: np.ndarray, steps: int) -> FitDiagn
 
 
 def noise_message(names: tuple[str, ...], ratio: np.ndarray, epsilon: float | None) -> str:
-    """The :class:`DPVINoiseWarning` text: which coordinates, by how much, and what to do."""
+    """The :class:`DPVINoiseWarning` text: which coordinates (by the fit's parameter names), by
+    how much, what the intervals already include, and what to do."""
     worst = np.argsort(-ratio)[:3]
-    which = ", ".join(f"{names[j]} ({ratio[j]:.1f}x)" for j in worst if ratio[j] > 1.0)
+    which = ", ".join(f"{names[j]} ({ratio[j]:.1f}x)" for j in worst if ratio[j] > NOISE_DOMINATES)
     at = "" if epsilon is None or not math.isfinite(epsilon) else f" at epsilon={epsilon:g}"
     return (
-        f"the privacy noise alone moves the DPVI mean by more than one posterior sd{at}: "
-        f"noise sd / posterior sd = {which}. The intervals do not cover this spread; use "
-        "result.interval(widen='noise') (posterior var + noise var), and to reduce it use more "
-        "data, a larger epsilon, a larger sampling_rate or fewer steps."
+        f"the privacy noise dominates the DPVI fit{at}: it alone moves the mean by more than "
+        f"{NOISE_DOMINATES:g} posterior sd (noise sd / posterior sd = {which}). The intervals of "
+        "result.interval(), summary() and the figures include this spread (widen='noise', the "
+        "default); result.interval(widen=None) is the posterior alone and does not cover it. To "
+        "reduce it use more data, a larger epsilon, a larger sampling_rate or fewer steps."
     )
 
 
@@ -355,17 +373,18 @@ def drift_message(names: tuple[str, ...], z: np.ndarray, drift: np.ndarray, sd: 
 
 
 def warn_diagnostics(result: Any, diag: FitDiagnostics, epsilon: float | None) -> None:
-    """Emit :class:`DPVINoiseWarning` when some noise_sd exceeds the posterior sd and
+    """Emit :class:`DPVINoiseWarning` when some noise_sd exceeds NOISE_DOMINATES posterior sd and
     :class:`DPVIConvergenceWarning` when the tail drift says the fit has not converged."""
     names, sd = result.param_names, result.std
-    if np.any(diag.noise_ratio > 1.0):
-        warnings.warn(noise_message(names, diag.noise_ratio, epsilon), DPVINoiseWarning, stacklevel=3)
+    if np.any(diag.dominance > NOISE_DOMINATES):
+        warnings.warn(noise_message(names, diag.dominance, epsilon), DPVINoiseWarning, stacklevel=3)
     if not diag.converged:
         msg = drift_message(names, diag.drift_z, diag.drift, sd)
         warnings.warn(msg, DPVIConvergenceWarning, stacklevel=3)
 
 
 __all__ = [
+    "NOISE_DOMINATES",
     "DRIFT_TOLERANCE",
     "DRIFT_Z",
     "DPVIConvergenceWarning",

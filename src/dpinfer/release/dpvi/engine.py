@@ -117,7 +117,15 @@ from .diagnostics import Trajectory, diagnose, warn_diagnostics
 from .families import GaussianFamily, choose_family, make_family
 from .loop import noise_error, prepare_loop, run_loop, warn_clipped
 from .models import Model
-from .options import OptimizerOptions, PrivacyOptions, TrainingOptions, check_group, merge_privacy
+from .options import (
+    DataOptions,
+    OptimizerOptions,
+    PrivacyOptions,
+    TrainingOptions,
+    check_group,
+    merge_privacy,
+    refuse_moved,
+)
 from .planning import check_ledger, epsilon_spent, fit_report, plan_fit, warn_with_replacement
 from .result import DPVIResult
 from .sampling import draw_batch
@@ -162,17 +170,28 @@ class DPVI:
     def __init__(self, model: Model, family: str = "auto") -> None:
         if not isinstance(model, Model):
             raise InvalidDataError(f"model must be a dpinfer.release.dpvi Model, got {type(model).__name__}.")
-        chosen, reason = choose_family(family, model.dim)  # the default mode's choice until a fit
         self.model = model
         self.requested_family = family
-        self._family = make_family(chosen, model.dim)
-        self._family_reason = reason
+        self._family: GaussianFamily | None = None
+        self._family_reason = "requested"
+        if model.dim is not None:  # else built at the first fit, from the data's columns
+            chosen, reason = choose_family(family, model.dim)  # the default mode's choice until a fit
+            self._family, self._family_reason = make_family(chosen, model.dim), reason
+        elif family not in ("auto", "meanfield", "fullrank"):
+            choose_family(family, 1)  # an unknown name is refused now
         self._plan: PrivacyPlan | None = None
         self._steps_done = 0
 
     @property
     def family(self) -> GaussianFamily:
-        """The variational family of the next (or last) fit; assigning one fixes it (no ``auto``)."""
+        """The variational family of the next (or last) fit; assigning one fixes it (no ``auto``).
+
+        A model whose dim comes from the data has none before its first fit."""
+        if self._family is None:
+            raise InvalidDataError(
+                f"{type(self.model).__name__}() takes its dim from the data: the family exists after the "
+                "first fit (or give the model its dim)."
+            )
         return self._family
 
     @family.setter
@@ -185,8 +204,42 @@ class DPVI:
             return
         lam = noise_error(spec, noise_multiplier, self.model.dim)
         chosen, self._family_reason = choose_family("auto", self.model.dim, spec.per_example, lam)
-        if chosen != self._family.name:
+        if self._family is None or chosen != self._family.name or self._family.dim != self.model.dim:
             self._family = make_family(chosen, self.model.dim)
+
+    def _fit_dim(self, X: Any, intercept: bool, *, defaulted: bool, offset: bool) -> bool:
+        """Set a data-sized model's dim from the design, or check a given dim against it (issue 40:
+        the intercept default is True, as ``private_glm``'s; it was False). ``False``: the model's
+        dim counts the feature columns only and the intercept was the default, i.e. the earlier
+        convention: the caller refits the design without the intercept (with a FutureWarning)."""
+        model = self.model
+        if not model.regression or np.ndim(X) != 2:
+            return True
+        cols = int(np.shape(X)[1]) - int(offset)
+        if model.dim_from_data:
+            model.dim = cols
+            if self.requested_family != "auto" and (self._family is None or self._family.dim != cols):
+                self._family = make_family(self.requested_family, cols)
+            return True
+        if model.dim == cols:
+            return True
+        k = cols - int(intercept)
+        name = type(model).__name__
+        if defaulted and intercept and model.dim == k:
+            warnings.warn(
+                f"{name}({model.dim}) for {k} feature column(s) counts no intercept: fitted WITHOUT one "
+                "(the earlier default). DPVI.fit's intercept default is now True, as private_glm's: use "
+                f"{name}() (dim from the data) for the model with an intercept, or say "
+                "data=DataOptions(intercept=False) to keep this model without this warning.",
+                FutureWarning,
+                stacklevel=3,
+            )
+            return False
+        raise InvalidDataError(
+            f"{name}({model.dim}) but the design has {cols} column(s) ({k} feature(s)"
+            f"{' + intercept' if intercept else ''}): use {name}() to take dim from the data. Nothing was "
+            "charged."
+        )
 
     def privacy_spent(self, delta: float | None = None) -> float:
         """ε spent so far by the running (or last) private fit at ``delta`` (default: its δ):
@@ -220,11 +273,8 @@ class DPVI:
         ledger: Any = None,
         dataset: str | None = None,
         privacy_plan: PrivacyPlan | None = None,
-        intercept: bool = False,
-        bounds: Any = None,
-        offset: Any = None,
-        feature_names: Any = None,
-        schema: Any = None,
+        data: DataOptions | None = None,
+        **removed: Any,
     ) -> DPVIResult:
         """Fit q(θ) to the posterior of the model given (X, y) (the pipeline of the module docstring).
 
@@ -281,18 +331,22 @@ class DPVI:
             to reuse (repeated fits with the same q, T and relation skip the calibration and
             accounting); replaces epsilon, noise_multiplier, accountant and the accounting options.
 
-        intercept, bounds, offset, feature_names
-            The design (:mod:`dpinfer.release.dpvi.design`): a first column of ones named
-            ``"intercept"`` (the model's dim counts it), public per-column bounds ``[(lo, hi),
-            ...]`` that scale each feature column to [−1, 1] (data outside them: an error, nothing
-            charged), a per-record offset of the linear predictor (PoissonRegression's exposure,
-            log t), and the coordinate names (default: a table's own string labels), which label
-            ``param_names``, ``summary()`` and ``to_arviz()``.
-        schema
-            The data set's public :class:`~dpinfer.data.Schema` (or its file): ``bounds`` default to
-            its declared bounds, the data are refused if they do not match it, and the fit is
-            charged to its data set. With a data source as ``X`` (a file, a DuckDB query, a
-            table), ``y`` (and ``offset``) name its columns (:mod:`dpinfer.data.inputs`).
+        data
+            :class:`~dpinfer.release.dpvi.options.DataOptions`: the design, in ``private_glm``'s
+            convention (:mod:`dpinfer.release.dpvi.design`): the intercept (default ``True`` for
+            the built-in regressions: a first column of ones named ``"intercept"``; the model's dim,
+            when given, counts it; ``LogisticRegression()`` takes it from the data), public
+            ``bounds`` (``{column: (lo, hi)}``, one pair per column or one for all) that scale each
+            feature column to [−1, 1] (data outside them: an error, nothing charged), a per-record
+            offset of the linear predictor (PoissonRegression's exposure, log t), the coordinate
+            names (default: a table's own string labels), which label ``param_names``,
+            ``summary()``, ``to_arviz()`` and the warnings, and the data set's public
+            :class:`~dpinfer.data.Schema`: ``bounds`` default to its declared bounds, the data are
+            refused if they do not match it, and the fit is charged to its data set. With a data
+            source as ``X`` (a file, a DuckDB query, a table), ``y`` (and ``offset``) name its
+            columns (:mod:`dpinfer.data.inputs`). The earlier keywords ``intercept=``,
+            ``bounds=``, ``offset=``, ``feature_names=`` and ``schema=`` are refused with a
+            message naming ``data=DataOptions(...)``.
 
         Returns
         -------
@@ -305,9 +359,18 @@ class DPVI:
             :class:`~dpinfer.privacy.context.ReleaseContext`, or an unknown keyword (each setting
             other than those above is a field of one of the three groups).
         """
+        refuse_moved(removed)
         p_opts = merge_privacy(privacy, epsilon, delta)
         o_opts = check_group("optimizer", optimizer, OptimizerOptions)
         t_opts = check_group("training", training, TrainingOptions)
+        d_opts = check_group("data", data, DataOptions)
+        bounds, offset, schema = d_opts.bounds, d_opts.offset, d_opts.schema
+        feature_names = d_opts.feature_names
+        intercept = self.model.regression if d_opts.intercept is None else d_opts.intercept
+        if not isinstance(intercept, (bool, np.bool_)):  # "no" would be read as True
+            raise InvalidDataError(
+                f"intercept must be True or False, got {intercept!r}. Nothing was charged."
+            )
         if context is not None and not isinstance(context, ReleaseContext):
             raise TypeError(f"context must be a ReleaseContext, got {type(context).__name__}.")
         if schema is not None or isinstance(y, str) or isinstance(offset, str) or is_source(X):
@@ -323,9 +386,17 @@ class DPVI:
             context = ReleaseContext.of(context, ledger=ledger, dataset=dataset)
         ledger, dataset = (context.ledger, context.dataset) if context is not None else (None, None)
         # 1. validate everything (nothing planned, charged or released yet)
+        X0 = X
         X, names, design = prepare_design(
-            self.model, X, intercept=intercept, bounds=bounds, offset=offset, feature_names=feature_names
+            self.model, X, intercept=bool(intercept), bounds=bounds, offset=offset,
+            feature_names=feature_names,
         )
+        defaulted = d_opts.intercept is None
+        if not self._fit_dim(X, bool(intercept), defaulted=defaulted, offset=offset is not None):
+            # the earlier convention (dim = the feature columns, no intercept): kept, with a warning
+            X, names, design = prepare_design(
+                self.model, X0, intercept=False, bounds=bounds, offset=offset, feature_names=feature_names
+            )
         spec = validate_fit(
             self.model, X, y, p_opts, o_opts, t_opts, private=private, ledger=ledger, dataset=dataset,
             offset=offset is not None,

@@ -88,6 +88,10 @@ class Model:
 
     name: str = "custom"
     layout: ParamLayout | None = None  # the constrained blocks (None: θ is the flat real vector)
+    #: a regression on a linear predictor: the fit's intercept default is True (DataOptions)
+    regression: bool = False
+    #: built without dim: each fit sets dim to the design's columns (intercept included)
+    dim_from_data: bool = False
     link: Callable[..., Tensor] | None = None
 
     def __init__(
@@ -119,7 +123,9 @@ class Model:
             self._lp = log_prior
         if dim is not None:
             self.dim = int(dim)
-        if not hasattr(self, "dim") or int(self.dim) < 1:
+        if getattr(self, "dim_from_data", False) and getattr(self, "dim", None) is None:
+            pass  # a built-in regression without dim: set from the data at each fit
+        elif not hasattr(self, "dim") or int(self.dim) < 1:
             raise InvalidDataError("a model needs dim >= 1 (the dimension of theta).")
         if type(self) is Model:
             if log_likelihood is None or log_prior is None:
@@ -217,13 +223,14 @@ class LogisticRegression(Model):
 
     ``y_i ~ Bernoulli(s(x_i · θ))`` with ``s(z) = squash + (1 - 2 squash) logistic(z)`` and
     ``θ ~ N(0, prior_scale² I)``. The authors' code uses ``squash = 1e-6`` (it keeps the
-    log-likelihood bounded); ``squash=0`` gives the plain logistic link. No intercept is added:
-    append a column of ones to X if you want one.
+    log-likelihood bounded); ``squash=0`` gives the plain logistic link. The fit adds the
+    intercept column (``DataOptions(intercept=True)``, the default, as ``private_glm``).
 
     Parameters
     ----------
     dim
-        Number of features (= dimension of θ).
+        Dimension of θ: the design's columns, intercept included. ``None`` (default): taken from
+        the data at each fit (feature columns + 1 for the intercept).
     prior_scale
         Prior standard deviation (1 in the paper).
     squash
@@ -231,9 +238,11 @@ class LogisticRegression(Model):
     """
 
     name = "logistic"
+    regression = True
 
-    def __init__(self, dim: int, prior_scale: float = 1.0, squash: float = 1e-6) -> None:
-        self.dim = int(dim)
+    def __init__(self, dim: int | None = None, prior_scale: float = 1.0, squash: float = 1e-6) -> None:
+        self.dim_from_data = dim is None  # set from the data at each fit (intercept included)
+        self.dim = None if dim is None else int(dim)  # type: ignore[assignment]
         self.prior_scale = check_positive(prior_scale, "prior_scale")
         if not 0.0 <= float(squash) < 0.5:
             raise InvalidDataError(f"squash must lie in [0, 0.5), got {squash!r}.")
@@ -332,9 +341,11 @@ class PoissonRegression(Model):
     with the offset o_i (exposure: log t_i) from ``fit(..., offset=...)`` (0 without)."""
 
     name = "poisson"
+    regression = True
 
-    def __init__(self, dim: int, prior_scale: float = 1.0) -> None:
-        self.dim = int(dim)
+    def __init__(self, dim: int | None = None, prior_scale: float = 1.0) -> None:
+        self.dim_from_data = dim is None  # set from the data at each fit (intercept included)
+        self.dim = None if dim is None else int(dim)  # type: ignore[assignment]
         self.prior_scale = check_positive(prior_scale, "prior_scale")
         super().__init__()
 
@@ -384,9 +395,11 @@ class GaussianLinearRegression(Model):
     """
 
     name = "gaussian-linear"
+    regression = True
 
-    def __init__(self, dim: int, noise_scale: float = 1.0, prior_scale: float = 1.0) -> None:
-        self.dim = int(dim)
+    def __init__(self, dim: int | None = None, noise_scale: float = 1.0, prior_scale: float = 1.0) -> None:
+        self.dim_from_data = dim is None  # set from the data at each fit (intercept included)
+        self.dim = None if dim is None else int(dim)  # type: ignore[assignment]
         self.noise_scale = check_positive(noise_scale, "noise_scale")
         self.prior_scale = check_positive(prior_scale, "prior_scale")
         super().__init__()
@@ -421,7 +434,7 @@ BUILTIN_MODELS: dict[str, type[Model]] = {
 }
 
 
-def make_model(name: str, dim: int, **kwargs: Any) -> Model:
+def make_model(name: str, dim: int | None = None, **kwargs: Any) -> Model:
     """A built-in model by name (``"logistic"``, ``"poisson"``, ``"gaussian-linear"``)."""
     try:
         cls: Any = BUILTIN_MODELS[name]  # the built-in subclasses take the dimension first

@@ -177,6 +177,67 @@ class TrainingOptions:
     callback: Callable[[int, Any], None] | None = None
 
 
+@dataclass(frozen=True)
+class DataOptions:
+    """What the data are: the design of the fit (:mod:`dpinfer.release.dpvi.design`), in the
+    convention of :func:`dpinfer.private_glm` (issue 40).
+
+    Attributes
+    ----------
+    intercept
+        Prepend a column of ones named ``"intercept"``. ``None`` (default): ``True`` for the
+        built-in regressions (``LogisticRegression``, ``PoissonRegression``,
+        ``GaussianLinearRegression``), as ``private_glm``'s ``intercept=True``; ``False`` for a
+        user's :class:`~dpinfer.release.dpvi.Model`, whose likelihood reads X as given.
+    bounds
+        Public bounds of the feature columns, the forms ``private_glm`` takes: a dict
+        ``{column: (lower, upper)}`` (the columns named by the table or ``feature_names``), a
+        sequence of one (lower, upper) pair per feature, or one pair for every feature. Each column
+        is scaled to [-1, 1]; a value outside its bounds is refused before anything is charged.
+    offset
+        A per-record offset of the linear predictor (PoissonRegression's exposure, log t), or the
+        name of its column in a data source.
+    feature_names
+        The names of the feature columns (default: a table's own string labels); they label
+        ``param_names``, ``summary()``, ``to_arviz()``, the figures and the warnings.
+    schema
+        The data set's public :class:`~dpinfer.data.Schema` (or its file): ``bounds`` default to
+        its declared bounds, the data are refused if they do not match it, and the fit is charged
+        to its data set.
+    """
+
+    intercept: bool | None = None
+    bounds: Any = None
+    offset: Any = None
+    feature_names: Any = None
+    schema: Any = None
+
+
+#: fit keywords that moved into DataOptions (issue 37): refused with a message naming the new place
+MOVED_TO_DATA = ("intercept", "bounds", "offset", "feature_names", "schema")
+
+
+def refuse_moved(removed: dict[str, Any]) -> None:
+    """Refuse the keywords :meth:`~dpinfer.release.dpvi.DPVI.fit` no longer takes.
+
+    Raises
+    ------
+    TypeError
+        Always, when ``removed`` is not empty: a moved keyword names ``data=DataOptions(...)``,
+        anything else is an unknown keyword.
+    """
+    if not removed:
+        return
+    moved = [k for k in removed if k in MOVED_TO_DATA]
+    if moved:
+        spelled = ", ".join(f"{k}=..." for k in moved)
+        raise TypeError(
+            f"DPVI.fit no longer takes {', '.join(moved)} as keywords: give data=DataOptions({spelled}) "
+            "(from dpinfer.release.dpvi). Nothing was charged."
+        )
+    raise TypeError(f"DPVI.fit got unexpected keyword argument(s) {', '.join(sorted(removed))}.")
+
+
 def check_group(name: str, group: Any, cls: type) -> Any:
     """``group``, or ``cls()`` for None; anything else is refused with the group's name."""
     if group is None:
@@ -211,4 +272,7 @@ def merge_privacy(
     return replace(group, **given) if given else group
 
 
-__all__ = ["OptimizerOptions", "PrivacyOptions", "TrainingOptions", "check_group", "merge_privacy"]
+__all__ = [
+    "MOVED_TO_DATA", "DataOptions", "OptimizerOptions", "PrivacyOptions", "TrainingOptions", "check_group",
+    "merge_privacy", "refuse_moved",
+]

@@ -26,6 +26,7 @@ from ...results.synthetic import SyntheticData
 from ...sizes import check_allocation
 from .constraints import constrained_sample
 from .design import apply_design
+from .diagnostics import NOISE_DOMINATES
 from .families import make_family
 from .models import BUILTIN_MODELS, Model, make_model
 
@@ -325,9 +326,10 @@ class DPVIResult(ResultFile):
         d = self.diagnostics
         if d is not None:
             ratio = float(np.max(d["noise_ratio"])) if d["noise_ratio"] else 0.0
+            dom = d.get("noise_dominance") or d["noise_ratio"]  # files written before issue 39: the ratio
             lines.append(
                 f"  noise sd / posterior sd: max {ratio:.2f}"
-                + (" (the noise dominates)" if ratio > 1 else "")
+                + (" (the noise dominates)" if dom and float(np.max(dom)) > NOISE_DOMINATES else "")
                 + f"; converged: {'yes' if d['converged'] else 'NO'} "
                 f"(tail drift z max {max(d['drift_z'], default=0.0):.1f})"
             )
