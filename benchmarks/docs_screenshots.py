@@ -7,7 +7,8 @@ Run ``make docs`` first (the tutorials are executed there), then::
 It opens four pages from ``docs/_build/html`` as ``file://`` URLs with Selenium and Debian's
 ``chromium`` and ``chromium-driver`` (``apt-get install chromium chromium-driver``; no downloaded
 browser build) and saves ``docs_tutorial_analyst.png`` (a rendered, executed notebook),
-``docs_index.png``, ``docs_api_dpinfer.png`` (the API reference) and ``docs_privacy_model.png``. Each screenshot is checked not to be blank.
+``docs_index.png``, ``docs_api_dpinfer.png`` (the API reference) and ``docs_privacy_model.png``.
+Each screenshot is checked not to be blank.
 Without a built site, Chromium or Selenium it says why and exits 0 (``make bench`` runs every
 script here).
 """
