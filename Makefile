@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-all bench lint install clean
+.PHONY: run test test-all bench lint docs install clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -13,7 +13,7 @@ $(BIN)/python:
 # torch first and pinned: the CPU wheel 2.13.0 is on these machines; any other torch pulls CUDA.
 $(STAMP): $(BIN)/python pyproject.toml constraints.txt
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e ".[dev,dask,postgres,data,server]" -c constraints.txt
+	$(BIN)/pip install --quiet -e ".[dev,dask,postgres,data,server,docs]" -c constraints.txt
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -31,9 +31,13 @@ test-all: $(STAMP)
 bench: $(STAMP)
 	@for f in benchmarks/*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
 
+# the documentation site: docs/_build/html (warnings are errors; the tutorial notebooks are executed)
+docs: $(STAMP)
+	$(BIN)/python -m sphinx -W --keep-going -b html docs docs/_build/html
+
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/mypy
 
 clean:
-	rm -rf $(VENV) out build *.egg-info src/*.egg-info
+	rm -rf $(VENV) out build *.egg-info src/*.egg-info docs/_build docs/api/generated

@@ -1,4 +1,8 @@
-"""Every fenced code block of README.md runs as written, twice.
+"""Every fenced code block of README.md and of the documentation's pages runs as written, twice.
+
+The pages are ``README.md`` and every ``docs/**/*.md`` that is not a notebook (the tutorials,
+MyST-NB notebooks, are executed by ``make docs`` and ``tests/docs/``); a block that appears on
+several pages (a README quickstart is also on its guide page) runs once, under its first page.
 
 * ```python blocks are executed in a temporary directory, twice in the same directory (a second
   run must work too: no "already registered" on a re-run);
@@ -24,9 +28,11 @@ import pytest
 
 from dpinfer.errors import PriorDataConflictWarning
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
 RUNNABLE = {"python", "bash", "sh", "console"}
-FENCE = re.compile(r"(<!--\s*slow\s*-->\s*\n)?```(\w*)\n(.*?)^```", flags=re.S | re.M)
+# an opening fence: a language (```python) or a MyST directive (```{toctree}, not code), then the block
+FENCE = re.compile(r"(<!--\s*slow\s*-->\s*\n)?^```(\{[\w-]+\}|\w*)[^\n]*\n(.*?)^```", flags=re.S | re.M)
 
 
 def readme_blocks(text: str) -> list[tuple[str, str, bool, int]]:
@@ -51,13 +57,36 @@ def shell_script(code: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-BLOCKS = readme_blocks(README.read_text())
+def is_notebook(text: str) -> bool:
+    """A MyST-NB text notebook (front matter ``file_format: mystnb``), executed by the docs build."""
+    return text.startswith("---\n") and "file_format: mystnb" in text.split("\n---", 1)[0]
+
+
+def pages() -> list[Path]:
+    """README.md, then the documentation's Markdown pages that are not notebooks."""
+    docs = sorted(p for p in (ROOT / "docs").rglob("*.md") if "_build" not in p.parts)
+    return [README, *(p for p in docs if not is_notebook(p.read_text()))]
+
+
+def page_blocks() -> list[tuple[str, str, str, bool, int]]:
+    """``(page, language, code, slow, line)`` of every block, each distinct block once."""
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for page in pages():
+        for lang, code, slow, line in readme_blocks(page.read_text()):
+            if (lang, code) not in seen:
+                seen.add((lang, code))
+                out.append((page.relative_to(ROOT).as_posix(), lang, code, slow, line))
+    return out
+
+
+BLOCKS = page_blocks()
 
 
 def _params(slow: bool) -> list:
     return [
-        pytest.param(lang, code, id=f"{lang}-line{line}")
-        for lang, code, is_slow, line in BLOCKS
+        pytest.param(lang, code, id=f"{page}-{lang}-line{line}")
+        for page, lang, code, is_slow, line in BLOCKS
         if lang in RUNNABLE and is_slow == slow
     ]
 
@@ -93,10 +122,12 @@ def _run(lang: str, code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_readme_has_blocks_of_both_kinds():
-    langs = {lang for lang, *_ in BLOCKS}
+    langs = {lang for _, lang, *_ in BLOCKS}
     assert "python" in langs and langs & {"bash", "sh", "console"}
+    readme = {lang for lang, *_ in readme_blocks(README.read_text())}
+    assert "python" in readme and readme & {"bash", "sh", "console"}
     # every block is either runnable or explicitly marked as not code
-    assert all(lang in RUNNABLE | {"text"} for lang in langs), langs
+    assert all(lang in RUNNABLE | {"text"} or lang.startswith("{") for lang in langs), langs
 
 
 @pytest.mark.parametrize(("lang", "code"), _params(slow=False))
@@ -110,11 +141,21 @@ def test_readme_slow_block_runs_twice(lang, code, tmp_path, monkeypatch):
     _run(lang, code, tmp_path, monkeypatch)
 
 
+def test_pages_are_readme_and_docs_without_notebooks():
+    names = [p.relative_to(ROOT).as_posix() for p in pages()]
+    assert names[0] == "README.md" and "docs/guide/privacy-core.md" in names
+    assert not any(n.startswith("docs/tutorials/") for n in names)  # notebooks: run by the docs build
+    assert is_notebook("---\nfile_format: mystnb\n---\n# t\n") and not is_notebook("# t\n")
+
+
 def test_extraction_rules():
     text = "a\n<!-- slow -->\n```bash\nmake run\ndpinfer --version\n```\n```text\nlayout\n```\n"
     blocks = readme_blocks(text)
     assert [(b[0], b[2]) for b in blocks] == [("bash", True), ("text", False)]
     assert shell_script(blocks[0][1]) == "dpinfer --version\n"
+    # a MyST directive's fence is a block of its own (its closing fence opens nothing)
+    text = "```{toctree}\n:maxdepth: 1\n\npage\n```\n\n```python\nx = 1\n```\n"
+    assert [b[0] for b in readme_blocks(text)] == ["{toctree}", "python"]
 
 
 def test_a_failing_block_fails(tmp_path):

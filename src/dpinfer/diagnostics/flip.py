@@ -71,14 +71,14 @@ def laplace_difference_tail(a: Any, b: float) -> np.ndarray:
 
 
 def laplace_difference_cdf(z: Any, b: float) -> np.ndarray:
-    """F_Z(z) = H(z) + (1 - 2H(z))·G_b(|z|) (Lemma 2)."""
+    """``F_Z(z) = H(z) + (1 - 2H(z))·G_b(|z|)`` (Lemma 2)."""
     z = np.asarray(z, dtype=np.float64)
     h = (z >= 0).astype(np.float64)
     return h + (1 - 2 * h) * laplace_difference_tail(np.abs(z), b)
 
 
 def flip_probability(rho: Any, epsilon_abc: float, b: float) -> np.ndarray:
-    """P[τ̃_t ≠ τ_t | τ_t] = G_b(|ρ_t - ε_abc|) (Proposition 1).
+    """``P[τ̃_t ≠ τ_t | τ_t] = G_b(|ρ_t - ε_abc|)`` (Proposition 1).
 
     Test vector (the ABCDP authors' code (Park, Vinaroz & Jitkrittum 2021)): ρ = 0.3, ε_abc = 0.2, b =
     0.1 gives 0.34304.
@@ -88,14 +88,14 @@ def flip_probability(rho: Any, epsilon_abc: float, b: float) -> np.ndarray:
 
 
 def expected_flips(rho: Any, epsilon_abc: float, b: float) -> float:
-    """E[Σ_t |τ̃_t - τ_t|] = Σ_t G_b(|ρ_t - ε_abc|) over the queries ρ_1..ρ_T."""
+    """``E[Σ_t |τ̃_t - τ_t|] = Σ_t G_b(|ρ_t - ε_abc|)`` over the queries ρ_1..ρ_T."""
     return float(np.sum(flip_probability(rho, epsilon_abc, b)))
 
 
 def posterior_mean_error_bound(
     rho: Any, epsilon_abc: float, b: float, k_t: float, c_prime: int
 ) -> float:
-    """Theorem 2 (1): E||mean_ABCDP f - mean_ABC f||_2 <= (2 K_T / c') Σ_t G_b(|ρ_t - ε_abc|).
+    """Theorem 2 (1): E||mean_ABCDP f - mean_ABC f||_2 <= ``(2 K_T / c') Σ_t G_b(|ρ_t - ε_abc|)``.
 
     Parameters
     ----------
@@ -116,7 +116,7 @@ def posterior_mean_tail_bound(
 ) -> float:
     """Theorem 2 (3): P(||mean_ABCDP f - mean_ABC f||_2 <= a) >= this value.
 
-    1 - (4 K_T / (3 a c')) Σ_t exp(-|ρ_t - ε_abc|/(2b)), floored at 0.
+    ``1 - (4 K_T / (3 a c')) Σ_t exp(-|ρ_t - ε_abc|/(2b))``, floored at 0.
     """
     if int(c_prime) < 1:
         raise ValueError("Theorem 2 needs c' >= 1 acceptances of rejection ABC.")

@@ -52,7 +52,7 @@ ENFORCED = "enforced: the distance is clipped to [0, sensitivity] (its sensitivi
 class SensitivityClippedDistance(Distance):
     """A distance clipped to [0, Δρ]: its replace-one sensitivity is at most Δρ by construction.
 
-    |min(max(a, 0), Δρ) - min(max(b, 0), Δρ)| <= Δρ for any a, b. A NaN distance counts as Δρ
+    ``|min(max(a, 0), Δρ) - min(max(b, 0), Δρ)| <= Δρ`` for any a, b. A NaN distance counts as Δρ
     (like ClippedDistance's NaN terms): it keeps the bound, and a NaN that depends on the
     confidential data never turns into an uncharged refusal.
 

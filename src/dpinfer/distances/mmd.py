@@ -220,7 +220,7 @@ class RFFMMD(Distance):
         return out
 
     def embed(self, data: Any, W: np.ndarray | None = None) -> np.ndarray:
-        """Mean embedding μ(Y) = (1/|Y|) Σ φ(y_i) of one data set; shape (D,)."""
+        """Mean embedding ``μ(Y) = (1/|Y|) Σ φ(y_i)`` of one data set; shape (D,)."""
         pts = as_points(data)
         if W is None:
             W = self.frequencies(pts.shape[1])
@@ -234,7 +234,7 @@ class RFFMMD(Distance):
         point 2⁻ᵇ, b = ``fixed_point_bits(N)``, summed exactly in int64), then five roundings:
         ``K.astype(float64) * (sqrt(2/D) / N * 2^-b)`` (the integer sum's conversion, 2/D, the
         square root, /N, the product; ×2⁻ᵇ is exact). Every coordinate is therefore
-        μ_j(1 + θ_j), |θ_j| <= γ₅, with μ the exact mean of the fixed-point features
+        μ_j(1 + θ_j), ``|θ_j| <= γ₅``, with μ the exact mean of the fixed-point features
         (:mod:`dpinfer.release.embedding` proves the sensitivity of this value). Shape (D,).
         """
         pts = self._feature_points(as_points(data))
@@ -275,7 +275,7 @@ class RFFMMD(Distance):
         return np.sqrt(np.einsum("bj,bj->b", emb, emb))
 
     def sensitivity(self, n_records: int) -> float:
-        """Δ̂ρ >= |ρ̂(Y*, Y) − ρ̂(Y*', Y)|, the sensitivity of the *computed* distance:
+        """``Δ̂ρ >= |ρ̂(Y*, Y) − ρ̂(Y*', Y)|``, the sensitivity of the *computed* distance:
         2ρ_N/N + 2γ₅ρ_N + 2γ_{D+3}(V + A), ρ_N = ``fixed_point_feature_norm(N)`` (proof in
         :func:`~dpinfer.privacy.mechanisms.embedding.computed_distance_sensitivity`). Lemma 1 of
         Park et al. (2021) with B_k = 1 gives the exact-arithmetic 2/N; the rest is twice the
@@ -397,8 +397,8 @@ class BinnedRFFMMD(RFFMMD):
     φ̃ is itself a feature map with ||φ̃(x)|| = 1 for every x, so Lemma 1 still gives the exact
     sensitivity Δρ = 2/N. The embedding of a data set is (bin counts / M) @ table, with the
     table φ(bin centres) computed once: O(M + n_bins·D) per data set instead of O(M·D)
-    trigonometric evaluations. The price is a small change of the distance (|x - centre| <=
-    h/2 moves each feature by at most ||w||·h/2), measured in ``benchmarks/abcdp.py``.
+    trigonometric evaluations. The price is a small change of the distance (``|x - centre| <=
+    h/2`` moves each feature by at most ||w||·h/2), measured in ``benchmarks/abcdp.py``.
 
     Parameters
     ----------

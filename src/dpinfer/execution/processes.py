@@ -139,6 +139,8 @@ class ProcessBackend(Backend):
     max_restarts
         How many times the pool may be rebuilt after a worker died before giving up.
 
+    Notes
+    -----
     When a worker dies, every unfinished batch of the current :meth:`map` call is re-run on a
     fresh pool; finished batches keep their results. Results are returned in submission order.
     """

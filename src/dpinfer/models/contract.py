@@ -133,6 +133,8 @@ class PrivateDataModel:
     name
         A short name for reports.
 
+    Notes
+    -----
     Subclasses instead implement :meth:`simulate_confidential` and set ``prior``, ``mechanism``
     and ``param_names`` in their own ``__init__`` (they need not call this one).
     """

@@ -166,7 +166,7 @@ def _composed_gaussian(s: float, K: int) -> PrivacyEvent:
 def composed_gaussian_multiplier(
     epsilon: float, delta: float, K: int, accountant: str | Accountant = "pld"
 ) -> float:
-    """The least s with ``accountant``(K × GaussianEvent(s)) <= ε at δ.
+    """The least s with ``accountant(K × GaussianEvent(s)) <= ε`` at δ.
 
     K Gaussian releases with multiplier s compose exactly to one with multiplier s/√K (their
     privacy-loss distributions are Gaussian; Dong, Roth & Su 2019, Cor. 3.3), so the start is

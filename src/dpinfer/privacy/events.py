@@ -87,7 +87,7 @@ class DiscreteLaplaceEvent(PrivacyEvent):
 
     The statistic is a value rounded to a grid γ and expressed in grid units; ``sensitivity`` is
     its (integer) L1 sensitivity in grid units under ``neighbouring``, and the noise has
-    P(Z = z) ∝ exp(-|z|·ε/sensitivity). The privacy loss of every output is at most ε exactly
+    ``P(Z = z) ∝ exp(-|z|·ε/sensitivity)``. The privacy loss of every output is at most ε exactly
     (Ghosh, Roughgarden & Sundararajan 2012; Canonne, Kamath & Steinke 2020, §2): no
     floating-point slack, since the sampler is exact and the release is an integer times γ.
     """

@@ -204,7 +204,7 @@ class ABCDPResult(ABCResult):
     """The release of ABCDP (Algorithm 1): indicators / accepted θ and the privacy report.
 
     Attributes (besides those of :class:`ABCResult`)
-    ----------
+    ------------------------------------------------
     c
         The requested number of acceptances (the run stops at the c-th).
     b

@@ -57,11 +57,11 @@ class Constraint:
     shape: tuple[int, ...]
 
     def forward(self, zeta: Tensor) -> Tensor:  # pragma: no cover - abstract
-        """θ = T(ζ): ζ of shape (..., k) → θ of shape (..., *shape)."""
+        """θ = T(ζ): ζ of shape ``(..., k)`` → θ of shape ``(..., *shape)``."""
         raise NotImplementedError
 
     def log_abs_det_jacobian(self, zeta: Tensor) -> Tensor:  # pragma: no cover - abstract
-        """log |det ∂T(ζ)/∂ζ|, shape (...) (for a Simplex, of ζ → the first K - 1 weights)."""
+        """``log |det ∂T(ζ)/∂ζ|``, shape (...) (for a Simplex, of ζ → the first K - 1 weights)."""
         raise NotImplementedError
 
     def __repr__(self) -> str:
@@ -256,7 +256,7 @@ def constrained_sample(
     Returns
     -------
     dict
-        name → array of shape (n, *block shape).
+        name → array of shape ``(n, *block shape)``.
     """
     rng = np.random.default_rng(seed)
     params = np.asarray(params, dtype=np.float64)
