@@ -47,10 +47,14 @@ def files(tmp_path_factory):
 
 
 def _stat(source, y, **kw):
+    from dpinfer.models.glm_release import GLMDataSpec
+    from dpinfer.release.glm import DATA_KEYWORDS
+
+    data = {k: kw.pop(k) for k in list(kw) if k in DATA_KEYWORDS}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return release_glm_statistics(source, y, family="logistic", epsilon=1.0, delta=1e-6,
-                                      privacy_rng=prng(0), **kw)
+                                      privacy_rng=prng(0), data=GLMDataSpec(**data), **kw)
 
 
 def test_a_parquet_file_a_duckdb_query_and_arrays_give_the_same_release(files):

@@ -663,55 +663,7 @@ class Ledger:
             charged_by = self.__dict__.get("_charged_by")
 
         def charge(tx: Tx) -> tuple[int, float]:
-            if fp is not None:
-                tx.lock_fingerprint(fp)  # before the row lock: registrations take it after theirs
-            budget = self._budget(tx, dataset, lock=True)  # excludes every other charge of dataset
-            if budget.retired:
-                raise BudgetRetiredError(
-                    f"the budget of {dataset!r} in {self.location} was retired by its owner: it refuses "
-                    "every charge. Nothing was charged or released."
-                )
-            if fp is not None:
-                problem = self._binding_problem(tx, budget, fp)
-                if problem:
-                    raise DataBindingError(problem + " Nothing was charged or released.")
-            # the event in the budget's relation, or a refusal, before anything is charged
-            admitted = admit(event, accountant=budget.accountant, neighbouring=budget.neighbouring,
-                             dataset=dataset)
-            record = json.dumps(event_to_dict(admitted))
-            accountant = get_accountant(budget.accountant)
-            # the composed state and the last charge it includes, read before composing (the
-            # PostgreSQL charge function refuses the insert if another charge came in between)
-            state, previous, recorded = self._composed(tx, budget)
-            if state is not None:  # constant cost: compose this one event into the state
-                new_state: ledger_state.ComposedState | None = state.add(admitted)
-                assert new_state is not None
-                spent = new_state.epsilon(budget.delta)
-            else:  # an accountant that is not a fold (advanced): recompose the history
-                new_state = None
-                history = self._events(tx, dataset)
-                spent = accountant.epsilon(compose(*history, admitted), budget.delta)
-            # a charge never lowers the recorded spend (a ledger migrated from full recomposition
-            # may round differently by a hair): the larger, pessimistic value counts
-            spent = max(spent, recorded)
-            if not math.isfinite(spent) or spent > budget.epsilon * (1 + _TOLERANCE):
-                raise BudgetExceededError(
-                    f"charging {describe(admitted)} to {dataset!r} would bring its spend to "
-                    f"epsilon={spent:.6g} (accountant '{budget.accountant}', delta="
-                    f"{budget.delta:g}) over the budget epsilon={budget.epsilon:g}; "
-                    f"already spent {recorded:.6g}. Nothing was charged or released. Use a "
-                    "smaller epsilon for this release or stop querying this data set."
-                )
-            charge_id = tx.record_charge(
-                {
-                    "dataset": dataset, "event": record, "label": label, "epsilon_spent": spent,
-                    "created": now(), "pid": os.getpid(), "insecure": int(bool(insecure)), "host": _HOST,
-                    "fingerprint": fp, "charged_by": charged_by, "purpose": purpose,
-                    "previous": previous, "accountant": budget.accountant,
-                    "state": None if new_state is None else ledger_state.dumps(new_state),
-                }
-            )
-            return charge_id, spent
+            return self._record(tx, dataset, event, fp, label, insecure, charged_by, purpose)
 
         charge_id, spent = self._store.transaction(charge, write=True, what=f"charging {dataset!r}")
         charged = Charge(charge_id, dataset, event, spent, label, bool(insecure), charged_by, purpose)
@@ -721,6 +673,64 @@ class Ledger:
             self._set_status(charge_id, "failed")
             raise
         self._set_status(charge_id, "released")
+
+    def _record(
+        self, tx: Tx, dataset: str, event: PrivacyEvent, fp: str | None, label: str, insecure: bool,
+        charged_by: str | None, purpose: str,
+    ) -> tuple[int, float]:
+        """Inside the charge transaction: check the budget, the data binding and the relation,
+        compose ``event`` into the stored state, refuse an overspend, record the charge; its id
+        and the spend it brings the data set to (:meth:`charge`)."""
+        if fp is not None:
+            tx.lock_fingerprint(fp)  # before the row lock: registrations take it after theirs
+        budget = self._budget(tx, dataset, lock=True)  # excludes every other charge of dataset
+        if budget.retired:
+            raise BudgetRetiredError(
+                f"the budget of {dataset!r} in {self.location} was retired by its owner: it refuses "
+                "every charge. Nothing was charged or released."
+            )
+        if fp is not None:
+            problem = self._binding_problem(tx, budget, fp)
+            if problem:
+                raise DataBindingError(problem + " Nothing was charged or released.")
+        # the event in the budget's relation, or a refusal, before anything is charged
+        admitted = admit(event, accountant=budget.accountant, neighbouring=budget.neighbouring,
+                         dataset=dataset)
+        record = json.dumps(event_to_dict(admitted))
+        accountant = get_accountant(budget.accountant)
+        # the composed state and the last charge it includes, read before composing (the
+        # PostgreSQL charge function refuses the insert if another charge came in between)
+        state, previous, recorded = self._composed(tx, budget)
+        if state is not None:  # constant cost: compose this one event into the state
+            new_state: ledger_state.ComposedState | None = state.add(admitted)
+            assert new_state is not None
+            spent = new_state.epsilon(budget.delta)
+        else:  # an accountant that is not a fold (advanced): recompose the history
+            new_state = None
+            history = self._events(tx, dataset)
+            spent = accountant.epsilon(compose(*history, admitted), budget.delta)
+        # a charge never lowers the recorded spend (a ledger migrated from full recomposition
+        # may round differently by a hair): the larger, pessimistic value counts
+        spent = max(spent, recorded)
+        if not math.isfinite(spent) or spent > budget.epsilon * (1 + _TOLERANCE):
+            raise BudgetExceededError(
+                f"charging {describe(admitted)} to {dataset!r} would bring its spend to "
+                f"epsilon={spent:.6g} (accountant '{budget.accountant}', delta="
+                f"{budget.delta:g}) over the budget epsilon={budget.epsilon:g}; "
+                f"already spent {recorded:.6g}. Nothing was charged or released. Use a "
+                "smaller epsilon for this release or stop querying this data set."
+            )
+        charge_id = tx.record_charge(
+            {
+                "dataset": dataset, "event": record, "label": label, "epsilon_spent": spent,
+                "created": now(), "pid": os.getpid(), "insecure": int(bool(insecure)), "host": _HOST,
+                "fingerprint": fp, "charged_by": charged_by, "purpose": purpose,
+                "previous": previous, "accountant": budget.accountant,
+                "state": None if new_state is None else ledger_state.dumps(new_state),
+            }
+        )
+        return charge_id, spent
+
 
     def _set_status(self, charge_id: int, status: str) -> None:
         """Mark a committed charge; if the ledger is unreachable it stays ``charged`` (it counts

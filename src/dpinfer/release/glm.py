@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -270,6 +270,54 @@ def _check_flags(flags: Any, names: Sequence[str], family: str, schema: Schema |
             )
 
 
+class _Columns(NamedTuple):
+    """Where the records come from and their public description, resolved from the arguments and
+    the schema (:func:`_columns`)."""
+
+    source: Any
+    keys: Any
+    names: Any
+    y_col: Any
+    o_col: Any
+    schema: Any
+    bounds_schema: Any
+    bounds: Any
+    y_bounds: Any
+    offset_bounds: Any
+
+
+def _columns(X: Any, y: Any, offset: Any, spec: GLMDataSpec, chunk_rows: int | None) -> _Columns:
+    """The records' columns (streamed from a source, or read and checked in memory) and their
+    bounds: the explicit ones of ``spec``, else the schema's (:func:`release_glm_statistics`)."""
+    bounds, y_bounds, offset_bounds = spec.bounds, spec.y_bounds, spec.offset_bounds
+    feature_names, schema = spec.feature_names, spec.schema
+    if isinstance(y, str) and is_streamed(X):  # a source with named columns, streamed in chunks
+        sch = Schema.of(schema)
+        source, keys, names, y_col, o_col = _source_columns(X, y, offset, feature_names, bounds, sch)
+        bounds_schema = sch if bounds is None else None
+        if sch is not None:  # the schema's bounds unless given (the pass refuses records outside them)
+            bounds = bounds if bounds is not None else sch.bounds(names)
+            y_bounds = y_bounds if y_bounds is not None or y not in sch.columns else sch.bounds([y])[0]
+            if offset_bounds is None and isinstance(offset, str) and offset in sch.columns:
+                offset_bounds = sch.bounds([offset])[0]
+    else:  # read (and checked against the schema) in memory: one chunk of the same computation
+        if isinstance(y, str) and feature_names is None and isinstance(bounds, dict):
+            feature_names = tuple(bounds)  # a source's features: the columns the bounds declare
+        rd = release_data(X, y, schema=schema, feature_names=feature_names, offset=offset)
+        sch = rd.schema
+        bounds = bounds if bounds is not None else rd.bounds  # an explicit argument overrides the schema
+        y_bounds = y_bounds if y_bounds is not None else rd.y_bounds
+        offset_bounds = offset_bounds if offset_bounds is not None or offset is None else rd.offset_bounds
+        if chunk_rows is not None and (isinstance(chunk_rows, bool) or int(chunk_rows) != chunk_rows
+                                       or chunk_rows < 1):
+            raise InvalidDataError(f"chunk_rows must be a positive integer, got {chunk_rows!r}.")
+        source, keys, names, y_col, o_col = _memory_columns(
+            rd.X, rd.y, rd.offset, rd.names or feature_names, chunk_rows
+        )
+        bounds_schema = None  # release_data checked the records against the schema
+    return _Columns(source, keys, names, y_col, o_col, sch, bounds_schema, bounds, y_bounds, offset_bounds)
+
+
 @refuse_removed_keywords(DATA_KEYWORDS)
 def release_glm_statistics(
     X: Any,
@@ -338,36 +386,15 @@ def release_glm_statistics(
         Bad inputs or data outside the bounds, before anything is charged.
     """
     spec = data_spec(data)
-    bounds, y_bounds, offset_bounds = spec.bounds, spec.y_bounds, spec.offset_bounds
-    feature_names, schema = spec.feature_names, spec.schema
     if not isinstance(intercept, (bool, np.bool_)):  # "no" would be read as True
         raise InvalidDataError(f"intercept must be True or False, got {intercept!r}. Nothing was charged.")
     if family not in FAMILIES:
         raise InvalidDataError(f"family must be one of {FAMILIES}, got {family!r}. Nothing was charged.")
-    if isinstance(y, str) and is_streamed(X):  # a source with named columns, streamed in chunks
-        sch = Schema.of(schema)
-        source, keys, names, y_col, o_col = _source_columns(X, y, offset, feature_names, bounds, sch)
-        bounds_schema = sch if bounds is None else None
-        if sch is not None:  # the schema's bounds unless given (the pass refuses records outside them)
-            bounds = bounds if bounds is not None else sch.bounds(names)
-            y_bounds = y_bounds if y_bounds is not None or y not in sch.columns else sch.bounds([y])[0]
-            if offset_bounds is None and isinstance(offset, str) and offset in sch.columns:
-                offset_bounds = sch.bounds([offset])[0]
-    else:  # read (and checked against the schema) in memory: one chunk of the same computation
-        if isinstance(y, str) and feature_names is None and isinstance(bounds, dict):
-            feature_names = tuple(bounds)  # a source's features: the columns the bounds declare
-        rd = release_data(X, y, schema=schema, feature_names=feature_names, offset=offset)
-        sch = rd.schema
-        bounds = bounds if bounds is not None else rd.bounds  # an explicit argument overrides the schema
-        y_bounds = y_bounds if y_bounds is not None else rd.y_bounds
-        offset_bounds = offset_bounds if offset_bounds is not None or offset is None else rd.offset_bounds
-        if chunk_rows is not None and (isinstance(chunk_rows, bool) or int(chunk_rows) != chunk_rows
-                                       or chunk_rows < 1):
-            raise InvalidDataError(f"chunk_rows must be a positive integer, got {chunk_rows!r}.")
-        source, keys, names, y_col, o_col = _memory_columns(
-            rd.X, rd.y, rd.offset, rd.names or feature_names, chunk_rows
-        )
-        bounds_schema = None  # release_data checked the records against the schema
+    cs = _columns(X, y, offset, spec, chunk_rows)
+    source, keys, names, y_col, o_col, sch, bounds_schema = (
+        cs.source, cs.keys, cs.names, cs.y_col, cs.o_col, cs.schema, cs.bounds_schema
+    )
+    bounds, y_bounds, offset_bounds = cs.bounds, cs.y_bounds, cs.offset_bounds
     if bounds is None:
         raise InvalidDataError("bounds= (public, per feature) or a schema declaring them is needed. Nothing "
                                "was charged.")
