@@ -124,11 +124,13 @@ def progress_bar(total: int | None, desc: str, progress: bool | None = None, uni
                  leave: bool = False) -> Any:
     """A progress report on standard error (module docstring), disabled unless :func:`resolve`
     says so: a ``tqdm`` bar on a terminal or as a notebook widget, else :class:`LineProgress`."""
-    from tqdm.auto import tqdm
-
     enabled = resolve(progress)
     if enabled and bar_kind() == "lines":
         return LineProgress(total, desc, unit)
+    if enabled and bar_kind() == "widget":  # the notebook widget (ipywidgets present)
+        from tqdm.auto import tqdm
+    else:  # tqdm.auto warns (IProgress not found, with a path) in a kernel without ipywidgets
+        from tqdm.std import tqdm
     return tqdm(total=total, desc=desc, unit=unit, disable=not enabled, leave=leave, file=sys.stderr)
 
 

@@ -204,7 +204,7 @@ def run_loop(
     q = spec.q
     iterator: Any = range(spec.steps)
     if progress:
-        from tqdm.auto import tqdm
+        from tqdm.std import tqdm  # a terminal only: tqdm.auto would warn in a kernel without widgets
 
         iterator = tqdm(iterator, desc="dpvi", disable=not sys.stderr.isatty())
     for t in iterator:
