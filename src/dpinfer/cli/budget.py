@@ -223,6 +223,15 @@ def register(subparsers: Any) -> None:
         subparsers, "budget", help="privacy-budget ledger: init, show, history, raise, retire, grant"
     )
     bsub = budget.add_subparsers(dest="budget_command", metavar="ACTION", required=True)
+    _add_init(bsub)
+    _add_show_and_history(bsub)
+    _add_raise_and_retire(bsub)
+    _add_check(bsub)
+    _add_grant(bsub)
+
+
+def _add_init(bsub: Any) -> None:
+    """``budget init``."""
     init = add_command(
         bsub, "init", help="register a data set with its total budget (creates the ledger if missing)"
     )
@@ -265,6 +274,10 @@ def register(subparsers: Any) -> None:
         "cannot then be charged to another budget, but nothing checks which file that is",
     )
     init.set_defaults(func=_init)
+
+
+def _add_show_and_history(bsub: Any) -> None:
+    """``budget show`` and ``budget history``."""
     for action, dataset_required, help_text, func in (
         ("show", False, "budget, spent and remaining per data set", _show),
         ("history", True, "every change of a data set's budget and every charge", _history),
@@ -285,6 +298,10 @@ def register(subparsers: Any) -> None:
                 "--json, these instead of the charges",
             )
         p.set_defaults(func=func)
+
+
+def _add_raise_and_retire(bsub: Any) -> None:
+    """``budget raise`` and ``budget retire`` (the owner's)."""
     for action, help_text, func in (
         ("raise", "raise a data set's total epsilon (its owner only; recorded in the history)", _raise),
         ("retire", "retire a data set's budget: every later charge is refused (its owner only)", _retire),
@@ -299,6 +316,10 @@ def register(subparsers: Any) -> None:
             )
         p.add_argument("--reason", required=True, help="why (kept in the budget's history)")
         p.set_defaults(func=func)
+
+
+def _add_check(bsub: Any) -> None:
+    """``budget check``."""
     check = add_command(
         bsub, "check",
         help="recompose every charge from its recorded event and name any charge that under-stated its "
@@ -312,6 +333,10 @@ def register(subparsers: Any) -> None:
         help="skip the accountant's full recomposition (replay the charges' incremental composition only)",
     )
     check.set_defaults(func=_check)
+
+
+def _add_grant(bsub: Any) -> None:
+    """``budget grant``."""
     grant = add_command(
         bsub, "grant",
         help="PostgreSQL: let a database role charge and read the ledger, and nothing more (owner only)",

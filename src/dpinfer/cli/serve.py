@@ -165,124 +165,161 @@ def _remote_command(args: argparse.Namespace, client: Any, write_release_file: A
         print(json.dumps(out, indent=2))
         return 0
     if what == "get":
-        rel = client.retrieve(args.id)
-        print(
-            json.dumps(
-                rel.to_dict()
-                if hasattr(rel, "to_dict")
-                else {"value": rel.value.tolist(), "privacy": rel.privacy.to_dict(), **rel.details},
-                indent=2,
-            )
-        )
-        return 0
+        return _remote_get(args, client)
     if what in ("mean", "clamped"):
-        rel = client.clamped(
-            args.dataset,
-            args.column,
-            epsilon=args.epsilon,
-            statistic=args.statistic,
-            lower=args.lower,
-            upper=args.upper,
-            mechanism=args.mechanism,
-            delta=args.delta,
-            dry_run=args.dry_run,
-            purpose=args.purpose,
-        )
-        tag = "DRY RUN on the public dummy data set (nothing charged): " if args.dry_run else ""
-        print(
-            f"{tag}{args.statistic} of {args.column!r} in {args.dataset!r}: {rel.value.tolist()} "
-            f"(request {rel.details.get('id')})"
-        )
-        print(rel.privacy.summary())
-        if args.out:
-            if "release_file" in rel.details:
-                print(f"wrote {write_release_file(rel, args.out)}")
-            else:
-                Path(args.out).write_text(
-                    json.dumps(
-                        {"value": rel.value.tolist(), "privacy": rel.privacy.to_dict(), **rel.details},
-                        indent=2,
-                    )
-                )
-                print(f"wrote {args.out}")
-        return 0
+        return _remote_clamped(args, client, write_release_file)
     if what == "histogram":
-        rel = client.histogram(
-            args.dataset, args.column, epsilon=args.epsilon, dry_run=args.dry_run, purpose=args.purpose
-        )
-        for label, v in zip(rel.details["labels"], rel.value.tolist(), strict=True):
-            print(f"{label}: {v:g}")
-        print(rel.privacy.summary())
-        return 0
+        return _remote_histogram(args, client)
     if what == "upload":
         print(json.dumps({"upload": client.upload(path=args.file)}))
         return 0
     if what == "abcdp":
-        cols = [c.strip() for c in args.columns.split(",")]
-        res = client.abcdp(
-            args.dataset,
-            upload=args.upload,
-            columns=cols,
-            c=args.c,
-            epsilon=args.epsilon,
-            bandwidth=args.bandwidth,
-            epsilon_abc=args.epsilon_abc,
-            n_features=args.n_features,
-            dry_run=args.dry_run,
-            purpose=args.purpose,
-        )
-        print(res.summary())
-        if args.out:
-            print(f"wrote {res.save(args.out)}")
-        return 0
+        return _remote_abcdp(args, client)
     if what == "glm":
-        from ..inference.glm import GLMSamplerOptions
-
-        feats = [f.strip() for f in args.features.split(",") if f.strip()]
-        fit = client.glm(
-            args.dataset,
-            target=args.target,
-            features=feats,
-            family=args.family,
-            epsilon=args.epsilon,
-            delta=args.delta,
-            dry_run=args.dry_run,
-            seed=args.seed,
-            sampler=GLMSamplerOptions(proposals=args.proposals),
-            purpose=args.purpose,
-        )
-        if args.dry_run:
-            print("DRY RUN on the public dummy data set (nothing charged)")
-        print(fit.summary())
-        if args.out:
-            print(f"wrote {fit.save(args.out)}")
-        return 0
+        return _remote_glm(args, client)
     if what == "dpvi":
-        res = client.dpvi(
-            args.dataset,
-            target=args.target,
-            features=[f.strip() for f in args.features.split(",") if f.strip()],
-            epsilon=args.epsilon,
-            model=args.model,
-            delta=args.delta,
-            intercept=not args.no_intercept,
-            steps=args.steps,
-            sampling_rate=args.sampling_rate,
-            seed=args.seed,
-            dry_run=args.dry_run,
-            purpose=args.purpose,
-        )
-        if args.dry_run:
-            print("DRY RUN on the public dummy data set (nothing charged)")
-        print(res.summary())
-        if args.out:
-            print(f"wrote {res.save(args.out)}")
-        return 0
+        return _remote_dpvi(args, client)
     raise Refusal(f"unknown remote command {what!r}.")  # pragma: no cover
+
+
+def _remote_get(args: argparse.Namespace, client: Any) -> int:
+    """``remote get``: one of the analyst's releases again, as JSON."""
+    rel = client.retrieve(args.id)
+    print(
+        json.dumps(
+            rel.to_dict()
+            if hasattr(rel, "to_dict")
+            else {"value": rel.value.tolist(), "privacy": rel.privacy.to_dict(), **rel.details},
+            indent=2,
+        )
+    )
+    return 0
+
+
+def _remote_clamped(args: argparse.Namespace, client: Any, write_release_file: Any) -> int:
+    """``remote mean`` / ``remote clamped``: a clamped mean (or sum) of one column."""
+    rel = client.clamped(
+        args.dataset,
+        args.column,
+        epsilon=args.epsilon,
+        statistic=args.statistic,
+        lower=args.lower,
+        upper=args.upper,
+        mechanism=args.mechanism,
+        delta=args.delta,
+        dry_run=args.dry_run,
+        purpose=args.purpose,
+    )
+    tag = "DRY RUN on the public dummy data set (nothing charged): " if args.dry_run else ""
+    print(
+        f"{tag}{args.statistic} of {args.column!r} in {args.dataset!r}: {rel.value.tolist()} "
+        f"(request {rel.details.get('id')})"
+    )
+    print(rel.privacy.summary())
+    if args.out:
+        if "release_file" in rel.details:
+            print(f"wrote {write_release_file(rel, args.out)}")
+        else:
+            Path(args.out).write_text(
+                json.dumps(
+                    {"value": rel.value.tolist(), "privacy": rel.privacy.to_dict(), **rel.details},
+                    indent=2,
+                )
+            )
+            print(f"wrote {args.out}")
+    return 0
+
+
+def _remote_histogram(args: argparse.Namespace, client: Any) -> int:
+    """``remote histogram``: noisy counts of each category of one column."""
+    rel = client.histogram(
+        args.dataset, args.column, epsilon=args.epsilon, dry_run=args.dry_run, purpose=args.purpose
+    )
+    for label, v in zip(rel.details["labels"], rel.value.tolist(), strict=True):
+        print(f"{label}: {v:g}")
+    print(rel.privacy.summary())
+    return 0
+
+
+def _remote_abcdp(args: argparse.Namespace, client: Any) -> int:
+    """``remote abcdp``: ABCDP on the analyst's uploaded simulations."""
+    cols = [c.strip() for c in args.columns.split(",")]
+    res = client.abcdp(
+        args.dataset,
+        upload=args.upload,
+        columns=cols,
+        c=args.c,
+        epsilon=args.epsilon,
+        bandwidth=args.bandwidth,
+        epsilon_abc=args.epsilon_abc,
+        n_features=args.n_features,
+        dry_run=args.dry_run,
+        purpose=args.purpose,
+    )
+    print(res.summary())
+    if args.out:
+        print(f"wrote {res.save(args.out)}")
+    return 0
+
+
+def _remote_glm(args: argparse.Namespace, client: Any) -> int:
+    """``remote glm``: a private GLM, its posterior computed here."""
+    from ..inference.glm import GLMSamplerOptions
+
+    feats = [f.strip() for f in args.features.split(",") if f.strip()]
+    fit = client.glm(
+        args.dataset,
+        target=args.target,
+        features=feats,
+        family=args.family,
+        epsilon=args.epsilon,
+        delta=args.delta,
+        dry_run=args.dry_run,
+        seed=args.seed,
+        sampler=GLMSamplerOptions(proposals=args.proposals),
+        purpose=args.purpose,
+    )
+    if args.dry_run:
+        print("DRY RUN on the public dummy data set (nothing charged)")
+    print(fit.summary())
+    if args.out:
+        print(f"wrote {fit.save(args.out)}")
+    return 0
+
+
+def _remote_dpvi(args: argparse.Namespace, client: Any) -> int:
+    """``remote dpvi``: a DPVI fit of a built-in model."""
+    res = client.dpvi(
+        args.dataset,
+        target=args.target,
+        features=[f.strip() for f in args.features.split(",") if f.strip()],
+        epsilon=args.epsilon,
+        model=args.model,
+        delta=args.delta,
+        intercept=not args.no_intercept,
+        steps=args.steps,
+        sampling_rate=args.sampling_rate,
+        seed=args.seed,
+        dry_run=args.dry_run,
+        purpose=args.purpose,
+    )
+    if args.dry_run:
+        print("DRY RUN on the public dummy data set (nothing charged)")
+    print(res.summary())
+    if args.out:
+        print(f"wrote {res.save(args.out)}")
+    return 0
 
 
 def register(subparsers: Any) -> None:
     """Add ``serve``, ``serve-token`` and ``remote`` to the CLI."""
+    _register_serve(subparsers)
+    _register_serve_token(subparsers)
+    _register_remote(subparsers)
+
+
+def _register_serve(subparsers: Any) -> None:
+    """``dpinfer serve``."""
     p = add_command(subparsers, "serve", help="data owner: serve data sets to analysts over HTTP(S)")
     p.add_argument("--config", required=True, help="the service configuration (TOML, YAML or JSON)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on")
@@ -291,6 +328,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--keyfile", help="TLS private key (PEM)")
     p.set_defaults(func=_serve)
 
+
+def _register_serve_token(subparsers: Any) -> None:
+    """``dpinfer serve-token``."""
     t = add_command(
         subparsers, "serve-token", help="data owner: create, list or revoke the service's API tokens"
     )
@@ -305,11 +345,30 @@ def register(subparsers: Any) -> None:
     t.add_argument("--id", help="revoke: the token's id")
     t.set_defaults(func=_token)
 
+
+def _register_remote(subparsers: Any) -> None:
+    """``dpinfer remote`` and its commands (queries, fits, the owner's)."""
     r = add_command(subparsers, "remote", help="analyst: query a data owner's dpinfer service")
     r.add_argument("--url", required=True, help="the service's base URL")
     r.add_argument("--token-file", help="file holding your token (default: $DPINFER_TOKEN)")
     r.add_argument("--cacert", help="CA bundle or the owner's certificate, for TLS verification")
     sub = r.add_subparsers(dest="what", metavar="WHAT", required=True)
+    _add_remote_queries(sub)
+    _add_remote_fits(sub)
+    _add_remote_owner_commands(sub)
+    r.set_defaults(func=_remote)
+
+
+def _add_release_arguments(q: argparse.ArgumentParser) -> None:
+    """The arguments every release request takes: data set, epsilon, dry run, purpose."""
+    q.add_argument("--dataset", required=True, help="data set name")
+    q.add_argument("--epsilon", type=float, required=True, help="epsilon of the release")
+    q.add_argument("--dry-run", action="store_true", help="run on the public dummy data set (free)")
+    q.add_argument("--purpose", default="", help="why (recorded with the charge)")
+
+
+def _add_remote_queries(sub: Any) -> None:
+    """``remote datasets | me | history | get | mean | clamped | histogram | upload``."""
     for name, helptext in (
         ("datasets", "list data sets and their public schemas"),
         ("me", "your allowances and spend"),
@@ -318,16 +377,9 @@ def register(subparsers: Any) -> None:
         sub.add_parser(name, help=helptext)
     g = sub.add_parser("get", help="fetch one of your releases again")
     g.add_argument("--id", required=True, help="the request id")
-
-    def common(q: argparse.ArgumentParser) -> None:
-        q.add_argument("--dataset", required=True, help="data set name")
-        q.add_argument("--epsilon", type=float, required=True, help="epsilon of the release")
-        q.add_argument("--dry-run", action="store_true", help="run on the public dummy data set (free)")
-        q.add_argument("--purpose", default="", help="why (recorded with the charge)")
-
     for name in ("mean", "clamped"):
         m = sub.add_parser(name, help="a clamped mean (or sum) of one column")
-        common(m)
+        _add_release_arguments(m)
         m.add_argument("--column", required=True, help="the column")
         m.add_argument("--statistic", default="mean", choices=("mean", "sum", "sum_and_count"))
         m.add_argument("--lower", type=float, help="clamp lower bound (default: the schema's)")
@@ -336,12 +388,16 @@ def register(subparsers: Any) -> None:
         m.add_argument("--delta", type=float, default=0.0, help="delta (gaussian only)")
         m.add_argument("--out", help="write the release file here")
     h = sub.add_parser("histogram", help="noisy counts of each category of one column")
-    common(h)
+    _add_release_arguments(h)
     h.add_argument("--column", required=True, help="the column")
     up = sub.add_parser("upload", help="upload simulations for ABCDP (the .npz of `dpinfer simulate`)")
     up.add_argument("--file", required=True, help="the .npz holding theta (T, p) and sims (T, M, d)")
+
+
+def _add_remote_fits(sub: Any) -> None:
+    """``remote abcdp | glm | dpvi``."""
     ab = sub.add_parser("abcdp", help="ABCDP on your uploaded simulations: the accepted theta")
-    common(ab)
+    _add_release_arguments(ab)
     ab.add_argument("--upload", required=True, help="the upload's id")
     ab.add_argument("--columns", required=True, help="comma-separated columns compared with the simulations")
     ab.add_argument("-c", type=int, required=True, help="number of draws to accept")
@@ -352,7 +408,7 @@ def register(subparsers: Any) -> None:
     ab.add_argument("--n-features", type=int, default=100, help="random Fourier features")
     ab.add_argument("--out", help="write the ABCDP result (dpinfer.result .npz) here")
     gl = sub.add_parser("glm", help="a private GLM: released statistics, posterior computed here")
-    common(gl)
+    _add_release_arguments(gl)
     gl.add_argument("--target", required=True, help="the response column")
     gl.add_argument("--features", required=True, help="comma-separated feature columns")
     gl.add_argument("--family", default="logistic", choices=("logistic", "probit", "poisson", "linear"))
@@ -361,7 +417,7 @@ def register(subparsers: Any) -> None:
     gl.add_argument("--proposals", type=int, default=4000, help="importance-sampling proposals")
     gl.add_argument("--out", help="write the posterior (dpinfer.result .npz) here")
     dv = sub.add_parser("dpvi", help="a DPVI fit of a built-in model: the variational posterior")
-    common(dv)
+    _add_release_arguments(dv)
     dv.add_argument("--target", required=True, help="the response column")
     dv.add_argument("--features", required=True, help="comma-separated feature columns")
     dv.add_argument("--model", default="logistic", choices=("logistic", "poisson", "gaussian-linear"))
@@ -371,6 +427,10 @@ def register(subparsers: Any) -> None:
     dv.add_argument("--no-intercept", action="store_true", help="fit without an intercept column")
     dv.add_argument("--seed", type=int, default=None, help="Monte Carlo seed (never the privacy noise)")
     dv.add_argument("--out", help="write the fit (dpinfer.result .npz) here")
+
+
+def _add_remote_owner_commands(sub: Any) -> None:
+    """The owner's ``remote`` commands: analysts, allowances, tokens."""
     sub.add_parser("analysts", help="owner: the analysts and their allowances")
     aa = sub.add_parser("add-analyst", help="owner: add an analyst (with allowances) while the service runs")
     aa.add_argument("--name", required=True, help="the analyst's name")
@@ -390,7 +450,6 @@ def register(subparsers: Any) -> None:
     tt.add_argument(
         "--days", type=float, default=None, help="lifetime of the new token (default: the config's)"
     )
-    r.set_defaults(func=_remote)
 
 
 __all__ = ["register"]

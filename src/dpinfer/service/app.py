@@ -51,6 +51,8 @@ import asyncio
 import json
 import logging
 import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import Depends, FastAPI, Request
@@ -225,12 +227,17 @@ def _field(loc: tuple[Any, ...]) -> str:
     return ".".join(parts) if parts else "body"
 
 
-def create_app(service: Service) -> FastAPI:
-    """The FastAPI application serving ``service`` (module docstring)."""
-    cfg = service.config
-    app = FastAPI(title="dpinfer data owner's service", docs_url=None, redoc_url=None, openapi_url=None)
-    app.state.service = service
-    limiter = RateLimiter(cfg.rate_limit, cfg.rate_burst)
+@dataclass(frozen=True)
+class _Guards:
+    """The routes' dependencies: any token's principal, an analyst's, the owner's."""
+
+    principal: Callable[..., Awaitable[Principal]]
+    analyst: Callable[..., Awaitable[Principal]]
+    owner: Callable[..., Awaitable[Principal]]
+
+
+def _guards(service: Service, limiter: RateLimiter) -> _Guards:
+    """The dependencies authenticating a request's token (rate-limited by ``limiter``) and its role."""
 
     # the dependencies are async (cheap: a cached token check and one indexed read), so that a
     # request takes one worker-thread hop (its release), not one per dependency
@@ -251,7 +258,33 @@ def create_app(service: Service) -> FastAPI:
             raise Forbidden("this route is for the data owner's tokens.")
         return who
 
-    # -- errors ----------------------------------------------------------------------------------
+    return _Guards(principal=principal, analyst=analyst, owner=owner)
+
+
+def create_app(service: Service) -> FastAPI:
+    """The FastAPI application serving ``service`` (module docstring)."""
+    cfg = service.config
+    app = FastAPI(title="dpinfer data owner's service", docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.service = service
+    guards = _guards(service, RateLimiter(cfg.rate_limit, cfg.rate_burst))
+    _add_access_error_handlers(app, cfg.rate_limit)
+    _add_release_error_handlers(app)
+    _add_fallback_error_handlers(app)
+    # logging: a plain ASGI wrapper (AccessLog), added below
+    _add_analyst_routes(app, service, guards)
+    _add_owner_routes(app, service, guards)
+
+    from .web import add_owner_pages
+
+    add_owner_pages(app, service)
+    app.add_middleware(AccessLog)
+    app.add_middleware(BodyLimit, limit=cfg.max_request_bytes, upload_limit=cfg.max_upload_bytes)
+    return app
+
+
+def _add_access_error_handlers(app: FastAPI, rate_limit: float) -> None:
+    """401 (token), 429 (more than ``rate_limit`` requests per second), 403 (role), 404 (unknown)."""
+
     @app.exception_handler(AuthError)
     async def _auth(_: Request, exc: AuthError) -> JSONResponse:
         return error(401, "unauthorized", str(exc), "Authorization", {"WWW-Authenticate": "Bearer"})
@@ -261,7 +294,7 @@ def create_app(service: Service) -> FastAPI:
         return error(
             429,
             "rate_limited",
-            f"more than {cfg.rate_limit:g} requests per second with this token; retry later.",
+            f"more than {rate_limit:g} requests per second with this token; retry later.",
             "Authorization",
             {"Retry-After": "1"},
         )
@@ -273,6 +306,10 @@ def create_app(service: Service) -> FastAPI:
     @app.exception_handler(NotFound)
     async def _missing(_: Request, exc: NotFound) -> JSONResponse:
         return error(404, "not_found", str(exc), "id")
+
+
+def _add_release_error_handlers(app: FastAPI) -> None:
+    """422 (invalid field, unsupported release), 409 (allowance, budget), 503 (timeout)."""
 
     @app.exception_handler(FieldError)
     async def _fielderr(_: Request, exc: FieldError) -> JSONResponse:
@@ -306,6 +343,10 @@ def create_app(service: Service) -> FastAPI:
     async def _timeout(_: Request, exc: RequestTimeout) -> JSONResponse:
         return error(503, "timeout", str(exc), "request_timeout", {"Retry-After": "1"})
 
+
+def _add_fallback_error_handlers(app: FastAPI) -> None:
+    """Invalid requests (422), Starlette's HTTP errors, and the unexpected failure (500, details withheld)."""
+
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
         errs = exc.errors()
@@ -324,38 +365,40 @@ def create_app(service: Service) -> FastAPI:
         log.error("%s %s failed: %s (details withheld)", request.method, _route(request), type(exc).__name__)
         return error(500, "internal", "the service could not complete the request; nothing was released.")
 
-    # -- logging: a plain ASGI wrapper (AccessLog), added below ---------------------------------
 
-    # -- public and analyst routes ---------------------------------------------------------------
+def _add_analyst_routes(app: FastAPI, service: Service, guards: _Guards) -> None:
+    """The public and analyst routes (module docstring)."""
+    cfg = service.config
+
     @app.get("/v1/health")
     def health() -> dict[str, str]:
         return {"status": "ok"}
 
     @app.get("/v1/datasets")
-    def datasets(who: Principal = Depends(principal)) -> dict[str, Any]:  # noqa: B008
+    def datasets(who: Principal = Depends(guards.principal)) -> dict[str, Any]:  # noqa: B008
         return {"datasets": service.public_datasets()}
 
     @app.get("/v1/datasets/{name}")
-    def dataset(name: str, who: Principal = Depends(principal)) -> dict[str, Any]:  # noqa: B008
+    def dataset(name: str, who: Principal = Depends(guards.principal)) -> dict[str, Any]:  # noqa: B008
         for d in service.public_datasets():
             if d["name"] == name:
                 return d
         raise NotFound(f"no data set {name!r} is served here.")
 
     @app.get("/v1/me")
-    def me(who: Principal = Depends(principal)) -> dict[str, Any]:  # noqa: B008
+    def me(who: Principal = Depends(guards.principal)) -> dict[str, Any]:  # noqa: B008
         return service.me(who)
 
     @app.get("/v1/requests")
-    def history(who: Principal = Depends(analyst)) -> dict[str, Any]:  # noqa: B008
+    def history(who: Principal = Depends(guards.analyst)) -> dict[str, Any]:  # noqa: B008
         return {"requests": service.history(who)}
 
     @app.get("/v1/requests/{rid}")
-    def request_(rid: str, who: Principal = Depends(analyst)) -> dict[str, Any]:  # noqa: B008
+    def request_(rid: str, who: Principal = Depends(guards.analyst)) -> dict[str, Any]:  # noqa: B008
         return service.request(who, rid)
 
     @app.post("/v1/releases/{kind}")
-    async def release(kind: str, request: Request, who: Principal = Depends(analyst)) -> Any:  # noqa: B008
+    async def release(kind: str, request: Request, who: Principal = Depends(guards.analyst)) -> Any:  # noqa: B008
         model = REQUESTS.get(kind)
         if model is None:
             raise NotFound(f"no release kind {kind!r} (kinds: {sorted(REQUESTS)}).")
@@ -373,47 +416,50 @@ def create_app(service: Service) -> FastAPI:
         return await _limited(service, who, kind, req, cfg.request_timeout)
 
     @app.post("/v1/uploads")
-    async def upload(request: Request, who: Principal = Depends(analyst)) -> Any:  # noqa: B008
+    async def upload(request: Request, who: Principal = Depends(guards.analyst)) -> Any:  # noqa: B008
         raw = await request.body()
         from starlette.concurrency import run_in_threadpool
 
         return await run_in_threadpool(service.add_upload, who, raw)
 
-    # -- owner routes ----------------------------------------------------------------------------
+
+def _add_owner_routes(app: FastAPI, service: Service, guards: _Guards) -> None:
+    """The owner's routes under ``/v1/owner`` (module docstring)."""
+
     @app.get("/v1/owner/overview")
-    def overview(who: Principal = Depends(owner)) -> dict[str, Any]:  # noqa: B008
+    def overview(who: Principal = Depends(guards.owner)) -> dict[str, Any]:  # noqa: B008
         return service.overview()
 
     @app.get("/v1/owner/requests")
-    def all_requests(who: Principal = Depends(owner)) -> dict[str, Any]:  # noqa: B008
+    def all_requests(who: Principal = Depends(guards.owner)) -> dict[str, Any]:  # noqa: B008
         return {"requests": service.all_requests()}
 
     @app.get("/v1/owner/audit")
-    def audit(who: Principal = Depends(owner)) -> dict[str, Any]:  # noqa: B008
+    def audit(who: Principal = Depends(guards.owner)) -> dict[str, Any]:  # noqa: B008
         return {"audit": service.store.audit_log()}
 
     @app.get("/v1/owner/tokens")
-    def tokens(who: Principal = Depends(owner)) -> dict[str, Any]:  # noqa: B008
+    def tokens(who: Principal = Depends(guards.owner)) -> dict[str, Any]:  # noqa: B008
         return {"tokens": service.tokens.listing()}
 
     @app.post("/v1/owner/tokens")
-    def create_token(body: TokenRequest, who: Principal = Depends(owner)) -> dict[str, Any]:  # noqa: B008
+    def create_token(body: TokenRequest, who: Principal = Depends(guards.owner)) -> dict[str, Any]:  # noqa: B008
         return service.create_token(who, body.principal, body.role, body.days, body.note)
 
     @app.delete("/v1/owner/tokens/{tid}")
-    def revoke_token(tid: str, who: Principal = Depends(owner)) -> dict[str, Any]:  # noqa: B008
+    def revoke_token(tid: str, who: Principal = Depends(guards.owner)) -> dict[str, Any]:  # noqa: B008
         return service.revoke_token(who, tid)
 
     @app.post("/v1/owner/tokens/{tid}/rotate")
-    def rotate_token(tid: str, body: RotateRequest, who: Principal = Depends(owner)) -> dict[str, Any]:  # noqa: B008
+    def rotate_token(tid: str, body: RotateRequest, who: Principal = Depends(guards.owner)) -> dict[str, Any]:  # noqa: B008
         return service.rotate_token(who, tid, body.days)
 
     @app.get("/v1/owner/analysts")
-    def analysts(who: Principal = Depends(owner)) -> dict[str, Any]:  # noqa: B008
+    def analysts(who: Principal = Depends(guards.owner)) -> dict[str, Any]:  # noqa: B008
         return {"analysts": service.store.analysts()}
 
     @app.post("/v1/owner/analysts")
-    def add_analyst(body: AnalystRequest, who: Principal = Depends(owner)) -> dict[str, Any]:  # noqa: B008
+    def add_analyst(body: AnalystRequest, who: Principal = Depends(guards.owner)) -> dict[str, Any]:  # noqa: B008
         return service.add_analyst(who, body.name, body.allowances)
 
     @app.put("/v1/owner/analysts/{name}/allowances/{dataset}")
@@ -421,16 +467,9 @@ def create_app(service: Service) -> FastAPI:
         name: str,
         dataset: str,
         body: AllowanceRequest,
-        who: Principal = Depends(owner),  # noqa: B008
+        who: Principal = Depends(guards.owner),  # noqa: B008
     ) -> dict[str, Any]:
         return service.set_allowance(who, name, dataset, body.epsilon)
-
-    from .web import add_owner_pages
-
-    add_owner_pages(app, service)
-    app.add_middleware(AccessLog)
-    app.add_middleware(BodyLimit, limit=cfg.max_request_bytes, upload_limit=cfg.max_upload_bytes)
-    return app
 
 
 #: releases still running after their timeout answer (kept referenced until they end)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import html
 import secrets
 import time
+from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
@@ -203,6 +204,20 @@ def render_owner_page(
     return _page("dpinfer: data owner", "".join(out))
 
 
+def _login_page(message: str = "", status: int = 200) -> HTMLResponse:
+    """The sign-in page, with ``message`` (escaped) above the form and HTTP ``status``."""
+    note = f"<p style='color:#a00'>{_e(message)}</p>" if message else ""
+    page = _page(
+        "dpinfer: sign in",
+        "<h1>dpinfer service: data owner</h1>"
+        + note
+        + "<form method='post' action='/owner/login'>owner token <input type='password' name='token' "
+        "size='60' autocomplete='off'> <button>Sign in</button></form>",
+    )
+    page.status_code = status
+    return page
+
+
 def add_owner_pages(app: FastAPI, service: Service) -> None:
     """Add ``/owner`` (and its login, logout and token forms) to ``app``."""
     sessions: dict[str, tuple[str, float]] = {}
@@ -215,30 +230,25 @@ def add_owner_pages(app: FastAPI, service: Service) -> None:
         who = service.tokens.active(entry[0])
         return who if who is not None and who.role == "owner" else None
 
-    def login_page(message: str = "", status: int = 200) -> HTMLResponse:
-        note = f"<p style='color:#a00'>{_e(message)}</p>" if message else ""
-        page = _page(
-            "dpinfer: sign in",
-            "<h1>dpinfer service: data owner</h1>"
-            + note
-            + "<form method='post' action='/owner/login'>owner token <input type='password' name='token' "
-            "size='60' autocomplete='off'> <button>Sign in</button></form>",
-        )
-        page.status_code = status
-        return page
+    _add_sign_in_routes(app, service, sessions)
+    _add_owner_page_routes(app, service, session)
+
+
+def _add_sign_in_routes(app: FastAPI, service: Service, sessions: dict[str, tuple[str, float]]) -> None:
+    """``/owner/login`` (the form, and signing in: a new session in ``sessions``) and ``/owner/logout``."""
 
     @app.get("/owner/login", response_class=HTMLResponse)
     def login_form() -> HTMLResponse:
-        return login_page()
+        return _login_page()
 
     @app.post("/owner/login", response_model=None)
     def login(request: Request, token: str = Form(default="", max_length=200)) -> Response:
         try:
             who = service.tokens.authenticate(f"Bearer {token}")
         except AuthError as exc:
-            return login_page(str(exc), 401)
+            return _login_page(str(exc), 401)
         if who.role != "owner":
-            return login_page("this page is for the data owner's tokens.", 403)
+            return _login_page("this page is for the data owner's tokens.", 403)
         sid = secrets.token_urlsafe(32)
         sessions[sid] = (who.token_id, time.time() + SESSION_SECONDS)
         request.state.principal = who.name
@@ -260,6 +270,12 @@ def add_owner_pages(app: FastAPI, service: Service) -> None:
         resp = RedirectResponse("/owner/login", status_code=303)
         resp.delete_cookie(SESSION_COOKIE)
         return resp
+
+
+def _add_owner_page_routes(
+    app: FastAPI, service: Service, session: Callable[[Request], Principal | None]
+) -> None:
+    """``/owner`` and its token forms, for a signed-in owner (``session``: the request's owner, or None)."""
 
     @app.get("/owner", response_model=None)
     def owner_page(request: Request) -> Response:
@@ -286,7 +302,7 @@ def add_owner_pages(app: FastAPI, service: Service) -> None:
             or not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", principal)
             or not (0 < days <= 3650)
         ):
-            return login_page("invalid token form: holder name, role owner/analyst, 0 < days <= 3650.", 422)
+            return _login_page("invalid token form: holder name, role owner/analyst, 0 < days <= 3650.", 422)
         token, tid, expires = service.tokens.create(principal, role, days=days)
         service.store.audit(who.name, "create token", f"{tid} for {principal} ({role})")
         return render_owner_page(service, who, {"token": token, "principal": principal, "role": role})
