@@ -21,8 +21,15 @@ import matplotlib
 
 
 def in_notebook_kernel(modules: Any = None) -> bool:
-    """Whether this process is a Jupyter (IPython) kernel: ``ipykernel`` is imported."""
-    return "ipykernel" in (sys.modules if modules is None else modules)
+    """Whether this process is a running Jupyter (IPython) kernel: ``ipykernel`` is imported and
+    its kernel application initialised (a process that only imports ``ipykernel``, e.g. one that
+    runs notebooks through nbclient, is not a kernel). ``modules``: a stand-in for ``sys.modules``."""
+    kernel = (sys.modules if modules is None else modules).get("ipykernel")
+    app = getattr(getattr(kernel, "kernelapp", None), "IPKernelApp", None)
+    try:
+        return bool(app is not None and app.initialized())
+    except Exception:  # noqa: BLE001 - an ipykernel without the usual API: not a kernel we know
+        return False
 
 
 if not in_notebook_kernel():  # a kernel draws with its inline backend: forcing Agg hid the figures

@@ -183,17 +183,30 @@ def test_ipython_displays_results_and_reports():
 
 
 # -- plots ----------------------------------------------------------------------------------------
+class _FakeKernel:
+    """``ipykernel`` as a running kernel shows it: ``kernelapp.IPKernelApp.initialized()``."""
+
+    class kernelapp:  # noqa: N801 - the module's name
+        class IPKernelApp:
+            @staticmethod
+            def initialized() -> bool:
+                return True
+
+
 def test_plot_returns_a_figure_that_still_draws(tmp_path, monkeypatch):
     from matplotlib.figure import Figure
 
     import dpinfer.plots as plots
 
-    assert plots.in_notebook_kernel({"ipykernel": object()}) and not plots.in_notebook_kernel({})
+    kernel = _FakeKernel()
+    assert plots.in_notebook_kernel({"ipykernel": kernel}) and not plots.in_notebook_kernel({})
+    # known-broken variant of the detection: ipykernel imported (nbclient does) is not a kernel
+    assert not plots.in_notebook_kernel({"ipykernel": object()})
     res = _result()
     fig = res.plot()
     assert isinstance(fig, Figure) and fig.number in plots.plt.get_fignums()  # a script can still show it
     plots.plt.close(fig)
-    monkeypatch.setitem(sys.modules, "ipykernel", object())  # in a kernel: released from pyplot ...
+    monkeypatch.setitem(sys.modules, "ipykernel", kernel)  # in a kernel: released from pyplot ...
     fig = res.plot(tmp_path / "p.png")
     assert isinstance(fig, Figure) and fig.number not in plots.plt.get_fignums()
     buf = io.BytesIO()
