@@ -173,6 +173,10 @@ _GUARDS: tuple[str, ...] = (
     state BYTEA,
     updated TEXT NOT NULL
 )""",
+    # the composed state (float64 arrays, ~400 KB at 10^4 PLD releases) is rewritten by every
+    # charge: stored out of line but uncompressed (pglz on floats cost ~4 ms per 220 KB written and
+    # saved little; benchmarks/ledger_charge_cost.py)
+    "ALTER TABLE budget_state ALTER COLUMN state SET STORAGE EXTERNAL",
     "INSERT INTO budget_events (dataset, action, epsilon, previous, reason, by_user, authenticated_as,"
     " created) SELECT name, 'register', epsilon, NULL, 'registered before budget history was kept"
     " (schema < 5)', NULL, NULL, created FROM datasets d"
