@@ -8,6 +8,8 @@ import subprocess
 import sys
 import warnings
 
+import pytest
+
 from dpinfer.cli.common import run_command
 from dpinfer.errors import ConvergenceWarning
 
@@ -34,6 +36,7 @@ def test_run_command_shows_warnings_on_one_line(capsys):
     assert warnings.formatwarning("m", UserWarning, "f.py", 3).startswith("f.py:3: UserWarning: m")
 
 
+@pytest.mark.slow  # ~11 s of SPPE training; the one-warning rule is tested on cheap commands too
 def test_sppe_command_warning_is_one_line(tmp_path):
     """A real command whose fit warns (rounds='auto' with a budget too small for its tolerance)."""
     obs = tmp_path / "obs.json"

@@ -21,6 +21,7 @@ pytest.importorskip("furo")
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow  # ~20-45 s of one core; `make docs` and `make test-all` build it
 def test_the_docs_build_without_warnings(tmp_path):
     out = tmp_path / "html"
     proc = subprocess.run(

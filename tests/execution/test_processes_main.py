@@ -130,6 +130,7 @@ print("MEAN", repr(float(res.mean()[0])), res.settings["backend"])
 """
 
 
+@pytest.mark.slow  # ~10 s each; the plain guardless script stays in the fast suite
 @pytest.mark.parametrize("backend", ["auto", "processes"])
 def test_a_guardless_script_under_load_gives_the_serial_answer(tmp_path, backend):
     """Issue 25: under load the automatic backend switches to worker processes; a plain script

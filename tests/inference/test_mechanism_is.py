@@ -58,6 +58,7 @@ def test_jensen_biased_likelihood_is_caught(gm, exact, monkeypatch):
     assert _ks(res, exact) > _ks_limit(res)
 
 
+@pytest.mark.slow  # ~13 s
 def test_log_evidence_matches_quadrature(gm):
     grid = np.linspace(-6.0, 6.0, 2401)
     like = gm.private_likelihood(grid, OBS)

@@ -66,6 +66,7 @@ def test_plan_is_the_composition_of_the_phases():
     assert fit.config["schedule"][1] == {"steps": 20, "sampling_rate": 0.05, "noise_scale": 1.0, "clip": None}
 
 
+@pytest.mark.slow  # ~15 s: two calibrated fits
 def test_one_phase_schedule_is_the_plain_fit_and_calibration_meets_target():
     X, y = _data()
     kw = dict(privacy=PrivacyOptions(clip=1.0, accountant="rdp", neighbouring="add-remove"), seed=0)
