@@ -2,7 +2,8 @@
 
 * 16 concurrent clients racing for one allowance (and two analysts for one budget): no
   overspend, and the spend equals the sum of the charges (pure accountant: ε adds up).
-* SIGKILL of the server under traffic, then a restart: every charge in the ledger belongs to a
+* SIGKILL of the server under traffic (a SQLite and a PostgreSQL ledger), then a restart: every
+  charge in the ledger belongs to a
   request whose release the analyst can retrieve, and every request is released or aborted (none
   charged-and-lost); the deterministic variant kills a process right after the ledger charge
   (before the release is stored) and right before it.
@@ -71,11 +72,11 @@ def test_sixteen_clients_racing_for_one_allowance_never_overspend(tmp_path):
         server.stop()
 
 
-def _invariants(site, url: str, token_of: dict[str, str]) -> dict[str, int]:
+def _invariants(site, url: str, token_of: dict[str, str], ledger: str | None = None) -> dict[str, int]:
     """After a crash and restart: charged ⇔ released and retrievable; nothing left in between."""
     import sqlite3
 
-    led = Ledger(site.root / "budget.db")
+    led = Ledger(ledger or site.root / "budget.db")
     charges = led.history("survey")
     conn = sqlite3.connect(site.root / "state" / "service.db")
     rows = conn.execute("SELECT id, analyst, status, charge_id, recovered FROM requests").fetchall()
@@ -103,9 +104,28 @@ def _invariants(site, url: str, token_of: dict[str, str]) -> dict[str, int]:
     }
 
 
-def test_sigkill_under_traffic_leaves_every_charge_with_its_release(tmp_path):
-    site = made = None
-    site = make_site(tmp_path, budget=100.0, accountant="pure", delta=None, allowances={"alice": 50.0})
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_sigkill_under_traffic_leaves_every_charge_with_its_release(tmp_path, backend):
+    ledger = None
+    if backend == "postgresql":
+        sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+        from pg_server import PGServer, why_unavailable
+
+        reason = why_unavailable()
+        if reason:
+            pytest.skip(reason)
+        pg = PGServer().init()
+        try:
+            _sigkill_cycles(tmp_path, pg.new_database())
+        finally:
+            pg.close()
+        return
+    _sigkill_cycles(tmp_path, ledger)
+
+
+def _sigkill_cycles(tmp_path, ledger: str | None) -> None:
+    site = make_site(tmp_path, budget=100.0, accountant="pure", delta=None, allowances={"alice": 50.0},
+                     ledger=ledger)
     made = tokens(site, {"alice": ("alice", "analyst", 1.0)})
     token = made["alice"][0]
     totals = {"released": 0, "recovered": 0}
@@ -135,7 +155,7 @@ def test_sigkill_under_traffic_leaves_every_charge_with_its_release(tmp_path):
             t.join(60)
         server = Server(site)  # restart: recovery runs before it serves
         try:
-            got = _invariants(site, server.url, {"alice": token})
+            got = _invariants(site, server.url, {"alice": token}, ledger)
         finally:
             server.stop()
         totals["released"] = got["released"]
