@@ -106,9 +106,7 @@ def _invariants(site, url: str, token_of: dict[str, str], ledger: str | None = N
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_sigkill_under_traffic_leaves_every_charge_with_its_release(tmp_path, backend):
-    ledger = None
     if backend == "postgresql":
-        sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
         from pg_server import PGServer, why_unavailable
 
         reason = why_unavailable()
@@ -120,7 +118,7 @@ def test_sigkill_under_traffic_leaves_every_charge_with_its_release(tmp_path, ba
         finally:
             pg.close()
         return
-    _sigkill_cycles(tmp_path, ledger)
+    _sigkill_cycles(tmp_path, None)
 
 
 def _sigkill_cycles(tmp_path, ledger: str | None) -> None:

@@ -166,6 +166,13 @@ class Client:
             _raise(resp)
         return resp.json()
 
+    def _post_release(self, kind: str, body: dict[str, Any]) -> Any:
+        """POST a release request of ``kind``; remember its id and whether it was a dry run in
+        :attr:`last_request`."""
+        out = self._post(f"/v1/releases/{kind}", body)
+        self.last_request = {"id": out.get("id"), "dry_run": bool(out.get("dry_run")), "kind": kind}
+        return out
+
     def _send(self, method: str, path: str, body: Any = None) -> Any:
         resp = self._http.request(method, path, json=body)
         if resp.status_code >= 400:
@@ -319,8 +326,7 @@ class Client:
             "dry_run": dry_run,
             "purpose": purpose,
         }
-        out = self._post("/v1/releases/glm", body)
-        self.last_request = {"id": out.get("id"), "dry_run": bool(out.get("dry_run")), "kind": "glm"}
+        out = self._post_release("glm", body)
         return GLMRelease.from_dict(out["glm_release"])
 
     def covariate_model(
@@ -346,8 +352,7 @@ class Client:
             "dry_run": dry_run,
             "purpose": purpose,
         }
-        out = self._post("/v1/releases/covariates", body)
-        self.last_request = {"id": out.get("id"), "dry_run": bool(out.get("dry_run")), "kind": "covariates"}
+        out = self._post_release("covariates", body)
         return MarginalHistogramModel.from_dict(out["covariate_model"])
 
     def upload(self, theta: Any = None, sims: Any = None, *, path: str | Path | None = None) -> str:
@@ -407,8 +412,7 @@ class Client:
             "dry_run": dry_run,
             "purpose": purpose,
         }
-        out = self._post("/v1/releases/abcdp", body)
-        self.last_request = {"id": out.get("id"), "dry_run": bool(out.get("dry_run")), "kind": "abcdp"}
+        out = self._post_release("abcdp", body)
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "abcdp.npz"
             path.write_bytes(base64.b64decode(out["result_file"]))
@@ -453,8 +457,7 @@ class Client:
             "dry_run": dry_run,
             "purpose": purpose,
         }
-        out = self._post("/v1/releases/dpvi", body)
-        self.last_request = {"id": out.get("id"), "dry_run": bool(out.get("dry_run")), "kind": "dpvi"}
+        out = self._post_release("dpvi", body)
         return DPVIResult.from_dict(out["dpvi_result"])
 
     def glm(
