@@ -320,6 +320,15 @@ class SQLiteStore:
     def connect(self, create: bool = False) -> Iterator[sqlite3.Connection]:
         """A connection in autocommit mode with ``synchronous=FULL``; never creates a file unless
         ``create``."""
+        conn = self._open(create)
+        try:
+            yield conn
+        finally:
+            conn.close()
+
+    def _open(self, create: bool = False) -> sqlite3.Connection:
+        """A new autocommit connection with ``synchronous=FULL``; never creates a file unless
+        ``create``."""
         # mode=rw: opening never creates a file, even if the ledger is removed under our feet
         mode = "rwc" if create else "rw"
         try:
@@ -332,9 +341,10 @@ class SQLiteStore:
             raise LedgerFileError(f"cannot open ledger {self.path}: {exc}.") from None
         try:
             conn.execute("PRAGMA synchronous=FULL")
-            yield conn
-        finally:
+        except BaseException:
             conn.close()
+            raise
+        return conn
 
     def _kept(self) -> sqlite3.Connection:
         """This thread's open connection to the ledger file, opened on first use.
@@ -353,15 +363,7 @@ class SQLiteStore:
         if kept is not None and kept[0] == key:
             return kept[1]
         self._drop()
-        try:
-            conn = sqlite3.connect(
-                f"{self._uri}?mode=rw", timeout=self.timeout, isolation_level=None, uri=True,
-            )
-        except sqlite3.OperationalError as exc:
-            if not self.path.exists():
-                raise LedgerNotFoundError(f"no ledger at {self.path}; {HOW_TO_CREATE}.") from None
-            raise LedgerFileError(f"cannot open ledger {self.path}: {exc}.") from None
-        conn.execute("PRAGMA synchronous=FULL")
+        conn = self._open()
         self._local.conn = (key, conn)
         return conn
 
