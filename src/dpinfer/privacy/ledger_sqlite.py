@@ -5,16 +5,19 @@ processes of one host, so "read the history, check the budget, insert the charge
 step, and a failed step is rolled back; reads run in one deferred transaction (one snapshot).
 The file is in write-ahead-log mode (``journal_mode=WAL``) with ``synchronous=FULL``: a commit
 appends the transaction's pages to ``<ledger>-wal`` and syncs that one file before it returns, so
-every committed charge survives a killed process or a power loss, and an interrupted write is
-never seen (the log is replayed or discarded whole on the next open). The rollback journal this
-replaces gave the same guarantees with three syncs per commit (journal, database, journal
-removal): 6.6 ms against 0.2 ms per commit on this project's test machine under load
-(``benchmarks/results/ledger_charge_cost.json``). The ``-wal`` and ``-shm`` files beside the ledger
-are part of it (SQLite creates them with the ledger's permissions): copy or back up a ledger with
-``sqlite3 <ledger> ".backup <copy>"`` or while no process has it open, never the main file alone.
-A file made by an older version is switched to WAL on its first open by this one. SQLite's locks
-(and its WAL index, shared memory) are not to be trusted on a network file system: share a budget
-between hosts through PostgreSQL (:mod:`dpinfer.privacy.ledger_postgres`).
+every committed charge survives a killed process or a power loss, and an interrupted write is never
+seen (the log is replayed or discarded whole on the next open). The rollback journal this replaces
+gave the same guarantees with three syncs per commit (journal, database, journal removal). With the
+kept connection of :meth:`SQLiteStore._kept`, a charge on 10 to 100 releases took 3.4-3.5 ms
+(median) against 4.4-6.5 ms for the rollback journal and a connection per transaction, the earlier
+code measured in the same run on a quiet 2-core machine
+(``benchmarks/results/ledger_charge_cost.json``, ``before_full_recomposition_sqlite_pld``). The
+``-wal`` and ``-shm`` files beside the ledger are part of it (SQLite creates them with the ledger's
+permissions): copy or back up a ledger with ``sqlite3 <ledger> ".backup <copy>"`` or while no
+process has it open, never the main file alone. A file made by an older version is switched to WAL
+on its first open by this one. SQLite's locks (and its WAL index, shared memory) are not to be
+trusted on a network file system: share a budget between hosts through PostgreSQL
+(:mod:`dpinfer.privacy.ledger_postgres`).
 
 A file written by an older version is brought up to the current schema in place on first open
 (``ALTER TABLE ... ADD COLUMN`` for each column of :data:`_ADDED_COLUMNS` it lacks, the
