@@ -9,6 +9,10 @@ do about it.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable, Mapping
+from typing import ParamSpec, TypeVar
+
 
 class DPInferError(Exception):
     """Base class of every error dpinfer raises on purpose."""
@@ -153,3 +157,54 @@ class PriorDataConflictWarning(ObservedOutsideSimulationsWarning):
 
 class BackendWarning(UserWarning):
     """An execution backend could not be used as asked and another one runs the work instead."""
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def refuse_removed_keywords(
+    moved: Mapping[str, str | tuple[str, str]],
+    *,
+    positional: tuple[int, str] | None = None,
+) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
+    """Refuse the spellings an entry point no longer takes with a :class:`TypeError` that names the
+    new one instead of Python's bare "unexpected keyword".
+
+    Parameters
+    ----------
+    moved
+        Each old keyword mapped to the option that now holds it: ``{"bounds": "data=GLMDataSpec"}``
+        gives "pass data=GLMDataSpec(bounds=...) instead"; a pair (option, field) when the field
+        has a new name there: ``{"rng": ("context=ReleaseContext", "privacy_rng")}``.
+    positional
+        ``(count, name)`` when the former positional argument ``name`` became a keyword option:
+        a call with more than ``count`` positional arguments is refused as if ``name=`` was given
+        (e.g. ``laplace(x, s, eps, rng)``).
+    """
+
+    def refuse(fn: Callable[..., object], old: list[str]) -> TypeError:
+        groups: dict[str, list[str]] = {}
+        for k in old:
+            new = moved[k]
+            option, field = new if isinstance(new, tuple) else (new, k)
+            groups.setdefault(str(option), []).append(f"{field}=...")
+        return TypeError(
+            f"{fn.__name__}() no longer takes {', '.join(k + '=' for k in old)}: pass "
+            + " and ".join(f"{g}({', '.join(ks)})" for g, ks in groups.items())
+            + " instead. Nothing was charged."
+        )
+
+    def decorate(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+        @functools.wraps(fn)
+        def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+            old = [k for k in kwargs if k in moved]
+            if positional is not None and len(args) > positional[0]:
+                old.insert(0, positional[1])
+            if old:
+                raise refuse(fn, old)
+            return fn(*args, **kwargs)
+
+        return wrapper
+
+    return decorate

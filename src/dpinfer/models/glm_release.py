@@ -25,11 +25,10 @@ The owner's computation of the statistic is :mod:`dpinfer.release.glm`; the anal
 
 from __future__ import annotations
 
-import functools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 
 import numpy as np
 
@@ -231,36 +230,4 @@ def data_spec(data: Any) -> GLMDataSpec:
     return data
 
 
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
-
-
-def refuse_removed_keywords(
-    moved: dict[str, str],
-) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
-    """Refuse the keywords an entry point no longer takes with a :class:`TypeError` that names the
-    new spelling instead of Python's bare "unexpected keyword": ``moved`` maps each old keyword to
-    the option that now holds it, e.g. ``{"bounds": "data=GLMDataSpec"}`` gives "pass
-    data=GLMDataSpec(bounds=...)"."""
-
-    def decorate(fn: Callable[_P, _R]) -> Callable[_P, _R]:
-        @functools.wraps(fn)
-        def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-            old = [k for k in kwargs if k in moved]
-            if old:
-                groups: dict[str, list[str]] = {}
-                for k in old:
-                    groups.setdefault(moved[k], []).append(f"{k}=...")
-                raise TypeError(
-                    f"{fn.__name__}() no longer takes {', '.join(k + '=' for k in old)}: pass "
-                    + " and ".join(f"{g}({', '.join(ks)})" for g, ks in groups.items())
-                    + " instead. Nothing was charged."
-                )
-            return fn(*args, **kwargs)
-
-        return wrapper
-
-    return decorate
-
-
-__all__ = ["FAMILIES", "GLMDataSpec", "GLMRelease", "StatisticLayout", "data_spec", "refuse_removed_keywords"]
+__all__ = ["FAMILIES", "GLMDataSpec", "GLMRelease", "StatisticLayout", "data_spec"]

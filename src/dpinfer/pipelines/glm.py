@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import DPInferError, InvalidDataError
+from ..errors import DPInferError, InvalidDataError, refuse_removed_keywords
 from ..inference.glm import (
     COVARIATE_MODELS,
     GLMPosterior,
@@ -20,7 +20,7 @@ from ..inference.glm import (
     check_posterior_options,
     glm_posterior,
 )
-from ..models.glm_release import GLMDataSpec, GLMRelease, refuse_removed_keywords
+from ..models.glm_release import GLMDataSpec, GLMRelease
 from ..privacy.context import ReleaseContext
 from ..release.glm import DATA_KEYWORDS, release_glm_statistics
 

@@ -160,3 +160,14 @@ class ReleaseContext:
         """Run ``draw`` with this context's RNG *inside* a release already charged by the caller
         (e.g. the later queries of a sparse vector whose whole event was charged up front)."""
         return draw(self._gen)
+
+
+#: The flat keywords that ``context=ReleaseContext(...)`` replaced in every release (issue 37): a
+#: release entry point decorated with ``refuse_removed_keywords(FLAT_RELEASE_KEYWORDS)`` refuses
+#: ``ledger=``, ``dataset=`` and ``privacy_rng=`` with a TypeError naming the one convention.
+FLAT_RELEASE_KEYWORDS: dict[str, str | tuple[str, str]] = {
+    "ledger": "context=ReleaseContext",
+    "dataset": "context=ReleaseContext",
+    "privacy_rng": "context=ReleaseContext",
+    "rng": ("context=ReleaseContext", "privacy_rng"),
+}

@@ -49,14 +49,13 @@ from ..data.inputs import bind_dataset, release_data, with_schema
 from ..data.schema import Schema
 from ..data.streaming import DEFAULT_CHUNK_ROWS, accumulate, is_streamed
 from ..data.table import feature_matrix
-from ..errors import InvalidDataError
+from ..errors import InvalidDataError, refuse_removed_keywords
 from ..models.glm_release import (
     FAMILIES,
     GLMDataSpec,
     GLMRelease,
     StatisticLayout,
     data_spec,
-    refuse_removed_keywords,
 )
 from ..privacy.context import ReleaseContext
 from ..privacy.fixed_point import BINARY, INTEGER, REAL, GLMSums
