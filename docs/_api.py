@@ -28,6 +28,10 @@ PAGES: list[tuple[str, str]] = [
     ("dpinfer.diagnostics", "metrics and checks"),
     ("dpinfer.data", "data input: tables, schemas, fingerprints of records"),
     ("dpinfer.datasets", "the data files shipped with dpinfer"),
+    ("dpinfer.service.client", "the analyst's client of the data owner's service (``dpinfer.connect``)"),
+    ("dpinfer.service.config", "the service's configuration: data sets, ledger, analysts, limits"),
+    ("dpinfer.service.core", "the data owner's service without HTTP"),
+    ("dpinfer.audit", "black-box privacy audits: empirical lower bounds on ε and known-broken variants"),
 ]
 
 #: The entry points, documented first on the pages that export them.

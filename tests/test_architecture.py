@@ -341,14 +341,19 @@ def _is_type_name(node: ast.AST) -> bool:
 
 
 def type_name_comparisons(sources: dict[str, tuple[str, bool]]) -> list[str]:
-    """Comparisons (``==``, ``!=``, ``in``, ...) of a type's name, outside the named allowances."""
+    """Comparisons (``==``, ``!=``, ``in``, ...) of a type's name, outside the named allowances, also
+    through a variable that holds it (``kind = type(r).__name__`` ... ``kind in ("A", "B")``)."""
     out = []
     for mod, (text, _) in sources.items():
-        for node in ast.walk(ast.parse(text)):
+        tree = ast.parse(text)
+        holders = {t.id for node in ast.walk(tree)
+                   if isinstance(node, ast.Assign) and _is_type_name(node.value)
+                   for t in node.targets if isinstance(t, ast.Name)}
+        for node in ast.walk(tree):
             if not isinstance(node, ast.Compare):
                 continue
             operands = [node.left, *node.comparators]
-            if not any(_is_type_name(o) for o in operands):
+            if not any(_is_type_name(o) or (isinstance(o, ast.Name) and o.id in holders) for o in operands):
                 continue
             consts = [c for o in operands for c in ([o] if not isinstance(o, ast.Tuple | ast.List | ast.Set)
                                                     else o.elts)]
@@ -361,12 +366,15 @@ def type_name_comparisons(sources: dict[str, tuple[str, bool]]) -> list[str]:
 def test_no_dispatch_on_a_types_name():
     assert type_name_comparisons(_sources()) == []
     # known-broken variants: the old synthesis dispatch, a __class__ spelling with `in`, a comparison
-    # against a variable, and an allowed module comparing a name it is not allowed
+    # against a variable, the type name held in a variable (the old CLI synthesize and private
+    # SMC-ABC prior dispatches), and an allowed module comparing a name it is not allowed
     planted = {
         "dpinfer.models.synthesis": ('if type(model).__name__ == "LogisticRegression":\n    pass\n', False),
         "dpinfer.cli.x": ('ok = result.__class__.__name__ in ("A", "B")\n', False),
         "dpinfer.cli.y": ("ok = kind != type(result).__qualname__\n", False),
         "dpinfer.data.labels": ('t = type(X).__name__ != "Series"\n', False),
+        "dpinfer.cli.synthesize": ('kind = type(r).__name__\nok = kind in ("DPVIResult", "GLMPosterior")\n',
+                                   False),
     }
     assert [f.split(":")[0] for f in type_name_comparisons(planted)] == list(planted)
     allowed = {"dpinfer.data.labels": ('k = top == "pandas" and type(X).__name__ == "DataFrame"\n', False)}

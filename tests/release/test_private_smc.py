@@ -119,3 +119,30 @@ def test_refused_inputs_are_not_charged(tmp_path):
             private_smc_abc(observed, model, RFFMMD(0.6, 20), epsilon_abc_schedule=[0.3, 0.2], c=c,
                             epsilon=1.0, delta=1e-6, **kw, **extra)
     assert ledger.history("m") == [] and ledger.spent("m") == 0.0
+
+
+def test_the_smc_prior_is_found_through_the_models_protocol_not_its_type_name(tmp_path):
+    """Issue 37: a model supports private SMC-ABC by implementing ``smc_prior()``; a subclass or a
+    wrapper with another type name keeps it (the old dispatch compared ``type(model).__name__`` and
+    refused both), and a model without it is refused before anything is charged."""
+    from dpinfer.models.smc_prior import SMCPrior
+    from dpinfer.release.private_smc import smc_prior
+
+    class RenamedCovid(CovidPolynomial):  # same model, another type name
+        pass
+
+    assert isinstance(smc_prior(RenamedCovid()), SMCPrior)
+    z = np.array([[0.0, 0.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]])
+    np.testing.assert_allclose(smc_prior(RenamedCovid()).log_density(z), [0.0, -0.5])
+
+    class NoPrior:
+        def prior_sample(self, n, rng):
+            return rng.standard_normal((n, 1))
+
+    ledger = Ledger(tmp_path / "l.db", create=True)
+    ledger.register("m", epsilon=1.0, delta=1e-5, accountant="pld")
+    _, observed = load_covid_nl()
+    with pytest.raises(InvalidPrivacyParameterError, match=r"smc_prior\(\)"):
+        private_smc_abc(observed, NoPrior(), ExactMMD(900.0), epsilon_abc_schedule=[1.0, 0.5], c=5,
+                        epsilon=1.0, delta=1e-6, context=ReleaseContext(ledger, "m", prng(4)))
+    assert ledger.history("m") == []

@@ -220,18 +220,23 @@ def _refusals(args: argparse.Namespace) -> tuple[Any, Any]:
 def _run(args: argparse.Namespace) -> int:
     ledger, dataset = _refusals(args)
     result = _load(args.release)
-    kind = type(result).__name__
-    conditional = kind in ("DPVIResult", "GLMPosterior")  # regressions: y given covariates
+    from ..inference.glm import GLMPosterior
+    from ..release.abc_result import ABCResult
+    from ..release.dpvi.result import DPVIResult
+
+    kind = type(result).__name__  # for messages only; the dispatch below is by class
+    conditional = isinstance(result, DPVIResult | GLMPosterior)  # regressions: y given covariates
     if not conditional and any(getattr(args, o) for o in COVARIATE_OPTIONS):
         raise Refusal(f"{args.release} holds a {kind}, whose model simulates whole records: covariate "
                       "options are only for DPVI and private-GLM regressions. Nothing was charged or "
                       "written.")
-    if kind in ("ABCResult", "ABCDPResult"):
+    if isinstance(result, ABCResult):  # ABCDPResult included
         out = result.synthesize(args.n, seed=args.seed, model=None)
     elif conditional:
         if not any(getattr(args, o) for o in COVARIATE_OPTIONS):
+            what = "DPVI" if isinstance(result, DPVIResult) else "private GLM"
             raise Refusal(
-                f"a {'DPVI' if kind == 'DPVIResult' else 'private GLM'} posterior models y given x: pass "
+                f"a {what} posterior models y given x: pass "
                 "--covariate-model FILE (a released DP covariate "
                 "model), --covariates FILE with --covariate-epsilon and --covariate-bounds (releases one, "
                 "charged), or --public-covariates FILE (covariates public in their own right; copied and "

@@ -42,6 +42,7 @@ from scipy.special import logsumexp
 from ..distances.base import count_records
 from ..distances.enforce import release_sensitivity
 from ..errors import InvalidDataError, InvalidPrivacyParameterError
+from ..models.smc_prior import SMCPrior
 from ..privacy.accountants import get_accountant
 from ..privacy.context import ReleaseContext
 from ..privacy.events import REPLACE_ONE, SparseVectorEvent, compose
@@ -91,49 +92,22 @@ def batch_distances(distance: Distance, prepared: Any, sims: Any, n: int) -> np.
     return rho
 
 
-@dataclass
-class SMCPrior:
-    """A prior in free coordinates: ``to_theta(z)``, ``from_theta(θ)``, ``log_density(z)`` (-inf
-    outside the support, up to a constant), ``sample(n, rng)`` (θ)."""
-
-    sample: Any
-    to_theta: Any
-    from_theta: Any
-    log_density: Any
-
-
 def smc_prior(model: Any) -> SMCPrior:
-    """The :class:`SMCPrior` of a built-in ABCDP model (mixture of uniforms, COVID, tuberculosis)."""
-    name = type(model).__name__
-    ident = lambda x: np.asarray(x, dtype=np.float64)  # noqa: E731
-    if name == "MixtureOfUniforms":
-        def to_theta(z: np.ndarray) -> np.ndarray:
-            return np.column_stack([z, 1.0 - z.sum(1)])
-
-        def log_mix(z: np.ndarray) -> np.ndarray:  # Dirichlet(1): flat on the simplex
-            th = to_theta(z)
-            return np.where(np.all(th >= 0, axis=1), 0.0, -np.inf)
-
-        return SMCPrior(model.prior_sample, to_theta, lambda th: th[:, :-1], log_mix)
-    if name == "CovidPolynomial":
-        return SMCPrior(model.prior_sample, ident, ident, lambda z: -0.5 * np.sum(z**2, axis=1))
-    if name == "Tuberculosis":
-        def log_tb(z: np.ndarray) -> np.ndarray:
-            r1, t1, r2, burden = z.T
-            s = (1.0 - r1 * (1.0 - model.p_compliance)) / model.p_compliance
-            r1_hi = 1.0 / (1.0 - model.p_compliance)
-            ok = (r1 > 1.01) & (r1 < r1_hi) & (t1 > 0.01) & (t1 < model.t1_bound)
-            ok &= (s > 0) & (r2 > 0.01 * s) & (r2 < s)
-            out = np.full(z.shape[0], -np.inf)
-            if np.any(ok):
-                good = np.flatnonzero(ok)
-                adm = model._admissible(z[good])
-                good = good[adm]
-                out[good] = -np.log(0.99 * s[good]) - (burden[good] - 200.0) ** 2 / 60.0
-            return out
-
-        return SMCPrior(model.prior_sample, ident, ident, log_tb)
-    raise InvalidPrivacyParameterError(f"no SMC prior adapter for model {name}.")
+    """The :class:`~dpinfer.models.smc_prior.SMCPrior` of a model: its ``smc_prior()`` (the
+    protocol of :mod:`dpinfer.models.smc_prior`; the shipped ABCDP models implement it)."""
+    make = getattr(model, "smc_prior", None)
+    if not callable(make):
+        raise InvalidPrivacyParameterError(
+            f"private SMC-ABC needs the model's prior in free coordinates: {type(model).__name__} has no "
+            "smc_prior() method (dpinfer.models.smc_prior.SMCPrior). Nothing was charged."
+        )
+    prior = make()
+    if not isinstance(prior, SMCPrior):
+        raise InvalidPrivacyParameterError(
+            f"{type(model).__name__}.smc_prior() must return an SMCPrior, got {type(prior).__name__}. "
+            "Nothing was charged."
+        )
+    return prior
 
 
 @dataclass

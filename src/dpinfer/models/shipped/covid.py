@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from ..smc_prior import SMCPrior, identity
+
 N_DAYS = 18
 
 
@@ -36,6 +38,10 @@ class CovidPolynomial:
     def prior_sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """θ ~ N(0, I4); shape (n, 4)."""
         return rng.standard_normal((n, 4))
+
+    def smc_prior(self) -> SMCPrior:
+        """The N(0, I4) prior, θ its own free coordinates."""
+        return SMCPrior(self.prior_sample, identity, identity, lambda z: -0.5 * np.sum(z**2, axis=1))
 
     def curve(self, theta: Any) -> np.ndarray:
         """y(t) for each row of θ; shape (B, n_days)."""

@@ -13,6 +13,7 @@ import numba
 import numpy as np
 
 from ...errors import InvalidDataError
+from ..smc_prior import SMCPrior
 
 THETA_TRUE = np.array([0.25, 0.04, 0.33, 0.04, 0.34])
 
@@ -49,6 +50,17 @@ class MixtureOfUniforms:
     def prior_sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """θ ~ Dirichlet(1, ..., 1); shape (n, K)."""
         return rng.dirichlet(np.ones(self.k), size=n)
+
+    def smc_prior(self) -> SMCPrior:
+        """The Dirichlet(1) prior in free coordinates: the first K-1 weights (flat on the simplex)."""
+
+        def to_theta(z: np.ndarray) -> np.ndarray:
+            return np.column_stack([z, 1.0 - z.sum(1)])
+
+        def log_density(z: np.ndarray) -> np.ndarray:
+            return np.where(np.all(to_theta(z) >= 0, axis=1), 0.0, -np.inf)
+
+        return SMCPrior(self.prior_sample, to_theta, lambda th: th[:, :-1], log_density)
 
     def simulate(self, theta: Any, rng: np.random.Generator, n_points: int | None = None) -> np.ndarray:
         """Y ~ p(y | θ) for each row of θ; shape (B, n_points, 1).

@@ -49,6 +49,7 @@ import numpy as np
 
 from ...distances.clipped import ClippedDistance
 from ...errors import InvalidDataError
+from ..smc_prior import SMCPrior, identity
 from .tuberculosis_kernels import simulate_batch
 
 SUMMARY_NAMES = (
@@ -161,6 +162,26 @@ class Tuberculosis:
         m_obs = analytical_means(rates, self.p_compliance, self.p_observed)[:, 2]
         lo, hi = self.mean_obs_bounds
         return (m_obs > lo) & (m_obs < hi) & (rates[:, 3] < self.a1_bound)
+
+    def smc_prior(self) -> SMCPrior:
+        """The joint prior of :meth:`prior_sample` in θ's own coordinates: uniform R1, t1 and R2
+        (the latter on (0.01 s, s), s = (1 - R1 (1 - p_c))/p_c), burden N(200, 30), restricted to
+        the admissible region (ELFI's rejection)."""
+        p_c = self.p_compliance
+
+        def log_density(z: np.ndarray) -> np.ndarray:
+            r1, t1, r2, burden = z.T
+            s = (1.0 - r1 * (1.0 - p_c)) / p_c
+            ok = (r1 > 1.01) & (r1 < 1.0 / (1.0 - p_c)) & (t1 > 0.01) & (t1 < self.t1_bound)
+            ok &= (s > 0) & (r2 > 0.01 * s) & (r2 < s)
+            out = np.full(z.shape[0], -np.inf)
+            if np.any(ok):
+                good = np.flatnonzero(ok)
+                good = good[self._admissible(z[good])]
+                out[good] = -np.log(0.99 * s[good]) - (burden[good] - 200.0) ** 2 / 60.0
+            return out
+
+        return SMCPrior(self.prior_sample, identity, identity, log_density)
 
     def prior_sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """θ = (R1, t1, R2, burden) from the joint prior (with ELFI's rejection); shape (n, 4)."""
