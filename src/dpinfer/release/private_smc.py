@@ -41,9 +41,9 @@ from scipy.special import logsumexp
 
 from ..distances.base import count_records
 from ..distances.enforce import release_sensitivity
-from ..errors import InvalidDataError, InvalidPrivacyParameterError
+from ..errors import InvalidDataError, InvalidPrivacyParameterError, refuse_removed_keywords
 from ..privacy.accountants import get_accountant
-from ..privacy.context import ReleaseContext
+from ..privacy.context import FLAT_RELEASE_KEYWORDS, ReleaseContext
 from ..privacy.events import REPLACE_ONE, SparseVectorEvent, compose
 from ..privacy.mechanisms.svt import SparseVector, check_noise_scale
 from ..privacy.report import PrivacyReport
@@ -238,6 +238,7 @@ def _propose(prior: Any, particles: Any, weights: Any, n: int, rng: np.random.Ge
     return kernel_proposal(prior, particles, weights, n, rng)
 
 
+@refuse_removed_keywords(FLAT_RELEASE_KEYWORDS)
 def private_smc_abc(
     observed: Any,
     model: Any,
@@ -279,7 +280,8 @@ def private_smc_abc(
     context
         The :class:`~dpinfer.privacy.ReleaseContext`: the whole composition is charged to its
         ledger before the first noise is drawn from its RNG (``None``: unaccounted, with a
-        warning, and OS entropy). Its label defaults to ``"private-smc-abc"``.
+        warning, and OS entropy). Its label defaults to ``"private-smc-abc"``. The flat
+        ``ledger=``/``dataset=``/``privacy_rng=`` keywords are refused, naming ``context=``.
 
     Returns
     -------

@@ -463,7 +463,7 @@ def _check_embedding(mu: Any, plan: EmbeddingGrid) -> np.ndarray:
     return arr
 
 
-def release_embedding(mu: Any, plan: EmbeddingGrid, context: ReleaseContext, *, what: str = "") -> np.ndarray:
+def release_embedding(mu: Any, plan: EmbeddingGrid, *, context: ReleaseContext, what: str = "") -> np.ndarray:
     """Release ``γ·(round(μ/γ) + Z)``: validate, charge ``plan.event`` through ``context``, draw.
 
     Parameters
