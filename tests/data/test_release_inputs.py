@@ -93,7 +93,8 @@ def test_the_schema_names_the_budget_and_a_mismatch_charges_nothing(files, tmp_p
     with pytest.raises(SchemaError, match=r"column 'age'.*rule: bounds"):
         _stat(tmp / "d.parquet", "event", schema=narrow, ledger=ledger, dataset="clinic")
     with pytest.raises(SchemaError, match="release: false"):
-        _stat(tmp / "d.parquet", "event", schema=s, ledger=ledger, dataset="clinic", feature_names=["age", "name"])
+        _stat(tmp / "d.parquet", "event", schema=s, ledger=ledger, dataset="clinic",
+              feature_names=["age", "name"])
     assert ledger.spent("clinic") == spent
 
 

@@ -45,8 +45,8 @@ def _glm(source, y, feature_names=None, *, ledger=None, dataset=None, **kw):
     ctx = ReleaseContext(ledger=ledger, dataset=dataset, privacy_rng=prng(9))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return release_glm_statistics(source, y, family="logistic", epsilon=1.0, delta=1e-6, context=ctx, **kw,
-                                      data=GLMDataSpec(bounds=BOUNDS, feature_names=feature_names)).z
+        return release_glm_statistics(source, y, family="logistic", epsilon=1.0, delta=1e-6, context=ctx,
+                                      data=GLMDataSpec(bounds=BOUNDS, feature_names=feature_names), **kw).z
 
 
 def test_the_glm_release_is_the_same_bits_from_every_source(tmp_path):
