@@ -4,6 +4,12 @@ bit-identity check: ``python benchmarks/seams_bit_identity.py > out.json`` on bo
 smc_abc (short run on the shipped Gaussian-mean model), mechanism_importance_sampling, an SPPE fit
 with tiny settings, and ABCDP's threshold noise under a fixed test PrivacyRNG.  Each value is a
 SHA-256 of the raw float64 bytes, so "identical" means bit for bit.
+
+``--releases`` runs only the releases under a fixed test PrivacyRNG (ABCDP, the private SMC-ABCs,
+``privacy.laplace``/``gaussian``, a mechanism's release, the clamped and streamed means, the GLM
+statistic and ``private_glm``, the covariate model and a DPVI fit): the check of issue 37 item 4
+(one calling convention). It also runs on the tree before that change, where ``laplace`` and
+``gaussian`` took ``rng`` and returned a ``(value, event)`` tuple (:func:`_grid_release`).
 """
 
 from __future__ import annotations
@@ -132,5 +138,90 @@ def _private_smc(prng: object) -> dict[str, str]:
     return {"private_smc_abc": a, "gaussian_weights_smc_abc": b}
 
 
+def _grid_release(fn: object, *args: object, context: object) -> object:
+    """``laplace``/``gaussian`` with ``context=`` (after issue 37 item 4), or with the privacy RNG
+    as the argument after the statistic's parameters (before it): the released value."""
+    try:
+        return fn(*args, context=context).value  # type: ignore[operator]
+    except TypeError as exc:
+        if "context" not in str(exc):
+            raise
+        value, _ = fn(*args, context.privacy_rng)  # type: ignore[operator, attr-defined]
+        return value
+
+
+def _releases() -> dict[str, str]:
+    """Every release entry point converted to ``context=ReleaseContext(...)`` (issue 37 item 4)."""
+    from dpinfer.privacy import gaussian, laplace
+    from dpinfer.privacy.context import ReleaseContext
+    from dpinfer.privacy.mechanisms import GaussianMechanism, LaplaceMechanism
+    from dpinfer.privacy.mechanisms.clamped import clamped_release
+    from dpinfer.release.streaming import clamped_mean
+    from seeded_privacy_rng import prng
+
+    def ctx(seed: int) -> ReleaseContext:
+        return ReleaseContext(privacy_rng=prng(seed))
+
+    out: dict[str, str] = {}
+    rng = np.random.default_rng(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out["laplace"] = _h(_grid_release(laplace, 3.25, 1.0, 0.5, context=ctx(1)),
+                            _grid_release(laplace, rng.normal(size=5), 2.0, 1.5, context=ctx(2)))
+        out["gaussian"] = _h(_grid_release(gaussian, 3.25, 1.0, 0.5, 1e-6, context=ctx(3)),
+                             _grid_release(gaussian, rng.normal(size=5), 2.0, 1.5, 1e-6, context=ctx(4)))
+        lap, gau = LaplaceMechanism(2, 1.0, 1.0), GaussianMechanism(3, 1.0, 1.0, 1e-6)
+        out["laplace_mechanism"] = _h(lap.release(np.array([0.3, -1.2]), context=ctx(5)).value)
+        out["gaussian_mechanism"] = _h(gau.release(np.array([0.3, -1.2, 2.0]), context=ctx(6)).value)
+        x = rng.uniform(-1, 3, size=200)
+        rel = clamped_release("mean", 0.0, 2.0, 1.0, n=200)
+        out["clamped_mean_records"] = _h(rel.release_records(x, context=ctx(7)).value)
+        out["clamped_mean_streamed"] = _h(clamped_mean({"v": x}, column="v", lower=0.0, upper=2.0, n=200,
+                                                       epsilon=1.0, chunk_rows=64, context=ctx(7)).value)
+        out.update(_glm_and_synthesis(ctx))
+        out.update(_dpvi(ctx))
+    return out
+
+
+def _glm_and_synthesis(ctx: object) -> dict[str, str]:
+    from dpinfer.models.glm_release import GLMDataSpec
+    from dpinfer.pipelines.glm import GLMPosteriorOptions, GLMSamplerOptions, private_glm
+    from dpinfer.release.glm import release_glm_statistics
+    from dpinfer.release.synthesis import release_covariate_model
+
+    rng = np.random.default_rng(1)
+    X = rng.uniform(10, 30, size=(300, 2))
+    y = (rng.uniform(size=300) < 1 / (1 + np.exp(-(X[:, 0] - 20) / 5))).astype(float)
+    spec = GLMDataSpec(bounds=[(10, 30), (10, 30)])
+    rel = release_glm_statistics(X, y, family="logistic", epsilon=1.0, delta=1e-6, data=spec,
+                                 context=ctx(8))  # type: ignore[operator]
+    fit = private_glm(X, y, family="logistic", epsilon=1.0, delta=1e-6, data=spec, seed=0,
+                      posterior=GLMPosteriorOptions(sampler=GLMSamplerOptions(proposals=500, draws=200)),
+                      context=ctx(9))  # type: ignore[operator]
+    cov = release_covariate_model(X, bounds=[(10, 30), (10, 30)], epsilon=1.0, bins=8,
+                                  context=ctx(10))  # type: ignore[operator]
+    return {"release_glm_statistics": _h(rel.z, rel.sigma), "private_glm": _h(fit.draws),
+            "release_covariate_model": _h(*cov.counts)}
+
+
+def _dpvi(ctx: object) -> dict[str, str]:
+    from dpinfer.datasets import load_abalone
+    from dpinfer.release.dpvi import DPVI, LogisticRegression, PrivacyOptions, TrainingOptions
+
+    ab = load_abalone()
+    fit = DPVI(LogisticRegression(8)).fit(
+        ab.X_train[:300], ab.y_train[:300], delta=1e-5, seed=0, context=ctx(11),  # type: ignore[operator]
+        privacy=PrivacyOptions(noise_multiplier=3.0, clip=1.0),
+        training=TrainingOptions(sampling_rate=0.1, steps=20),
+    )
+    return {"dpvi_fit": _h(fit.params)}
+
+
 if __name__ == "__main__":
-    print(json.dumps(main(), indent=1, sort_keys=True))
+    if "--releases" in sys.argv[1:]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = {**_abcdp(), **_releases()}
+        print(json.dumps(result, indent=1, sort_keys=True))
+    else:
+        print(json.dumps(main(), indent=1, sort_keys=True))

@@ -119,12 +119,14 @@ def child(mode: str, what: str, path: str, rows: int, chunk_rows: int) -> dict:
     else:
         from dpinfer.data.streaming import OnDask
         from dpinfer.models.glm_release import GLMDataSpec
+        from dpinfer.privacy.context import ReleaseContext
         from dpinfer.release.glm import release_glm_statistics
         from dpinfer.release.streaming import clamped_mean
 
+        ctx = ReleaseContext(privacy_rng=rng)
         kw_glm = dict(family="logistic", data=GLMDataSpec(bounds=BOUNDS), epsilon=1.0, delta=1e-8,
-                      privacy_rng=rng)
-        kw_mean = dict(lower=CLAMP[0], upper=CLAMP[1], n=rows, epsilon=1.0, privacy_rng=rng)
+                      context=ctx)
+        kw_mean = dict(lower=CLAMP[0], upper=CLAMP[1], n=rows, epsilon=1.0, context=ctx)
         # warm-up (numba's cached kernels, the noise calibration) on 10 records, outside the timing
         tiny = {c: np.full(10, 5.0) for c in FEATURES} | {"y": np.tile([0.0, 1.0], 5), "x1": np.full(10, 5.0)}
         release_glm_statistics(tiny, "y", **kw_glm)
@@ -147,7 +149,7 @@ def child(mode: str, what: str, path: str, rows: int, chunk_rows: int) -> dict:
                 from dpinfer.privacy.mechanisms.clamped import clamped_release
 
                 val = np.atleast_1d(clamped_release("mean", *CLAMP, 1.0, n=rows).release_records(
-                    x1, rng).value)
+                    x1, context=ctx).value)
             out["seconds"] = time.perf_counter() - t0
         else:
             source: object = path

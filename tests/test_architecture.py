@@ -13,7 +13,9 @@ Layers, bottom to top (a module may import only from its own layer or below):
 Further rules: no import cycle, package ``__init__`` edges included; no module outside
 ``privacy/`` touches secret randomness (``PrivacyRNG``, ``as_privacy_rng``, the exact samplers);
 ``inference/`` takes from ``privacy/`` only events and reports, so "post-processing spends no
-budget" is a checked claim; at most 3 imports of another module's private names.
+budget" is a checked claim; at most 3 imports of another module's private names; a function that
+takes ``context`` (a :class:`~dpinfer.privacy.context.ReleaseContext`) takes no ``ledger``,
+``privacy_rng`` or ``rng`` beside it (one calling convention for every release).
 
 Every import counts, including those inside functions. Each rule has a known-broken variant
 checked against the same functions.
@@ -532,3 +534,48 @@ def test_release_and_inference_never_import_each_other():
     fine = {"dpinfer.release.ok": ("from ..results.weighted import ess\n", False),
             "dpinfer.inference.ok": ("from ..models import glm_release\n", False)}
     assert release_inference_imports(fine) == []
+
+
+# ------------------------------------------------------------------------------------------------
+# one calling convention for every release (issue 37, item 4)
+# ------------------------------------------------------------------------------------------------
+
+#: The parameters ``context=ReleaseContext(...)`` replaced: a function that takes a context takes
+#: none of them (the ledger, the data set's name and the privacy RNG travel in the context).
+REPLACED_BY_CONTEXT = ("ledger", "privacy_rng", "rng")
+
+
+def flat_keywords_beside_context(sources: dict[str, tuple[str, bool]]) -> list[str]:
+    """The public functions (public module, no leading underscore) that take ``context`` and also a
+    parameter of :data:`REPLACED_BY_CONTEXT`, as ``"module.function (parameter)"``."""
+    out = []
+    for mod, (text, _) in sources.items():
+        if any(part.startswith("_") for part in mod.split(".")[1:]):
+            continue
+        for node in ast.walk(ast.parse(text)):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.name.startswith("_"):
+                continue
+            a = node.args
+            names = [p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
+            if a.kwarg is not None:
+                names.append(a.kwarg.arg)
+            if "context" in names:
+                out += [f"{mod}.{node.name} ({p})" for p in REPLACED_BY_CONTEXT if p in names]
+    return out
+
+
+def test_no_release_takes_a_context_and_the_keywords_it_replaced():
+    assert flat_keywords_beside_context(_sources()) == []
+    # known-broken variants: the flat keywords beside context= (the second convention before issue
+    # 37), a method's positional privacy RNG, laplace's rng; a private helper and a function that
+    # takes the context alone are fine
+    planted = {"dpinfer.release.x": (
+        "def release_glm(X, *, context=None, ledger=None, dataset=None, privacy_rng=None):\n    pass\n"
+        "class M:\n    def release(self, s, privacy_rng=None, *, context=None):\n        pass\n"
+        "def laplace(value, s, e, rng=None, *, context=None):\n    pass\n"
+        "def _helper(context, rng):\n    pass\n"
+        "def fine(x, *, context=None, label=''):\n    pass\n", False),
+        "dpinfer.release._hidden": ("def f(context, ledger):\n    pass\n", False)}
+    assert sorted(flat_keywords_beside_context(planted)) == [
+        "dpinfer.release.x.laplace (rng)", "dpinfer.release.x.release (privacy_rng)",
+        "dpinfer.release.x.release_glm (ledger)", "dpinfer.release.x.release_glm (privacy_rng)"]

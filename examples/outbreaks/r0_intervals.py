@@ -43,6 +43,7 @@ from dpinfer.inference.smc.schedule import QuantileSchedule
 from dpinfer.inference.smc.smc_abc import smc_abc
 from dpinfer.models import SIR
 from dpinfer.privacy import Ledger, PrivacyRNG
+from dpinfer.privacy.context import ReleaseContext
 from dpinfer.results.weighted import weighted_quantile
 
 # Published privatised statistics (Xiong et al. 2025, App. E.1.2; authors' Dataset.py, flags 2-5).
@@ -89,9 +90,7 @@ def flu_release(out: Path) -> tuple[SIR, np.ndarray, str]:
     ledger.register("flu-1978", epsilon=10.0, delta=0.0, accountant="pure")
     release = model.mechanism.release(
         confidential,
-        PrivacyRNG(),
-        ledger=ledger,
-        dataset="flu-1978",
+        context=ReleaseContext(ledger=ledger, dataset="flu-1978", privacy_rng=PrivacyRNG()),
         label="boarding-school influenza curve (Prop. 4)",
     )
     return model, release.value, release.privacy.summary()

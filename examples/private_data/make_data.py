@@ -18,6 +18,7 @@ import numpy as np
 
 from dpinfer.models import SIR, LinearRegression, NaiveBayes
 from dpinfer.privacy import Ledger, PrivacyRNG
+from dpinfer.privacy.context import ReleaseContext
 
 EPSILONS = (10.0, 1.0, 0.1)
 LINREG_BETA = (-1.79497, -2.889, -0.66203)  # Ju et al. (2022) beta*
@@ -49,7 +50,8 @@ def main() -> None:
         model = LinearRegression(epsilon=eps, x_mean=LINREG_X_MEAN)
         name = f"linreg-synthetic-eps{eps:g}"
         ledger.register(name, epsilon=eps)
-        rel = model.mechanism.release(model.statistic(x, y), prng, ledger=ledger, dataset=name)
+        rel = model.mechanism.release(model.statistic(x, y),
+                                      context=ReleaseContext(ledger=ledger, dataset=name, privacy_rng=prng))
         rows.append([eps, model.mechanism.sensitivity, *rel.value])
     with open(out / "linreg_released.csv", "w", newline="") as fh:
         w = csv.writer(fh)
@@ -82,7 +84,9 @@ def main() -> None:
             model = SIR(population=1_000_000, epsilon=eps)
             name = f"sir-synthetic-eps{eps:g}"
             ledger.register(name, epsilon=eps)
-            rel = model.mechanism.release(counts, prng, ledger=ledger, dataset=name)
+            rel = model.mechanism.release(counts,
+                                          context=ReleaseContext(ledger=ledger, dataset=name,
+                                                                 privacy_rng=prng))
             w.writerow(
                 [
                     "released_proportion",
@@ -99,7 +103,9 @@ def main() -> None:
     cls, feats = nb.simulate_data(theta, rng)
     s = nb.statistic(cls, feats)
     ledger.register("naive-bayes-synthetic", epsilon=1.0)
-    rel = nb.mechanism.release(s, prng, ledger=ledger, dataset="naive-bayes-synthetic")
+    rel = nb.mechanism.release(s,
+                               context=ReleaseContext(ledger=ledger, dataset="naive-bayes-synthetic",
+                                                      privacy_rng=prng))
     with open(out / "naive_bayes_synthetic.csv", "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["kind", "epsilon", "n111", "n112", "n121", "n122", "n211", "n212", "n221", "n222"])

@@ -29,6 +29,7 @@ sys.path.insert(0, str(HERE.parents[1] / "tests"))
 from dpinfer.inference.glm import GLMSamplerOptions, glm_posterior  # noqa: E402
 from dpinfer.models.glm_release import GLMDataSpec  # noqa: E402
 from dpinfer.privacy import Ledger  # noqa: E402
+from dpinfer.privacy.context import ReleaseContext  # noqa: E402
 from dpinfer.release.glm import release_glm_statistics  # noqa: E402
 from seeded_privacy_rng import prng  # noqa: E402
 
@@ -53,7 +54,8 @@ def main() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         rel = release_glm_statistics(X, y, family="logistic", epsilon=1.0, delta=1e-6,
-                                     ledger=ledger, dataset="survey", privacy_rng=prng(6366),
+                                     context=ReleaseContext(ledger=ledger, dataset="survey",
+                                                            privacy_rng=prng(6366)),
                                      data=GLMDataSpec(bounds=bounds, feature_names=["age", "north", "east",
                                                       "smoker", "female", "income"]))
     rows = {}

@@ -198,11 +198,14 @@ def _cheap_releases(kind, data, tmp_path, sink):
     ledger = _ledger(tmp_path)
     numpy = kind == "numpy"
     kw = dict(feature_names=["age", "bmi"], bounds=[(20, 80), (18, 40)]) if numpy else dict(schema=schema)
-    rel = release_glm_statistics(X, y, family="logistic", epsilon=1.0, delta=1e-6, ledger=ledger,
-                                 dataset="clinic", privacy_rng=prng(1), data=GLMDataSpec(**kw))
+    rel = release_glm_statistics(X, y, family="logistic", epsilon=1.0, delta=1e-6,
+                                 context=ReleaseContext(ledger=ledger, dataset="clinic", privacy_rng=prng(1)),
+                                 data=GLMDataSpec(**kw))
     sink.result(f"{kind} GLM statistics", rel)
-    model = release_covariate_model(X, epsilon=1.0, columns=["age", "bmi"], ledger=ledger, dataset="clinic",
-                                    privacy_rng=prng(2), **({} if numpy else {"schema": schema}),
+    model = release_covariate_model(X, epsilon=1.0, columns=["age", "bmi"],
+                                    context=ReleaseContext(ledger=ledger, dataset="clinic",
+                                                           privacy_rng=prng(2)),
+                                    **({} if numpy else {"schema": schema}),
                                     **({"bounds": [(20, 80), (18, 40)]} if numpy else {}))
     sink.result(f"{kind} covariate model", model)
     path = model.save(tmp_path / "cov.json")
@@ -210,7 +213,8 @@ def _cheap_releases(kind, data, tmp_path, sink):
     table = read_table(X, names=["age", "bmi"]) if numpy else read_table(X, schema=schema)
     sink.text(f"{kind} table repr", repr(table))
     mean = clamped_release("mean", 20.0, 80.0, 1.0, n=table.n_rows)
-    out = mean.release_records(table["age"], prng(3), ledger=ledger, dataset="clinic")
+    out = mean.release_records(table["age"],
+                               context=ReleaseContext(ledger=ledger, dataset="clinic", privacy_rng=prng(3)))
     sink.result(f"{kind} clamped mean", out)
     sink.text(f"{kind} fingerprint", record_fingerprint(X))
     # refusals: values outside the schema's bounds, an undeclared category, a text feature
@@ -222,18 +226,18 @@ def _cheap_releases(kind, data, tmp_path, sink):
         with pytest.raises(DPInferError) as e:
             if numpy:
                 release_glm_statistics(X, y, family="logistic", epsilon=1.0, delta=1e-6,
-                                       ledger=ledger, privacy_rng=prng(4),
+                                       context=ReleaseContext(ledger=ledger, privacy_rng=prng(4)),
                                        data=GLMDataSpec(schema=bad, feature_names=["age", "bmi"]))
             else:
                 read_table(X, schema=bad)
         sink.text(f"{kind} schema refusal", str(e.value))
     with pytest.raises(DPInferError) as e:
         release_glm_statistics(X, "event", family="logistic", epsilon=1.0,
-                               delta=1e-6, privacy_rng=prng(5),
+                               delta=1e-6, context=ReleaseContext(privacy_rng=prng(5)),
                                data=GLMDataSpec(feature_names=["age", "name"], bounds=(0,
                                                 100))) if not numpy else \
             release_glm_statistics(np.column_stack([cols["age"], cols["name"]]), y, family="logistic",
-                                   epsilon=1.0, delta=1e-6, privacy_rng=prng(5),
+                                   epsilon=1.0, delta=1e-6, context=ReleaseContext(privacy_rng=prng(5)),
                                    data=GLMDataSpec(bounds=(0, 100)))
     sink.text(f"{kind} text-feature refusal", str(e.value))
     _ledger_rows(sink, ledger, tmp_path)
@@ -260,8 +264,9 @@ def _private_glm(kind, data, tmp_path, sink):
     ledger = _ledger(tmp_path)
     kw = dict(feature_names=["age", "bmi"], bounds=[(20, 80), (18, 40)]) if kind == "numpy" else dict(
         schema=tmp / "schema.yaml")
-    fit = private_glm(X, y, family="logistic", epsilon=1.0, delta=1e-6, ledger=ledger, dataset="clinic",
-                      privacy_rng=prng(6), seed=0, data=GLMDataSpec(**kw),
+    fit = private_glm(X, y, family="logistic", epsilon=1.0, delta=1e-6,
+                      context=ReleaseContext(ledger=ledger, dataset="clinic", privacy_rng=prng(6)),
+                      seed=0, data=GLMDataSpec(**kw),
                       posterior=GLMPosteriorOptions(sampler=FAST))
     sink.result(f"{kind} private GLM", fit)
     sink.file(f"{kind} private GLM file", fit.save(tmp_path / "glm.npz"))
@@ -277,8 +282,8 @@ def _dpvi(kind, data, tmp_path, sink):
     kw = dict(feature_names=["age", "bmi"], bounds=[(20, 80), (18, 40)]) if kind == "numpy" else dict(
         schema=Schema.load(tmp / "schema.yaml"))
     fit = DPVI(LogisticRegression(3)).fit(
-        X, y, epsilon=2.0, delta=1e-5, data=DataOptions(intercept=True, **kw), ledger=ledger,
-        dataset="clinic", seed=0, privacy=PrivacyOptions(clip=1.0),
+        X, y, epsilon=2.0, delta=1e-5, data=DataOptions(intercept=True, **kw),
+            context=ReleaseContext(ledger=ledger, dataset="clinic"), seed=0, privacy=PrivacyOptions(clip=1.0),
         training=TrainingOptions(steps=30, sampling_rate=0.2))
     sink.result(f"{kind} DPVI", fit)
     sink.file(f"{kind} DPVI file", fit.save(tmp_path / "dpvi.json"))

@@ -44,6 +44,7 @@ from dpinfer import audit as A
 from dpinfer.audit import registry as R
 from dpinfer.privacy.accountants.pld import PLDAccountant
 from dpinfer.privacy.accountants.rdp import RDPAccountant
+from dpinfer.privacy.context import ReleaseContext
 from dpinfer.privacy.mechanisms.base import Mechanism
 from seeded_privacy_rng import prng
 
@@ -258,8 +259,9 @@ def test_float_distinguishing_test_reproduces_mironov_on_the_float_laplace_sampl
     gamma = laplace_grid(1.0, 1.0).gamma
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        z = [laplace(0.0, 1.0, 1.0, rng)[0] for _ in range(300)]
-        z_prime = [laplace(1.0, 1.0, 1.0, rng)[0] for _ in range(300)]
+        ctx = ReleaseContext(privacy_rng=rng)
+        z = [laplace(0.0, 1.0, 1.0, context=ctx).value for _ in range(300)]
+        z_prime = [laplace(1.0, 1.0, 1.0, context=ctx).value for _ in range(300)]
     assert A.check_grid(z, z_prime, lattice=A.Lattice(gamma)).ok
 
 

@@ -125,7 +125,9 @@ def _gaussian(ctx: ReleaseContext, **o: Any) -> Any:
     )
     mech = GaussianMechanism(k["d"], k["sensitivity"], k["epsilon"], k["delta"], k["neighbouring"])
     if k["privacy_rng"] is not None:
-        return mech.release(k["s"], k["privacy_rng"], ledger=ctx.ledger, dataset=ctx.dataset)
+        return mech.release(k["s"],
+                            context=ReleaseContext(ledger=ctx.ledger, dataset=ctx.dataset,
+                                                   privacy_rng=k["privacy_rng"]))
     return mech.release(k["s"], context=ctx)
 
 
@@ -210,10 +212,8 @@ def _grid_laplace(ctx: ReleaseContext, **o: Any) -> Any:
         k["value"],
         k["sensitivity"],
         k["epsilon"],
-        ctx._gen,
+        context=ReleaseContext(ledger=ctx.ledger, dataset=ctx.dataset, privacy_rng=ctx._gen),
         neighbouring=k["neighbouring"],
-        ledger=ctx.ledger,
-        dataset=ctx.dataset,
     )
 
 
@@ -236,11 +236,9 @@ def _grid_gaussian(ctx: ReleaseContext, **o: Any) -> Any:
         k["sensitivity"],
         k["epsilon"],
         k["delta"],
-        ctx._gen,
+        context=ReleaseContext(ledger=ctx.ledger, dataset=ctx.dataset, privacy_rng=ctx._gen),
         calibration=k["calibration"],
         neighbouring=k["neighbouring"],
-        ledger=ctx.ledger,
-        dataset=ctx.dataset,
     )
 
 

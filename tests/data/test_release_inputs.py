@@ -12,6 +12,7 @@ import pytest
 from dpinfer.data import Schema, SchemaError, duckdb_query
 from dpinfer.inference.glm import GLMSamplerOptions
 from dpinfer.privacy import Ledger
+from dpinfer.privacy.context import ReleaseContext
 from dpinfer.release.dpvi import DPVI, DataOptions, LogisticRegression, TrainingOptions
 from dpinfer.release.glm import release_glm_statistics
 from seeded_privacy_rng import prng
@@ -46,15 +47,16 @@ def files(tmp_path_factory):
     return tmp, t
 
 
-def _stat(source, y, **kw):
+def _stat(source, y, *, ledger=None, dataset=None, **kw):
     from dpinfer.models.glm_release import GLMDataSpec
     from dpinfer.release.glm import DATA_KEYWORDS
 
     data = {k: kw.pop(k) for k in list(kw) if k in DATA_KEYWORDS}
+    ctx = ReleaseContext(ledger=ledger, dataset=dataset, privacy_rng=prng(0))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return release_glm_statistics(source, y, family="logistic", epsilon=1.0, delta=1e-6,
-                                      privacy_rng=prng(0), data=GLMDataSpec(**data), **kw)
+        return release_glm_statistics(source, y, family="logistic", epsilon=1.0, delta=1e-6, context=ctx,
+                                      data=GLMDataSpec(**data), **kw)
 
 
 def test_a_parquet_file_a_duckdb_query_and_arrays_give_the_same_release(files):
@@ -79,17 +81,20 @@ def test_the_schema_names_the_budget_and_a_mismatch_charges_nothing(files, tmp_p
     ledger = Ledger(tmp_path / "l.db", create=True)
     ledger.register("clinic", epsilon=5.0, delta=1e-5, accountant="rdp")
     s = Schema.from_dict(SCHEMA)
-    _stat(tmp / "d.parquet", "event", schema=s, ledger=ledger)
+    _stat(tmp / "d.parquet", "event", schema=s, ledger=ledger, dataset=s.dataset)
     spent = ledger.spent("clinic")
     assert spent > 0
     with pytest.raises(SchemaError, match="one data set has one budget"):
         _stat(tmp / "d.parquet", "event", schema=s, ledger=ledger, dataset="other")
+    with pytest.raises(SchemaError, match="one data set has one budget"):  # unaccounted: the same check
+        _stat(tmp / "d.parquet", "event", schema=s, dataset="other")
     narrow = Schema.from_dict({**SCHEMA, "columns": {**SCHEMA["columns"], "age": {
         "type": "float", "lower": 30, "upper": 80}}})
     with pytest.raises(SchemaError, match=r"column 'age'.*rule: bounds"):
-        _stat(tmp / "d.parquet", "event", schema=narrow, ledger=ledger)
+        _stat(tmp / "d.parquet", "event", schema=narrow, ledger=ledger, dataset="clinic")
     with pytest.raises(SchemaError, match="release: false"):
-        _stat(tmp / "d.parquet", "event", schema=s, ledger=ledger, feature_names=["age", "name"])
+        _stat(tmp / "d.parquet", "event", schema=s, ledger=ledger, dataset="clinic",
+              feature_names=["age", "name"])
     assert ledger.spent("clinic") == spent
 
 
@@ -113,7 +118,8 @@ def test_a_release_under_another_relation_than_the_schema_is_refused(files, tmp_
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         m = release_covariate_model(tmp / "d.parquet", schema=add_remove, neighbouring="add-remove",
-                                    epsilon=1.0, columns=["age", "bmi"], privacy_rng=prng(0))
+                                    epsilon=1.0, columns=["age", "bmi"],
+                                        context=ReleaseContext(privacy_rng=prng(0)))
     assert m.privacy.neighbouring == "add-remove"
     with pytest.raises(SchemaError, match="declares add-remove"):
         release_covariate_model(tmp / "d.parquet", schema=add_remove, epsilon=1.0, columns=["age", "bmi"])

@@ -16,6 +16,7 @@ from dpinfer.data.streaming import OnDask, accumulate, iter_chunks
 from dpinfer.errors import InvalidDataError
 from dpinfer.models.glm_release import GLMDataSpec
 from dpinfer.privacy import Ledger
+from dpinfer.privacy.context import ReleaseContext
 from dpinfer.privacy.fixed_point import GLMSums
 from dpinfer.privacy.mechanisms.clamped import clamped_release
 from dpinfer.release.glm import release_glm_statistics
@@ -40,12 +41,12 @@ def _parquet(tmp_path, cols, row_group=700):
     return path
 
 
-def _glm(source, y, feature_names=None, **kw):
+def _glm(source, y, feature_names=None, *, ledger=None, dataset=None, **kw):
+    ctx = ReleaseContext(ledger=ledger, dataset=dataset, privacy_rng=prng(9))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return release_glm_statistics(source, y, family="logistic", epsilon=1.0, delta=1e-6,
-                                      privacy_rng=prng(9), **kw,
-                                      data=GLMDataSpec(bounds=BOUNDS, feature_names=feature_names)).z
+        return release_glm_statistics(source, y, family="logistic", epsilon=1.0, delta=1e-6, context=ctx,
+                                      data=GLMDataSpec(bounds=BOUNDS, feature_names=feature_names), **kw).z
 
 
 def test_the_glm_release_is_the_same_bits_from_every_source(tmp_path):
@@ -75,16 +76,17 @@ def test_clamped_mean_and_covariate_counts_are_the_same_bits_from_parquet(tmp_pa
     rel = clamped_release("mean", 20.0, 80.0, 1.0, n=N, mechanism="gaussian", delta=1e-6)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ref = rel.release_records(cols["age"], prng(4)).value
+        ref = rel.release_records(cols["age"], context=ReleaseContext(privacy_rng=prng(4))).value
         for c in (1, 7, 1000, None):
             got = clamped_mean(path, column="age", lower=20.0, upper=80.0, n=N, epsilon=1.0,
-                               mechanism="gaussian", delta=1e-6, chunk_rows=c, privacy_rng=prng(4)).value
+                               mechanism="gaussian", delta=1e-6, chunk_rows=c,
+                                   context=ReleaseContext(privacy_rng=prng(4))).value
             assert np.asarray(got).tobytes() == np.asarray(ref).tobytes()
         X = np.column_stack([cols["bmi"], cols["visits"]])
         kw = dict(bounds=[(15, 50), (0, 8)], integer=[False, True], epsilon=1.0)
-        mem = release_covariate_model(X, privacy_rng=prng(2), **kw)
+        mem = release_covariate_model(X, context=ReleaseContext(privacy_rng=prng(2)), **kw)
         streamed = release_covariate_model(path, columns=["bmi", "visits"], chunk_rows=101,
-                                           privacy_rng=prng(2), **kw)
+                                           context=ReleaseContext(privacy_rng=prng(2)), **kw)
     assert streamed.columns == ("bmi", "visits")
     for a, b in zip(mem.counts, streamed.counts, strict=True):
         assert np.array_equal(a, b)
@@ -168,7 +170,7 @@ def test_a_dask_cluster_of_two_workers_gives_the_same_bits(tmp_path):
     rel = clamped_release("mean", 20.0, 80.0, 1.0, n=N)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ref_mean = rel.release_records(cols["age"], prng(6)).value
+        ref_mean = rel.release_records(cols["age"], context=ReleaseContext(privacy_rng=prng(6))).value
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, distributed.Client(cluster) as client:
         on_dask = OnDask(parts, client)
@@ -176,6 +178,6 @@ def test_a_dask_cluster_of_two_workers_gives_the_same_bits(tmp_path):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             mean = clamped_mean(on_dask, column="age", lower=20.0, upper=80.0, n=N, epsilon=1.0,
-                                privacy_rng=prng(6)).value
+                                context=ReleaseContext(privacy_rng=prng(6))).value
         assert np.asarray(mean).tobytes() == np.asarray(ref_mean).tobytes()
         assert len(client.scheduler_info()["workers"]) == 2

@@ -18,6 +18,7 @@ from dpinfer.inference.smc.schedule import FixedSchedule
 from dpinfer.inference.smc.smc_abc import smc_abc
 from dpinfer.models.shipped.gaussian_mean import GaussianMean
 from dpinfer.privacy import Ledger, PrivacyRNG
+from dpinfer.privacy.context import ReleaseContext
 
 KW = dict(n_particles=300, batch_size=150, seed=5, schedule=FixedSchedule((1.0, 0.5, 0.3)))
 
@@ -31,7 +32,9 @@ def test_a_tcp_scheduler_with_worker_processes_and_a_shared_ledger(pg_server):
     model = GaussianMean(n=50, clamp=(-2.0, 2.0), epsilon=0.5, prior_sd=1.0, noise_sd=1.0)
     confidential = model.statistic(np.random.default_rng(0).normal(1.0, 1.0, 50))
     # the client: charge, then release (the only step that touches the data or the budget)
-    s_dp = model.mechanism.release(confidential, PrivacyRNG(), ledger=ledger, dataset="patients",
+    s_dp = model.mechanism.release(confidential,
+                                   context=ReleaseContext(ledger=ledger, dataset="patients",
+                                                          privacy_rng=PrivacyRNG()),
                                    label="mean").value
     with pytest.raises(TypeError, match="charge releases on the client"):
         pickle.dumps(ledger)

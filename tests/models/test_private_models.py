@@ -10,6 +10,7 @@ from dpinfer.errors import InvalidDataError
 from dpinfer.models.priors import GaussianPrior
 from dpinfer.models.shipped.gaussian_mean import GaussianMean, clipped_mean_lattice_pmf
 from dpinfer.privacy import BudgetExceededError, DiscreteLaplaceEvent, InvalidPrivacyParameterError, Ledger
+from dpinfer.privacy.context import ReleaseContext
 from dpinfer.privacy.mechanisms.base import LaplaceMechanism
 from dpinfer.randomness import open_uniforms
 
@@ -37,21 +38,25 @@ def test_release_charges_before_release_and_refuses_bad_input(tmp_path, test_rng
     ledger = Ledger(tmp_path / "l.db", create=True)
     ledger.register("d", epsilon=1.0, accountant="pure")
     model = GaussianMean(n=20, clamp=(0.0, 1.0), epsilon=0.6)
-    rel = model.mechanism.release([0.5], test_rng, ledger=ledger, dataset="d")
+    rel = model.mechanism.release([0.5],
+                                  context=ReleaseContext(ledger=ledger, dataset="d", privacy_rng=test_rng))
     assert rel.privacy.epsilon == pytest.approx(0.6) and rel.privacy.insecure_rng
     assert rel.privacy.sensitivity == pytest.approx(1.0 / 20)
     assert ledger.spent("d") == pytest.approx(0.6)
     assert isinstance(model.mechanism.event(), DiscreteLaplaceEvent)
     with pytest.raises(BudgetExceededError):
-        model.mechanism.release([0.5], test_rng, ledger=ledger, dataset="d")
+        model.mechanism.release([0.5],
+                                context=ReleaseContext(ledger=ledger, dataset="d", privacy_rng=test_rng))
     before = len(ledger.history("d"))
     with pytest.raises(InvalidDataError, match="outside the range"):
-        model.mechanism.release([1.5], test_rng, ledger=ledger, dataset="d")
+        model.mechanism.release([1.5],
+                                context=ReleaseContext(ledger=ledger, dataset="d", privacy_rng=test_rng))
     with pytest.raises(InvalidDataError, match="length 1"):
-        model.mechanism.release([0.1, 0.2], test_rng, ledger=ledger, dataset="d")
+        model.mechanism.release([0.1, 0.2],
+                                context=ReleaseContext(ledger=ledger, dataset="d", privacy_rng=test_rng))
     assert len(ledger.history("d")) == before
     with pytest.raises(TypeError, match="PrivacyRNG"):
-        model.mechanism.release([0.5], np.random.default_rng(0))
+        model.mechanism.release([0.5], context=ReleaseContext(privacy_rng=np.random.default_rng(0)))
 
 
 def test_invalid_parameters():

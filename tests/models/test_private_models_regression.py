@@ -18,6 +18,7 @@ from dpinfer.inference.exact.baselines import (
 from dpinfer.models.shipped.linreg import LinearRegression, record_statistics
 from dpinfer.models.shipped.naive_bayes import LogitBetaPrior, NaiveBayes
 from dpinfer.privacy import PrivacyRNG
+from dpinfer.privacy.context import ReleaseContext
 
 
 def test_linreg_sensitivity_rules_are_upper_bounds():
@@ -73,7 +74,7 @@ def _sbc_ranks(model, reps, scale_factor=1.0, seed=0):
     for r in range(reps):
         beta = model.prior.sample(1, rng)[0]
         x, y = model.simulate_data(beta, rng)
-        sdp = model.mechanism.release(model.statistic(x, y), prng).value
+        sdp = model.mechanism.release(model.statistic(x, y), context=ReleaseContext(privacy_rng=prng)).value
         x0, y0 = model.simulate_data(np.zeros(3), rng)
         draws, _ = _da_mcmc_kernel(
             sdp,
@@ -112,7 +113,7 @@ def test_da_mcmc_api_and_errors():
     x, y = m.simulate_data([-1.79, -2.89, -0.66], 0)
     with pytest.warns(Warning):
         prng = PrivacyRNG.insecure_deterministic(0)
-    sdp = m.mechanism.release(m.statistic(x, y), prng).value
+    sdp = m.mechanism.release(m.statistic(x, y), context=ReleaseContext(privacy_rng=prng)).value
     r1 = da_mcmc_linreg(m, sdp, n_samples=300, burn_in=100, thin=2, seed=4)
     r2 = da_mcmc_linreg(m, sdp, n_samples=300, burn_in=100, thin=2, seed=4)
     assert np.array_equal(r1.samples, r2.samples) and r1.samples.shape == (300, 3)

@@ -12,6 +12,7 @@ from scipy import optimize, stats
 from dpinfer.errors import InferenceWarning, InvalidDataError
 from dpinfer.models.shipped.sir import SIR, BinomialTrajectoryMechanism, binom_ppf, gillespie_sir
 from dpinfer.privacy import KnownEvent, Ledger
+from dpinfer.privacy.context import ReleaseContext
 
 
 def final_size(r0: float) -> float:
@@ -81,7 +82,9 @@ def test_sir_release_and_observed_checks(tmp_path, test_rng):
     ledger = Ledger(tmp_path / "l.db", create=True)
     ledger.register("outbreak", epsilon=10.0, accountant="pure")
     s = model.simulate_confidential(np.array([[-0.5, -3.0]]), 0)[0]
-    rel = model.mechanism.release(s, test_rng, ledger=ledger, dataset="outbreak")
+    rel = model.mechanism.release(s,
+                                  context=ReleaseContext(ledger=ledger, dataset="outbreak",
+                                                         privacy_rng=test_rng))
     assert rel.value.shape == (10,) and np.all((rel.value >= 0) & (rel.value <= 1))
     assert np.allclose(rel.value * 1000, np.rint(rel.value * 1000))
     assert isinstance(rel.privacy.events[0], KnownEvent)
@@ -91,7 +94,7 @@ def test_sir_release_and_observed_checks(tmp_path, test_rng):
     with pytest.raises(InvalidDataError, match=r"\[0.0, 1.0\]"):
         model.check_observed(np.full(10, 1.5))
     with pytest.raises(InvalidDataError, match="integers"):
-        model.mechanism.release(s + 0.5, test_rng)
+        model.mechanism.release(s + 0.5, context=ReleaseContext(privacy_rng=test_rng))
     real = SIR.real_outbreak()
     assert real.mechanism.M == pytest.approx(100.0)
     assert real.privacy_report().epsilon == pytest.approx(10 * 100 * math.log(1.01))

@@ -94,7 +94,7 @@ def test_release_is_on_the_grid_charged_once_and_refuses_bad_input_for_free(tmp_
     ledger = Ledger(tmp_path / "l.db", create=True)
     ledger.register("d", epsilon=3.0, delta=1e-5, accountant="pld")
     ctx = ReleaseContext(ledger, "d", prng(0), "embedding")
-    out = release_embedding(mu, plan, ctx)
+    out = release_embedding(mu, plan, context=ctx)
     v = out / plan.gamma
     assert np.all(v == np.round(v)) and out.shape == (100,)
     assert np.abs(out - mu).max() < 8 * plan.sigma
@@ -102,7 +102,7 @@ def test_release_is_on_the_grid_charged_once_and_refuses_bad_input_for_free(tmp_
     assert len(hist) == 1 and "GaussianEvent" in str(hist[0]["event"])
     for bad in (mu[:99], np.where(np.arange(100) == 3, np.nan, mu), mu + 1e300, [[0.0] * 100]):
         with pytest.raises(InvalidDataError):
-            release_embedding(bad, plan, ctx)
+            release_embedding(bad, plan, context=ctx)
     assert len(ledger.history("d")) == 1
     with pytest.raises(InvalidPrivacyParameterError):
         embedding_grid(2.0 / 500, 1.0, 0.0, 100)
@@ -111,7 +111,7 @@ def test_release_is_on_the_grid_charged_once_and_refuses_bad_input_for_free(tmp_
             embedding_grid(2.0 / 500, 1.0, 1e-5, bad_d)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyWarning)
-        assert np.array_equal(release_embedding(mu, plan, ReleaseContext(privacy_rng=prng(0))), out)
+        assert np.array_equal(release_embedding(mu, plan, context=ReleaseContext(privacy_rng=prng(0))), out)
 
 
 def _chi2_pvalue(draws: np.ndarray, sigma2: float) -> float:

@@ -19,6 +19,7 @@ from scipy import stats
 from dpinfer.errors import InvalidDataError, InvalidPrivacyParameterError, PrivacyWarning
 from dpinfer.models import GaussianMechanism, KnownNoiseMechanism
 from dpinfer.privacy import DiscreteGaussianEvent, Ledger, get_accountant
+from dpinfer.privacy.context import ReleaseContext
 from dpinfer.privacy.discrete_pmf import discrete_gaussian_logpmf
 from dpinfer.privacy.mechanisms.known import discrete_gaussian_ppf
 from dpinfer.randomness import open_uniforms
@@ -44,7 +45,7 @@ def _chi2_pvalue(z, sigma2):
 def _quiet_release(mech, s, rng, **kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyWarning)
-        return mech.release(s, rng, **kw)
+        return mech.release(s, context=ReleaseContext(privacy_rng=rng), **kw)
 
 
 def test_census_counts_with_published_sigma_have_the_discrete_gaussian_law_in_G_and_release():
@@ -115,7 +116,7 @@ def test_without_a_sensitivity_the_guarantee_is_not_computed_and_a_release_is_re
     ledger = Ledger(tmp_path / "l.db", create=True)
     ledger.register("d", 5.0)
     with pytest.raises(InvalidPrivacyParameterError, match="sensitivity"):
-        mech.release(BANDS, prng(0), ledger=ledger, dataset="d")
+        mech.release(BANDS, context=ReleaseContext(ledger=ledger, dataset="d", privacy_rng=prng(0)))
     assert ledger.history("d") == []
     # inference needs only the law
     assert mech.simulate_release(np.broadcast_to(BANDS, (3, 5)), seed=0).shape == (3, 5)
@@ -142,7 +143,7 @@ def test_a_real_statistic_with_published_noise_is_released_on_a_grid_with_at_lea
 def test_refusals_never_print_the_confidential_counts():
     mech = GaussianMechanism.known(sigma=10, stat_dim=5, discrete=True, sensitivity=1)
     with pytest.raises(InvalidDataError, match="integers") as err:
-        mech.release([120.5, 340.0, 515.0, 402.0, 77.0], prng(0))
+        mech.release([120.5, 340.0, 515.0, 402.0, 77.0], context=ReleaseContext(privacy_rng=prng(0)))
     assert "120.5" not in str(err.value) and "515" not in str(err.value)
     with pytest.raises(InvalidDataError, match=r"got \[1\.5"):  # observed releases are public
         mech.check_observed([1.5, 2, 3, 4, 5])

@@ -26,6 +26,7 @@ from dpinfer.models import (
     UniformPrior,
 )
 from dpinfer.privacy import LaplaceEvent, Ledger
+from dpinfer.privacy.context import ReleaseContext
 from seeded_privacy_rng import prng
 
 B = 1.0  # the Laplace scale of the user's mechanism (sensitivity 1, ε = 1)
@@ -92,13 +93,15 @@ def _releases(mech, s, n, seed, **kw):
     rng = prng(seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyWarning)
-        return np.array([mech.release([s], rng, **kw).value[0] for _ in range(n)])
+        return np.array([mech.release([s],
+                                      context=ReleaseContext(privacy_rng=rng),
+                                      **kw).value[0] for _ in range(n)])
 
 
 def test_the_old_default_float_release_is_refused_and_charges_nothing(tmp_path):
     ledger = _ledger(tmp_path)
     with pytest.raises(InvalidPrivacyParameterError, match="no noise family.*unsafe_float_release=True"):
-        UserLaplace().release([0.0], prng(0), ledger=ledger, dataset="d")
+        UserLaplace().release([0.0], context=ReleaseContext(ledger=ledger, dataset="d", privacy_rng=prng(0)))
     assert ledger.history("d") == []
     # inference-time simulation is unchanged: G with public uniforms
     sim = UserLaplace().simulate_release(np.zeros((5, 1)), seed=3)
@@ -108,7 +111,9 @@ def test_the_old_default_float_release_is_refused_and_charges_nothing(tmp_path):
 def test_the_unsafe_switch_warns_marks_the_report_and_ledger_and_leaks_as_measured(tmp_path):
     ledger = _ledger(tmp_path)
     with pytest.warns(PrivacyWarning, match="floating-point uniforms"):
-        rel = UserLaplace().release([0.0], prng(1), ledger=ledger, dataset="d", unsafe_float_release=True)
+        rel = UserLaplace().release([0.0],
+                                    context=ReleaseContext(ledger=ledger, dataset="d", privacy_rng=prng(1)),
+                                    unsafe_float_release=True)
     assert rel.privacy.details["unsafe_float_release"] is True
     assert "UNSAFE" in rel.privacy.mechanism and "UNSAFE" in rel.privacy.summary()
     [charge] = ledger.history("d")
@@ -137,7 +142,7 @@ def test_a_declared_family_releases_on_the_grid_reachable_from_the_neighbour_wit
     assert stats.kstest(y0, stats.laplace(scale=scale).cdf).pvalue > 1e-3
     assert stats.kstest(y0, stats.laplace(scale=scale / 2).cdf).pvalue < 1e-6
     ledger = _ledger(tmp_path)
-    rel = mech.release([3.0], prng(5), ledger=ledger, dataset="d")
+    rel = mech.release([3.0], context=ReleaseContext(ledger=ledger, dataset="d", privacy_rng=prng(5)))
     assert rel.privacy.mechanism == "my laplace (released as laplace)"
     assert rel.privacy.details["noise_family"] == "laplace" and rel.privacy.epsilon == pytest.approx(1.0)
     assert not rel.privacy.details.get("unsafe_float_release")
@@ -154,10 +159,10 @@ def test_a_mechanism_declaring_only_its_family_takes_its_law_event_and_checks():
     assert mech.event() == mech.noise_family.event() and mech.lattice.tolist() == [1.0]
     assert mech.privacy_report().epsilon == pytest.approx(0.5)
     with pytest.raises(InvalidDataError, match="integers.*not shown"):  # the family's checks run
-        mech.release([2.5], prng(0))
+        mech.release([2.5], context=ReleaseContext(privacy_rng=prng(0)))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyWarning)
-        out = mech.release([7.0], prng(0)).value
+        out = mech.release([7.0], context=ReleaseContext(privacy_rng=prng(0))).value
     assert out[0] == round(out[0])
     # usable by inference: a model built with it simulates and reads observed counts
     model = PrivateDataModel(UniformPrior(0, 10), lambda t, rng: np.round(t), mech)
@@ -174,9 +179,10 @@ def test_a_wrong_family_is_refused_before_anything_is_charged(tmp_path):
 
     ledger = _ledger(tmp_path)
     with pytest.raises(InvalidPrivacyParameterError, match="stat_dim=2"):
-        TwoCoordinates().release([1.0, 2.0], prng(0), ledger=ledger, dataset="d")
+        TwoCoordinates().release([1.0, 2.0],
+                                 context=ReleaseContext(ledger=ledger, dataset="d", privacy_rng=prng(0)))
     with pytest.raises(InvalidPrivacyParameterError, match="exact release"):
-        NotAFamily().release([1.0], prng(0), ledger=ledger, dataset="d")
+        NotAFamily().release([1.0], context=ReleaseContext(ledger=ledger, dataset="d", privacy_rng=prng(0)))
     assert ledger.history("d") == []
 
 
@@ -184,10 +190,11 @@ def test_a_composed_mechanism_with_an_undeclared_part_is_refused_and_with_a_decl
     ledger = _ledger(tmp_path)
     bad = ComposedMechanism([GeometricMechanism(1, 1, 0.5), UserLaplace()])
     with pytest.raises(InvalidPrivacyParameterError, match="no noise family"):
-        bad.release([2.0, 0.0], prng(0), ledger=ledger, dataset="d")
+        bad.release([2.0, 0.0], context=ReleaseContext(ledger=ledger, dataset="d", privacy_rng=prng(0)))
     assert ledger.history("d") == []
     good = ComposedMechanism([GeometricMechanism(1, 1, 0.5), DeclaredLaplace()])
-    out = good.release([2.0, 0.0], prng(0), ledger=ledger, dataset="d").value
+    out = good.release([2.0, 0.0],
+                       context=ReleaseContext(ledger=ledger, dataset="d", privacy_rng=prng(0))).value
     gamma = good.parts[1].noise_family.grid.gamma
     assert out[0] == round(out[0]) and out[1] / gamma == round(out[1] / gamma)
     assert ledger.spent("d") == pytest.approx(1.5, rel=1e-4)  # the ledger's PLD accountant

@@ -61,7 +61,8 @@ def _release_everything(ledger: Ledger, dataset: str, seed: int) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         dpinfer.private_glm(X, y, family="logistic", epsilon=1.0, delta=DELTA,
-                            ledger=ledger, dataset=dataset, privacy_rng=_rng(seed), seed=0,
+                            context=ReleaseContext(ledger=ledger, dataset=dataset,
+                                                   privacy_rng=_rng(seed)), seed=0,
                             data=GLMDataSpec(bounds=(-1, 1)),
                             posterior=GLMPosteriorOptions(sampler=GLMSamplerOptions(proposals=200, adapt=1,
                                                           draws=200)))
@@ -76,12 +77,14 @@ def _release_everything(ledger: Ledger, dataset: str, seed: int) -> None:
               epsilon_total=0.5, epsilon_abc=0.5,
               context=ReleaseContext(ledger=ledger, dataset=dataset, privacy_rng=_rng(seed + 2)))
         clamped_release("mean", -1.0, 1.0, 0.5, n=n).release(
-            [float(np.clip(X[:, 0], -1, 1).mean())], _rng(seed + 3), ledger=ledger, dataset=dataset)
-        release_covariate_model(X, bounds=[[-1, 1], [-1, 1]], epsilon=0.5, ledger=ledger,
-                                dataset=dataset, privacy_rng=_rng(seed + 4))
+            [float(np.clip(X[:, 0], -1, 1).mean())],
+                context=ReleaseContext(ledger=ledger, dataset=dataset, privacy_rng=_rng(seed + 3)))
+        release_covariate_model(X, bounds=[[-1, 1], [-1, 1]], epsilon=0.5,
+                                context=ReleaseContext(ledger=ledger, dataset=dataset,
+                                                       privacy_rng=_rng(seed + 4)))
         counts = rng.poisson(400.0, size=5).astype(float)
         GaussianMechanism.known(sigma=10, stat_dim=5, discrete=True, sensitivity=1).release(
-            counts, _rng(seed + 5), ledger=ledger, dataset=dataset)
+            counts, context=ReleaseContext(ledger=ledger, dataset=dataset, privacy_rng=_rng(seed + 5)))
 
 
 def _reference_pld(leaf):

@@ -30,6 +30,7 @@ from dpinfer.privacy import (
     get_accountant,
     laplace,
 )
+from dpinfer.privacy.context import ReleaseContext
 from dpinfer.privacy.grid import laplace_grid
 from dpinfer.release.dpvi import (
     DPVI,
@@ -203,8 +204,8 @@ def test_reachability_attack_on_a_count_fails_against_the_grid_release():
     rng = PrivacyRNG()
     eps, sens, n = 1.0, 1.0, 4000
     with _quiet():
-        out0, _ = laplace(np.zeros(n), sens, eps)
-        out1, _ = laplace(np.ones(n), sens, eps)
+        out0 = laplace(np.zeros(n), sens, eps).value
+        out1 = laplace(np.ones(n), sens, eps).value
     gamma = laplace_grid(sens, eps, n).gamma
     for out in (out0, out1):
         units = out / gamma
@@ -224,7 +225,7 @@ def test_releases_of_huge_values_are_refused_not_leaked(tmp_path):
     ledger = Ledger(tmp_path / "l.db", create=True)
     ledger.register("d", 5.0)
     with pytest.raises(InvalidDataError, match="floating-point resolution"):
-        laplace(1e17, 1.0, 1.0, ledger=ledger, dataset="d")
+        laplace(1e17, 1.0, 1.0, context=ReleaseContext(ledger=ledger, dataset="d"))
     assert ledger.history("d") == []
 
 
@@ -280,8 +281,8 @@ def test_insecure_releases_are_flagged_in_the_ledger(tmp_path):
     ledger.register("d", 5.0)
     with pytest.warns(UserWarning):
         rng = PrivacyRNG.insecure_deterministic(1)
-    laplace(1.0, 1.0, 1.0, rng, ledger=ledger, dataset="d")
-    laplace(1.0, 1.0, 1.0, ledger=ledger, dataset="d")
+    laplace(1.0, 1.0, 1.0, context=ReleaseContext(ledger=ledger, dataset="d", privacy_rng=rng))
+    laplace(1.0, 1.0, 1.0, context=ReleaseContext(ledger=ledger, dataset="d"))
     assert [h["insecure"] for h in ledger.history("d")] == [True, False]
 
 
@@ -304,7 +305,7 @@ def test_bad_laplace_input_costs_nothing(tmp_path, kwargs, accountant):
     ledger = Ledger(tmp_path / "l.db", create=True)
     ledger.register("d", 1.0, 0.0 if accountant == "pure" else 1e-6, accountant=accountant)
     with pytest.raises((InvalidDataError, InvalidPrivacyParameterError)) as info:
-        laplace(**kwargs, ledger=ledger, dataset="d")
+        laplace(**kwargs, context=ReleaseContext(ledger=ledger, dataset="d"))
     assert "\n" not in str(info.value) and len(str(info.value)) > 30
     assert ledger.history("d") == []
 
@@ -318,9 +319,9 @@ def test_huge_epsilons_are_accounted_quickly_and_refused_by_the_budget(tmp_path)
     from dpinfer.privacy import BudgetExceededError
 
     with pytest.raises(BudgetExceededError):
-        laplace(1.0, 1.0, 1e10, ledger=ledger, dataset="d")
+        laplace(1.0, 1.0, 1e10, context=ReleaseContext(ledger=ledger, dataset="d"))
     with pytest.raises(InvalidPrivacyParameterError, match="no meaningful privacy"):
-        gaussian(1.0, 1.0, 1e6, 1e-7, ledger=ledger, dataset="d")  # σ/Δ below 1e-3
+        gaussian(1.0, 1.0, 1e6, 1e-7, context=ReleaseContext(ledger=ledger, dataset="d"))  # σ/Δ below 1e-3
     assert ledger.history("d") == []
 
 
@@ -357,7 +358,8 @@ def test_inference_law_of_the_laplace_mechanism_matches_what_it_releases(test_rn
     mech = LaplaceMechanism(1, sensitivity=0.04, epsilon=1.0)
     s = np.array([0.3712345])
     with _quiet():
-        released = np.array([mech.release(s, test_rng).value[0] for _ in range(20_000)])
+        ctx = ReleaseContext(privacy_rng=test_rng)
+        released = np.array([mech.release(s, context=ctx).value[0] for _ in range(20_000)])
     law = stats.laplace(loc=s[0], scale=mech.scale)
     assert stats.kstest(released, law.cdf).pvalue > 1e-3
     simulated = mech.simulate_release(np.repeat(s[None, :], 20_000, 0), seed=1)[:, 0]
@@ -415,7 +417,7 @@ def test_refusals_of_a_confidential_statistic_never_print_it(tmp_path):
     ]
     for mech, s in cases:
         with pytest.raises(InvalidDataError) as err:
-            mech.release(s, PrivacyRNG(), ledger=ledger, dataset="d")
+            mech.release(s, context=ReleaseContext(ledger=ledger, dataset="d", privacy_rng=PrivacyRNG()))
         assert "24.5" not in str(err.value), str(err.value)
     assert ledger.history("d") == []
     # an observed release is public: its refusal may say what it was

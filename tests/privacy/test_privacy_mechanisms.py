@@ -18,12 +18,14 @@ from dpinfer.privacy import (
     get_accountant,
     laplace,
 )
+from dpinfer.privacy.context import ReleaseContext
 from dpinfer.privacy.grid import gaussian_grid, laplace_grid
 
 
 def test_laplace_noise_has_the_declared_distribution(test_rng):
     sens, eps, n = 2.0, 0.5, 20000
-    noisy, event = laplace(np.zeros(n), sens, eps, test_rng)
+    rel = laplace(np.zeros(n), sens, eps, context=ReleaseContext(privacy_rng=test_rng))
+    noisy, event = rel.value, rel.event
     assert event.epsilon == eps and event.neighbouring == "replace-one"
     scale = laplace_grid(sens, eps, n).scale
     assert sens / eps <= scale <= (sens / eps) * (1 + 2.0**-11)
@@ -35,7 +37,8 @@ def test_laplace_noise_has_the_declared_distribution(test_rng):
 @pytest.mark.parametrize("calibration,eps", [("analytic", 2.0), ("classical", 0.5)])
 def test_gaussian_noise_has_the_declared_distribution(test_rng, calibration, eps):
     sens, delta, n = 1.5, 1e-5, 20000
-    noisy, event = gaussian(np.zeros(n), sens, eps, delta, test_rng, calibration=calibration)
+    noisy = gaussian(np.zeros(n), sens, eps, delta,
+                     context=ReleaseContext(privacy_rng=test_rng), calibration=calibration).value
     sigma = gaussian_grid(sens, eps, delta, n, calibration).sigma
     # d > 1: the discrete Gaussian is accounted by zCDP (CKS 2020 Thm 14): more noise than the
     # continuous analytic calibration, never less
@@ -59,8 +62,8 @@ def test_classical_gaussian_refused_at_epsilon_one_or_more():
 
 
 def test_noise_differs_between_calls_and_instances():
-    a = laplace(np.zeros(8), 1.0, 1.0)[0]
-    b = laplace(np.zeros(8), 1.0, 1.0)[0]
+    a = laplace(np.zeros(8), 1.0, 1.0).value
+    b = laplace(np.zeros(8), 1.0, 1.0).value
     assert not np.array_equal(a, b)
     r1, r2 = PrivacyRNG(), PrivacyRNG()
     assert not np.array_equal(r1.laplace(1.0, 8), r2.laplace(1.0, 8))
@@ -68,13 +71,13 @@ def test_noise_differs_between_calls_and_instances():
 
 def test_simulation_seed_does_not_fix_privacy_noise():
     np.random.seed(0)  # noqa: NPY002 - the legacy global seed is exactly what users might set
-    a = laplace(np.zeros(8), 1.0, 1.0)[0]
+    a = laplace(np.zeros(8), 1.0, 1.0).value
     np.random.seed(0)  # noqa: NPY002 - the legacy global seed is exactly what users might set
-    b = laplace(np.zeros(8), 1.0, 1.0)[0]
+    b = laplace(np.zeros(8), 1.0, 1.0).value
     assert not np.array_equal(a, b)
     for bad in (np.random.default_rng(0), 0, np.random.RandomState(0)):
         with pytest.raises(TypeError, match="PrivacyRNG"):
-            laplace(1.0, 1.0, 1.0, bad)
+            laplace(1.0, 1.0, 1.0, context=ReleaseContext(privacy_rng=bad))
 
 
 def test_insecure_rng_is_reproducible_and_warns():
@@ -102,7 +105,7 @@ def test_bad_input_costs_nothing(tmp_path, kwargs, error):
     ledger = Ledger(tmp_path / "l.db", create=True)
     ledger.register("d", 1.0)
     with pytest.raises(error):
-        laplace(**kwargs, ledger=ledger, dataset="d")
+        laplace(**kwargs, context=ReleaseContext(ledger=ledger, dataset="d"))
     assert ledger.history("d") == []
 
 
@@ -115,8 +118,10 @@ def test_gaussian_bad_delta(tmp_path):
 def test_release_is_charged_and_reported(tmp_path, test_rng):
     ledger = Ledger(tmp_path / "l.db", create=True)
     ledger.register("d", 1.0, accountant="pure")
-    noisy, event = laplace([1.0, 2.0], 0.1, 0.4, test_rng, ledger=ledger, dataset="d")
-    assert noisy.shape == (2,)
+    rel = laplace([1.0, 2.0], 0.1, 0.4,
+                  context=ReleaseContext(ledger=ledger, dataset="d", privacy_rng=test_rng))
+    noisy, event = rel.value, rel.event
+    assert noisy.shape == (2,) and rel.privacy.epsilon == pytest.approx(0.4) and rel.privacy.accounted
     hist = ledger.history("d")
     assert [h["status"] for h in hist] == ["released"]
     assert ledger.remaining("d") == pytest.approx(0.6)

@@ -16,6 +16,7 @@ from scipy import stats
 
 from dpinfer.errors import InvalidDataError
 from dpinfer.models.shipped.sir import BinomialTrajectoryMechanism, binom_ppf
+from dpinfer.privacy.context import ReleaseContext
 
 # The privacy uniforms are (j + ½)·2⁻⁵³ clipped to [2⁻⁵⁴, 1 − 2⁻⁵³] (dpinfer.randomness.open_uniforms);
 # 1 − 2⁻⁵⁴ is not a double (it rounds to 1.0), so the top of the grid is 1 − 2⁻⁵³.
@@ -268,9 +269,9 @@ def test_the_release_lives_in_privacy_and_the_model_adds_G(tmp_path):
     ledger.register("d", 25.0)
     mech = BinomialTrajectoryMechanism(1000, 2, 100, 10.0)
     with pytest.raises(InvalidDataError, match="integers"):
-        mech.release([3.5, 2.0], prng(0), ledger=ledger, dataset="d")
+        mech.release([3.5, 2.0], context=ReleaseContext(ledger=ledger, dataset="d", privacy_rng=prng(0)))
     assert ledger.history("d") == []
-    rel = mech.release([3.0, 900.0], prng(0), ledger=ledger, dataset="d")
+    rel = mech.release([3.0, 900.0], context=ReleaseContext(ledger=ledger, dataset="d", privacy_rng=prng(0)))
     counts = rel.value * 100
     assert np.array_equal(counts, np.round(counts))
     assert rel.privacy.epsilon == pytest.approx(mech.epsilon_exact)

@@ -24,6 +24,7 @@ from dpinfer.models import (
     clamped_release,
 )
 from dpinfer.privacy import BudgetExceededError, ComposedEvent, Ledger, PrivacyRNG, analytic_gaussian_sigma
+from dpinfer.privacy.context import ReleaseContext
 from dpinfer.randomness import open_uniforms
 from seeded_privacy_rng import prng
 
@@ -32,7 +33,7 @@ def _releases(mech, s, n):
     rng = prng(2024)  # seeded: the chi-square tests are reproducible
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyWarning)
-        return np.array([mech.release(s, rng).value for _ in range(n)])
+        return np.array([mech.release(s, context=ReleaseContext(privacy_rng=rng)).value for _ in range(n)])
 
 
 def _chi2_pvalue(values, mech, s):
@@ -64,7 +65,7 @@ def test_geometric_density_matches_G_and_the_exact_release_and_catches_a_wrong_s
     assert mech.log_density(np.array([7.5]), s) == -np.inf  # non-integer output: impossible
     assert mech.privacy_report().epsilon == pytest.approx(0.8)
     with pytest.raises(InvalidDataError, match="integers"):
-        mech.release([2.5], PrivacyRNG())
+        mech.release([2.5], context=ReleaseContext(privacy_rng=PrivacyRNG()))
     with pytest.raises(InvalidDataError, match="integers"):
         mech.check_observed([3.2])
 
@@ -84,7 +85,7 @@ def test_randomized_response_density_matches_G_and_the_exact_release():
     # the mean of the release is s·p + (n - s)(1 - p)
     assert g.mean() == pytest.approx(12 * mech.p + 18 * (1 - mech.p), abs=4 * g.std() / 200)
     with pytest.raises(InvalidDataError, match="outside the range"):
-        mech.release([31.0], PrivacyRNG())
+        mech.release([31.0], context=ReleaseContext(privacy_rng=PrivacyRNG()))
 
 
 def test_gaussian_mechanism_is_analytically_calibrated_and_its_density_matches():
@@ -124,15 +125,16 @@ def test_composed_mechanism_splits_sums_densities_and_charges_one_composed_event
     )
     ledger = Ledger(tmp_path / "l.db", create=True)
     ledger.register("d", epsilon=1.5, accountant="pure")
-    rel = mech.release(s[0], PrivacyRNG(), ledger=ledger, dataset="d")
+    rel = mech.release(s[0], context=ReleaseContext(ledger=ledger, dataset="d", privacy_rng=PrivacyRNG()))
     assert rel.value.shape == (3,) and rel.value[0] == round(rel.value[0])
     assert ledger.spent("d") == pytest.approx(1.0)
     assert isinstance(mech.event(), ComposedEvent) and len(mech.event().events) == 2
     with pytest.raises(BudgetExceededError):
-        mech.release(s[0], PrivacyRNG(), ledger=ledger, dataset="d")
+        mech.release(s[0], context=ReleaseContext(ledger=ledger, dataset="d", privacy_rng=PrivacyRNG()))
     before = len(ledger.history("d"))
     with pytest.raises(InvalidDataError, match="integers"):  # one bad block: nothing charged
-        mech.release([4.5, 0.1, 0.2], PrivacyRNG(), ledger=ledger, dataset="d")
+        mech.release([4.5, 0.1, 0.2],
+                     context=ReleaseContext(ledger=ledger, dataset="d", privacy_rng=PrivacyRNG()))
     assert len(ledger.history("d")) == before
     with pytest.raises(InvalidDataError, match="relation"):
         ComposedMechanism([GeometricMechanism(1, 1, 0.5, "add-remove"), LaplaceMechanism(1, 1.0, 0.5)])
@@ -195,7 +197,8 @@ def test_clamped_release_statistic_release_and_refusals(tmp_path):
     assert rel.sensitivity == pytest.approx(2.5)
     ledger = Ledger(tmp_path / "l.db", create=True)
     ledger.register("d", epsilon=1.0, delta=1e-5, accountant="pld")
-    out = rel.release_records(x[0], PrivacyRNG(), ledger=ledger, dataset="d")
+    out = rel.release_records(x[0],
+                              context=ReleaseContext(ledger=ledger, dataset="d", privacy_rng=PrivacyRNG()))
     assert out.value.shape == (1,) and out.privacy.accounted and len(ledger.history("d")) == 1
     with pytest.raises(InvalidDataError, match="public n = 4"):
         rel.statistic(np.ones((2, 5)))
@@ -217,14 +220,17 @@ def test_geometric_clamped_release_validates_each_record_whatever_the_sum(tmp_pa
     ledger.register("d", 5.0)
     for records in ([0.5, 0.5, 3.0], [0.5, 0.6, 3.0]):
         with pytest.raises(InvalidDataError, match="not integers") as err:
-            rel.release_records(records, PrivacyRNG(), ledger=ledger, dataset="d")
+            rel.release_records(records,
+                                context=ReleaseContext(ledger=ledger, dataset="d", privacy_rng=PrivacyRNG()))
         assert "4.1" not in str(err.value) and "0.5" not in str(err.value)
     assert ledger.history("d") == []
-    out = rel.release_records([1.0, 2.0, 3.0], PrivacyRNG(), ledger=ledger, dataset="d")
+    out = rel.release_records([1.0, 2.0, 3.0],
+                              context=ReleaseContext(ledger=ledger, dataset="d", privacy_rng=PrivacyRNG()))
     assert out.value[0] == round(out.value[0]) and len(ledger.history("d")) == 1
     assert rel.lattice.tolist() == [1.0]  # integer releases: neural estimators dequantize
     with pytest.raises(InvalidDataError, match="NaN or infinite"):
-        clamped_release("mean", 0, 1, 1.0, n=2).release_records([0.5, np.nan], PrivacyRNG())
+        clamped_release("mean", 0, 1, 1.0, n=2).release_records([0.5, np.nan],
+                                                                context=ReleaseContext(privacy_rng=PrivacyRNG()))
 
 
 def test_clamp_bounds_are_checked_against_the_public_data_range_not_the_records():
@@ -241,7 +247,7 @@ def test_clamp_bounds_are_checked_against_the_public_data_range_not_the_records(
     x = np.full(100, 25.0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyWarning)
-        assert ok.release_records(x, PrivacyRNG()).value.shape == (1,)
+        assert ok.release_records(x, context=ReleaseContext(privacy_rng=PrivacyRNG())).value.shape == (1,)
 
 
 def test_a_user_gaussian_mechanism_gets_a_report_under_the_default_accountant():

@@ -17,6 +17,7 @@ from dpinfer.errors import InvalidDataError
 from dpinfer.inference.glm import GLMPosteriorOptions, GLMSamplerOptions
 from dpinfer.models.glm_release import GLMDataSpec
 from dpinfer.pipelines.glm import private_glm
+from dpinfer.privacy.context import ReleaseContext
 from dpinfer.release.dpvi import DPVI, DataOptions, LogisticRegression, TrainingOptions
 from seeded_privacy_rng import prng
 
@@ -58,7 +59,7 @@ def test_private_glm_names_coefficients_after_the_column_labels_not_their_values
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fit = private_glm(tables[kind], y, family="logistic",
-                          epsilon=1.0, delta=1e-6, privacy_rng=prng(0), seed=0,
+                          epsilon=1.0, delta=1e-6, context=ReleaseContext(privacy_rng=prng(0)), seed=0,
                           data=GLMDataSpec(bounds={"age": (20, 80), "bmi": (18, 40)}),
                           posterior=GLMPosteriorOptions(sampler=FAST, warn=False))
     assert fit.release.feature_names == ("age", "bmi")
@@ -82,7 +83,8 @@ def test_non_string_labels_are_refused_without_showing_values():
     age, bmi, y = _data()
     df = pd.DataFrame({MARK_AGE: age, 2: bmi})  # labels that are numbers (could be values)
     with pytest.raises(InvalidDataError, match="string") as e:
-        private_glm(df, y, family="logistic", epsilon=1.0, delta=1e-6, privacy_rng=prng(0),
+        private_glm(df, y, family="logistic", epsilon=1.0, delta=1e-6,
+                    context=ReleaseContext(privacy_rng=prng(0)),
                     data=GLMDataSpec(bounds=(0, 100)))
     assert _leaks(str(e.value)) == []
     with pytest.raises(InvalidDataError, match="string") as e:
@@ -94,7 +96,8 @@ def test_duplicate_labels_are_refused_as_ambiguous():
     age, bmi, y = _data()
     df = pd.DataFrame(np.column_stack([age, bmi]), columns=["age", "age"])
     with pytest.raises(InvalidDataError, match="more than once"):
-        private_glm(df, y, family="logistic", epsilon=1.0, delta=1e-6, privacy_rng=prng(0),
+        private_glm(df, y, family="logistic", epsilon=1.0, delta=1e-6,
+                    context=ReleaseContext(privacy_rng=prng(0)),
                     data=GLMDataSpec(bounds=(0, 100)))
 
 
@@ -109,12 +112,12 @@ def test_declared_names_override_and_an_unknown_container_is_not_stringified():
 
     with pytest.raises(InvalidDataError, match="string") as e:
         private_glm(Opaque(), y, family="logistic", epsilon=1.0, delta=1e-6,
-                    privacy_rng=prng(0), data=GLMDataSpec(bounds=(0, 100)))
+                    context=ReleaseContext(privacy_rng=prng(0)), data=GLMDataSpec(bounds=(0, 100)))
     assert _leaks(str(e.value)) == []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fit = private_glm(Opaque(), y, family="logistic", epsilon=1.0, delta=1e-6,
-                          privacy_rng=prng(0), seed=0,
+                          context=ReleaseContext(privacy_rng=prng(0)), seed=0,
                           data=GLMDataSpec(bounds=(0, 100), feature_names=["a", "b"]),
                           posterior=GLMPosteriorOptions(sampler=FAST, warn=False))
     assert fit.release.feature_names == ("a", "b")

@@ -41,7 +41,8 @@ def test_the_earlier_keywords_are_refused_naming_dataoptions_before_any_charge(t
     ledger = Ledger(tmp_path / "b.db", create=True)
     ledger.register("d", epsilon=5.0, delta=1e-5, accountant="pld")
     with pytest.raises(TypeError, match=rf"data=DataOptions\({moved}=\.\.\.\)"):
-        DPVI(LogisticRegression()).fit(X, y, epsilon=1.0, delta=1e-5, ledger=ledger, dataset="d",
+        DPVI(LogisticRegression()).fit(X, y, epsilon=1.0, delta=1e-5,
+                                       context=ReleaseContext(ledger=ledger, dataset="d"),
                                        **{moved: None})
     assert ledger.spent("d") == 0.0
     with pytest.raises(TypeError, match="data= takes a DataOptions"):

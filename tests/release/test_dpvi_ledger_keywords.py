@@ -1,5 +1,6 @@
-"""``DPVI.fit(ledger=..., dataset=...)``: the flat keywords of the other releases, charged the same
-as ``context=ReleaseContext(ledger=..., dataset=...)``; both together are refused before any charge."""
+"""``DPVI.fit(ledger=..., dataset=...)``, the flat keywords every release took before issue 37 item 4,
+is refused with a TypeError naming ``context=ReleaseContext(ledger=..., dataset=...)`` before any
+charge, alone or together with ``context=``; the context charges the fit once."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import warnings
 import numpy as np
 import pytest
 
-from dpinfer.errors import InvalidPrivacyParameterError
 from dpinfer.privacy import Ledger
 from dpinfer.privacy.context import ReleaseContext
 from dpinfer.release.dpvi import DPVI, DataOptions, LogisticRegression, TrainingOptions
@@ -26,15 +26,13 @@ def _fit(**kw):
         )  # fmt: skip
 
 
-def test_flat_ledger_keywords_charge_like_a_context(tmp_path) -> None:
+def test_flat_ledger_keywords_are_refused_and_the_context_charges(tmp_path) -> None:
     a = Ledger(tmp_path / "a.db", create=True)
-    b = Ledger(tmp_path / "b.db", create=True)
-    for led in (a, b):
-        led.register("d", epsilon=3.0, delta=1e-4, accountant="pld")
-    _fit(ledger=a, dataset="d")
-    _fit(context=ReleaseContext(ledger=b, dataset="d"))
-    assert len(a.history("d")) == len(b.history("d")) == 1
-    assert a.spent("d") == pytest.approx(b.spent("d"))
-    with pytest.raises(InvalidPrivacyParameterError, match="not both"):
-        _fit(ledger=a, dataset="d", context=ReleaseContext(ledger=b, dataset="d"))
-    assert len(a.history("d")) == len(b.history("d")) == 1
+    a.register("d", epsilon=3.0, delta=1e-4, accountant="pld")
+    for flat in ({"ledger": a, "dataset": "d"}, {"ledger": a, "dataset": "d", "context": ReleaseContext()}):
+        with pytest.raises(TypeError, match=r"fit\(\) no longer takes ledger=, dataset=: pass "
+                                            r"context=ReleaseContext\(ledger=\.\.\., dataset=\.\.\.\)"):
+            _fit(**flat)
+    assert a.history("d") == []
+    _fit(context=ReleaseContext(ledger=a, dataset="d"))
+    assert len(a.history("d")) == 1 and a.spent("d") > 0

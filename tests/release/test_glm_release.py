@@ -49,8 +49,9 @@ def test_sensitivity_and_sigma_come_from_the_bounds_only():
     kw = dict(family="logistic", data=GLMDataSpec(bounds=[(10, 30), (10, 30)]), epsilon=1.0, delta=1e-6)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        a = release_glm_statistics(X, y, privacy_rng=prng(1), **kw)
-        b = release_glm_statistics(X[:, ::-1] * 0 + 20, 1 - y, privacy_rng=prng(2), **kw)  # other data
+        a = release_glm_statistics(X, y, context=ReleaseContext(privacy_rng=prng(1)), **kw)
+        b = release_glm_statistics(X[:, ::-1] * 0 + 20, 1 - y,
+                                   context=ReleaseContext(privacy_rng=prng(2)), **kw)  # other data
     assert a.sigma == b.sigma and a.privacy.sensitivity == pytest.approx(2 * math.sqrt(2))
     assert a.z.shape == (StatisticLayout(2, False, False).dim,)
 
@@ -62,10 +63,11 @@ def test_the_release_is_the_statistic_plus_gaussian_noise_of_the_stated_sigma():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         zs = np.stack([release_glm_statistics(X, y, family="logistic", epsilon=1.0,
-                                              delta=1e-6, privacy_rng=prng(i),
+                                              delta=1e-6, context=ReleaseContext(privacy_rng=prng(i)),
                                               data=GLMDataSpec(bounds=(10, 30))).z for i in range(20)])
         sigma = release_glm_statistics(X, y, family="logistic", epsilon=1.0, delta=1e-6,
-                                       privacy_rng=prng(0), data=GLMDataSpec(bounds=(10, 30))).sigma
+                                       context=ReleaseContext(privacy_rng=prng(0)),
+                                       data=GLMDataSpec(bounds=(10, 30))).sigma
     r = (zs - s) / sigma  # 20 x 9 standard normals
     assert abs(r.mean()) < 4 / math.sqrt(r.size) and abs(r.std() - 1) < 4 / math.sqrt(2 * r.size)
 
@@ -98,7 +100,9 @@ def test_data_outside_the_bounds_is_refused_and_costs_nothing(tmp_path, case):
         y = y + 0.5
         match = "must be 0 or 1"
     with pytest.raises(InvalidDataError, match=match) as info:
-        release_glm_statistics(X, y, ledger=ledger, dataset="d", data=GLMDataSpec(**data), **kw)
+        release_glm_statistics(X, y,
+                               context=ReleaseContext(ledger=ledger, dataset="d"),
+                               data=GLMDataSpec(**data), **kw)
     assert "31" not in str(info.value)  # never a record's value
     assert ledger.spent("d") == 0 and ledger.history("d") == []
 
@@ -138,7 +142,7 @@ def test_a_poisson_model_with_an_exposure_offset_fits():
         warnings.simplefilter("ignore")
         fit = private_glm(X, y, family="poisson", offset=np.log(expo),
                           epsilon=1e4, delta=1e-6,
-                          privacy_rng=prng(5), seed=0,
+                          context=ReleaseContext(privacy_rng=prng(5)), seed=0,
                           data=GLMDataSpec(bounds=(-1, 1), y_bounds=40, offset_bounds=(math.log(0.5),
                                            math.log(2.0))), posterior=GLMPosteriorOptions(sampler=FAST))
     z = (fit.mean() - theta) / fit.sd()
@@ -159,14 +163,15 @@ def test_the_keywords_the_option_objects_replaced_are_refused_naming_the_new_spe
     with pytest.raises(TypeError, match=r"no longer takes bounds=, y_bounds=: pass "
                                         r"data=dpinfer\.GLMDataSpec\(bounds=\.\.\., y_bounds=\.\.\.\)"):
         release_glm_statistics(X, y, family="logistic", bounds=(10, 30), y_bounds=1, epsilon=1.0, delta=1e-6,
-                               ledger=ledger, dataset="d")
+                               context=ReleaseContext(ledger=ledger, dataset="d"))
     with pytest.raises(TypeError, match=r"data=dpinfer\.GLMDataSpec\(bounds=\.\.\.\) and "
                                         r"posterior=dpinfer\.GLMPosteriorOptions\(sampler=\.\.\.\)"):
         dpinfer.private_glm(X, y, family="logistic", bounds=(10, 30), sampler=FAST, epsilon=1.0, delta=1e-6,
-                            ledger=ledger, dataset="d")
+                            context=ReleaseContext(ledger=ledger, dataset="d"))
     for bad in ({"data": {"bounds": (10, 30)}}, {"posterior": {"sampler": FAST}}):
         with pytest.raises(InvalidDataError, match="GLMDataSpec|GLMPosteriorOptions"):
-            private_glm(X, y, family="logistic", epsilon=1.0, delta=1e-6, ledger=ledger, dataset="d", **bad)
+            private_glm(X, y, family="logistic", epsilon=1.0, delta=1e-6,
+                        context=ReleaseContext(ledger=ledger, dataset="d"), **bad)
     assert ledger.history("d") == []  # nothing was charged
     assert set(DATA_KEYWORDS) <= set(MOVED_KEYWORDS) and {"prior", "sampler", "covariates", "warn"} <= set(
         MOVED_KEYWORDS)

@@ -186,7 +186,8 @@ def test_the_dp_covariate_model_reproduces_the_marginals():
     X = np.column_stack([1.0 + 2.0 * rng.standard_normal(4000), rng.binomial(3, 0.3, 4000)])
     with pytest.warns(Warning, match="WITHOUT a ledger"):
         model = release_covariate_model(X, bounds=[[-8, 10], [0, 3]], integer=[False, True], epsilon=1.0,
-                                        columns=("age", "visits"), privacy_rng=prng(2))
+                                        columns=("age", "visits"),
+                                            context=ReleaseContext(privacy_rng=prng(2)))
     assert model.bins == (20, 4) and model.privacy.epsilon == 1.0 and not model.privacy.accounted
     assert _marginals_error(model, X) < 0.1
     S = model.sample(20_000, np.random.default_rng(1))
@@ -210,14 +211,14 @@ def test_the_covariate_release_sensitivity_is_2d_and_tight():
     X = rng.uniform(0, 1, size=(50, 3))
     kw = dict(bounds=(0, 1), bins=5, epsilon=1.0)
     with pytest.warns(Warning):
-        base = release_covariate_model(X, **kw, privacy_rng=prng(7))
+        base = release_covariate_model(X, **kw, context=ReleaseContext(privacy_rng=prng(7)))
     assert base.privacy.events[0].sensitivity == 6
     worst = 0
     for _ in range(200):
         Y = X.copy()
         Y[rng.integers(50)] = rng.uniform(0, 1, 3)
         with pytest.warns(Warning):
-            other = release_covariate_model(Y, **kw, privacy_rng=prng(7))
+            other = release_covariate_model(Y, **kw, context=ReleaseContext(privacy_rng=prng(7)))
         pairs = zip(base.counts, other.counts, strict=True)
         worst = max(worst, sum(int(np.abs(a - b).sum()) for a, b in pairs))
     assert worst == 6 > 3
@@ -241,10 +242,11 @@ def test_bad_covariate_inputs_charge_nothing_and_show_no_value(tmp_path):
     ]:
         args = {"bounds": (-5, 5), "epsilon": 1.0, **kw}
         with pytest.raises((InvalidDataError, InvalidPrivacyParameterError)) as exc:
-            release_covariate_model(data, **args, ledger=ledger, dataset="d")
+            release_covariate_model(data, **args, context=ReleaseContext(ledger=ledger, dataset="d"))
         assert "123.45" not in str(exc.value) and "\n" not in str(exc.value)
     assert ledger.history("d") == []
-    model = release_covariate_model(X, bounds=(-5, 5), epsilon=1.0, ledger=ledger.for_data(X), dataset="d")
+    model = release_covariate_model(X, bounds=(-5, 5), epsilon=1.0,
+                                    context=ReleaseContext(ledger=ledger.for_data(X), dataset="d"))
     [h] = ledger.history("d")
     assert h["event"]["sensitivity"] == 4 and h["fingerprint"] == data_fingerprint(X)
     assert h["status"] == "released"
@@ -322,5 +324,5 @@ def test_a_dataframes_column_names_reach_the_covariate_model():
     df = pd.DataFrame({"age": rng.uniform(20, 80, 200), "visits": rng.integers(0, 4, 200)})
     with pytest.warns(Warning, match="WITHOUT a ledger"):
         model = release_covariate_model(df, bounds=[[0, 100], [0, 3]], integer=[False, True], epsilon=1.0,
-                                        privacy_rng=prng(1))
+                                        context=ReleaseContext(privacy_rng=prng(1)))
     assert model.columns == ("age", "visits")

@@ -112,7 +112,7 @@ def results() -> dict[str, object]:
             ),
             "glm": dpinfer.private_glm(
                 d.X_train[:300, :2], d.y_train[:300], family="logistic", epsilon=2.0,
-                delta=1e-6, privacy_rng=_quiet_rng(4), seed=0,
+                delta=1e-6, context=ReleaseContext(privacy_rng=_quiet_rng(4)), seed=0,
                  data=GLMDataSpec(bounds=(-4, 4)),
                  posterior=GLMPosteriorOptions(sampler=GLMSamplerOptions(proposals=500, adapt=1, draws=500,
                                                fallback="none"))

@@ -31,8 +31,8 @@ from service_helpers import (  # noqa: E402
 import dpinfer  # noqa: E402
 from dpinfer.errors import BudgetExceededError, InvalidDataError  # noqa: E402
 from dpinfer.privacy import Ledger  # noqa: E402
-from dpinfer.privacy.mechanisms.base import PrivateRelease  # noqa: E402
 from dpinfer.privacy.mechanisms.clamped import clamped_release  # noqa: E402
+from dpinfer.privacy.report import PrivateRelease  # noqa: E402
 
 
 @pytest.fixture(scope="module")

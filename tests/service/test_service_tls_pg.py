@@ -21,7 +21,7 @@ from service_helpers import EPS, Server, headers, make_site, race, tokens  # noq
 
 import dpinfer  # noqa: E402
 from dpinfer.privacy import Ledger  # noqa: E402
-from dpinfer.privacy.mechanisms.base import PrivateRelease  # noqa: E402
+from dpinfer.privacy.report import PrivateRelease  # noqa: E402
 from pg_server import PGServer, why_unavailable  # noqa: E402
 
 pytestmark = pytest.mark.slow

@@ -91,9 +91,14 @@ def _value(rel: Any) -> np.ndarray:
     return np.asarray(rel.value, dtype=np.float64)
 
 
+def _ctx(rng: PrivacyRNG) -> ReleaseContext:
+    """The (unaccounted) release context that draws a run's noise from the auditor's ``rng``."""
+    return ReleaseContext(privacy_rng=rng)
+
+
 def _release_of(mech: Any) -> Callable[[Any, PrivacyRNG], np.ndarray]:
     """``Mechanism.release`` (the public path: validate, charge-or-warn, draw, report)."""
-    return lambda s, rng: _value(_quiet(lambda: mech.release(s, rng)))
+    return lambda s, rng: _value(_quiet(lambda: mech.release(s, context=_ctx(rng))))
 
 
 def _scaled(release: Callable[[Any, PrivacyRNG], Any], k: float) -> Callable[[Any, PrivacyRNG], Any]:
@@ -143,7 +148,7 @@ def build_grid_laplace(*, epsilon: float, delta: float) -> AuditSetup:
     sens = 1.0
 
     def of(s: float) -> Callable[[Any, PrivacyRNG], float]:
-        return lambda x, rng: float(_quiet(lambda: laplace(x, s, epsilon, rng))[0])
+        return lambda x, rng: float(_quiet(lambda: laplace(x, s, epsilon, context=_ctx(rng))).value)
 
     plan = laplace_grid(sens, epsilon)
     broken = (
@@ -158,7 +163,7 @@ def build_grid_gaussian(*, epsilon: float, delta: float) -> AuditSetup:
     sens = 1.0
 
     def of(s: float) -> Callable[[Any, PrivacyRNG], float]:
-        return lambda x, rng: float(_quiet(lambda: gaussian(x, s, epsilon, delta, rng))[0])
+        return lambda x, rng: float(_quiet(lambda: gaussian(x, s, epsilon, delta, context=_ctx(rng))).value)
 
     plan = gaussian_grid(sens, epsilon, delta)
     claimed = get_accountant("pld").epsilon(plan.event, delta)
@@ -232,7 +237,7 @@ def build_composed(*, epsilon: float, delta: float) -> AuditSetup:
 
 
 def _records_release(mech: Any) -> Callable[[Any, PrivacyRNG], np.ndarray]:
-    return lambda x, rng: _value(_quiet(lambda: mech.release_records(x, rng)))
+    return lambda x, rng: _value(_quiet(lambda: mech.release_records(x, context=_ctx(rng))))
 
 
 def build_clamped_mean(*, epsilon: float, delta: float) -> AuditSetup:
@@ -387,7 +392,7 @@ def build_embedding(*, epsilon: float, delta: float) -> AuditSetup:
         def release(y: Any, rng: PrivacyRNG) -> np.ndarray:
             res = _quiet(lambda: abcdp(
                 y, draws, dist, c=1, epsilon_total=eps, epsilon_abc=100.0, delta=delta,
-                options=options, context=ReleaseContext(privacy_rng=rng),
+                options=options, context=_ctx(rng),
             ))
             return np.asarray(res.meta["released_embedding"], dtype=np.float64)
 

@@ -248,7 +248,9 @@ def _abcdp(args: argparse.Namespace) -> int:
                 progress=False if args.no_progress else None,
             ),
             seed=args.seed,
-            context=ReleaseContext(ledger, dataset, label=f"abcdp {Path(args.simulations).name}"),
+            context=ReleaseContext(
+                ledger=ledger, dataset=dataset, label=f"abcdp {Path(args.simulations).name}"
+            ),
             param_names=tuple(meta.get("param_names", ())),
             meta={"simulations": str(args.simulations), "model": meta.get("model"), "seed": meta.get("seed")},
         )

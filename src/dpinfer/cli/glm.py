@@ -105,6 +105,7 @@ def _run(args: argparse.Namespace) -> int:
     from ..inference.glm import GLMPosteriorOptions, GLMSamplerOptions
     from ..models.glm_release import GLMDataSpec
     from ..pipelines.glm import private_glm
+    from ..privacy.context import ReleaseContext
 
     schema = load_schema(args)
     schema_dataset(args, schema)  # the budget is the schema's data set
@@ -136,7 +137,7 @@ def _run(args: argparse.Namespace) -> int:
                 intercept=not args.no_intercept,
                 data=GLMDataSpec(bounds=bounds, y_bounds=y_bounds, offset_bounds=off_bounds,
                                  feature_names=names, schema=schema),
-                ledger=ledger, dataset=dataset, seed=args.seed,
+                context=ReleaseContext(ledger=ledger, dataset=dataset), seed=args.seed,
                 posterior=GLMPosteriorOptions(sampler=GLMSamplerOptions(
                     method=args.sampler, proposals=args.proposals, fallback=args.fallback
                 )),

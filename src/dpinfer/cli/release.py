@@ -29,6 +29,7 @@ import numpy as np
 
 from ..errors import InvalidDataError
 from ..models.shipped.registry import build_model
+from ..privacy.context import ReleaseContext
 from .common import (
     Refusal,
     add_command,
@@ -141,7 +142,8 @@ def _user_release(args: argparse.Namespace, model_args: dict[str, Any], ledger: 
         raise Refusal(
             f"--model {args.model}: its mechanism ({type(mech).__name__}) does not say how records become "
             "the statistic; build it with dpinfer.models.clamped_release(...) to release from a CSV, "
-            "or release from Python with model.mechanism.release(statistic, ledger=..., dataset=...)."
+            "or release from Python with model.mechanism.release(statistic, "
+            "context=ReleaseContext(ledger=..., dataset=...))."
         )
     if getattr(mech, "n", None) is not None and mech.n != n:
         raise Refusal(
@@ -150,7 +152,8 @@ def _user_release(args: argparse.Namespace, model_args: dict[str, Any], ledger: 
         )
     with release_notices(ledger is not None):
         rel = mech.release_records(
-            table[:, 0], ledger=ledger, dataset=dataset, label=f"release {args.model} eps={args.epsilon:g}"
+            table[:, 0], context=ReleaseContext(ledger=ledger, dataset=dataset),
+            label=f"release {args.model} eps={args.epsilon:g}",
         )
     return rel, model_args, n
 
@@ -208,7 +211,8 @@ def _release(args: argparse.Namespace) -> int:
     s = statistic(args.model, model, table)  # clamps to the model's declared bounds
     with release_notices(ledger is not None):
         rel = model.mechanism.release(
-            s, ledger=ledger, dataset=dataset, label=f"release {args.model} eps={args.epsilon:g}"
+            s, context=ReleaseContext(ledger=ledger, dataset=dataset),
+            label=f"release {args.model} eps={args.epsilon:g}",
         )
     return _write(args, rel, model_args, int(table.shape[0]), ledger, dataset)
 

@@ -160,6 +160,7 @@ def _covariate_source(args: argparse.Namespace, result: Any, ledger: Any, datase
     if args.public_covariates:
         X, cols = read_covariates(args.public_covariates, d, names)
         return PublicCovariates(X, source=f"file {Path(args.public_covariates).name}", columns=cols)
+    from ..privacy.context import ReleaseContext
     from ..release.synthesis import release_covariate_model
 
     schema = load_schema(args)
@@ -174,7 +175,8 @@ def _covariate_source(args: argparse.Namespace, result: Any, ledger: Any, datase
     with release_notices(ledger is not None):
         model = release_covariate_model(
             X, bounds=bounds, epsilon=args.covariate_epsilon, schema=schema,
-            bins=args.covariate_bins, integer=integer, columns=cols, ledger=ledger, dataset=dataset,
+            bins=args.covariate_bins, integer=integer, columns=cols,
+            context=ReleaseContext(ledger=ledger, dataset=dataset),
             label=f"synthesize: covariate marginals eps={args.covariate_epsilon:g}",
         )
     path = model.save(Path(args.out).with_name(Path(args.out).name + ".covariates.json"))

@@ -146,36 +146,35 @@ def _numeric_chunk(chunk: dict[str, Any]) -> dict[str, np.ndarray]:
     return out
 
 
-def bind_dataset(
-    schema: Schema | None, context: Any, dataset: str | None, *, relation: str | None = None
-) -> str | None:
-    """The data set a release is charged to: the schema's name unless one is given (they must agree).
+def bind_dataset(schema: Schema | None, context: Any, *, relation: str | None = None) -> None:
+    """Check that a release is charged to its schema's data set, under the schema's relation.
 
-    ``relation``: the release's neighbouring relation, which must be the schema's (a release whose
-    guarantee is stated for another relation is refused here, before anything is charged).
+    ``context``: the release's :class:`~dpinfer.privacy.context.ReleaseContext` (its ``dataset``
+    must be the schema's; without a ledger it may name none). ``relation``: the release's
+    neighbouring relation, which must be the schema's (a release whose guarantee is stated for
+    another relation is refused here, before anything is charged).
 
     Raises
     ------
     SchemaError
-        A ``dataset`` (or a context's) other than the schema's: one data set has one budget; or a
-        release under another neighbouring relation than the schema declares.
+        A context's data set other than the schema's: one data set has one budget; or a release
+        under another neighbouring relation than the schema declares.
     """
     if schema is None:
-        return dataset
+        return
     if relation is not None and relation != schema.neighbouring:
         raise SchemaError(
             f"the schema of {schema.dataset!r} declares {schema.neighbouring} neighbours but this release's "
             f"guarantee is {relation}; release it under the schema's relation (where the release offers "
             "it) or correct the schema. Nothing was charged or released."
         )
-    given = dataset if dataset is not None else getattr(context, "dataset", None)
+    given = getattr(context, "dataset", None)
     if given is not None and given != schema.dataset:
         raise SchemaError(
             f"the release is charged to data set {given!r} but its schema describes {schema.dataset!r}: one "
             "data set has one budget; charge it to the schema's data set (or use that data set's schema). "
             "Nothing was charged or released."
         )
-    return schema.dataset if context is None else dataset
 
 
 def is_source(X: Any) -> bool:

@@ -35,7 +35,8 @@ def section_abcdp(ctx: DemoContext) -> None:
     ctx.ledger.register(DATASET, epsilon=eps_total, accountant="pure")
     res = abcdp(
         observed, ArrayDraws(thetas, sims, 2048), distance, c=c, epsilon_total=eps_total,
-        epsilon_abc=eps_abc, context=ReleaseContext(ctx.ledger, DATASET, label="ABCDP COVID c=5"),
+        epsilon_abc=eps_abc,
+        context=ReleaseContext(ledger=ctx.ledger, dataset=DATASET, label="ABCDP COVID c=5"),
         param_names=model.param_names,
     )
     with warnings.catch_warnings():  # the non-private reference: labelled so in the report's rows

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..privacy import Ledger
+from ..privacy import Ledger, ReleaseContext
 from ..report import DemoReport
 
 DEMO_DATASET = "abalone"
@@ -22,6 +22,10 @@ class DemoContext:
     seed: int
     quick: bool
     report: DemoReport
+
+    def charged_to(self, dataset: str) -> ReleaseContext:
+        """The release context that charges a section's release to ``dataset`` in the demo ledger."""
+        return ReleaseContext(ledger=self.ledger, dataset=dataset)
 
     def rng(self, offset: int = 0) -> np.random.Generator:
         """A simulation RNG for a section (never used for privacy noise)."""

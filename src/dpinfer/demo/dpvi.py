@@ -74,7 +74,9 @@ def section_dpvi(ctx: DemoContext) -> None:
         paper_split = options is paper
         result, acc, wall = fit(
             epsilon=eps, delta=DELTA, **options,
-            context=ReleaseContext(ctx.ledger, "abalone", label=f"dpvi logistic eps={eps:g} ({name})"),
+            context=ReleaseContext(
+                ledger=ctx.ledger, dataset="abalone", label=f"dpvi logistic eps={eps:g} ({name})"
+            ),
         )
         z = result.privacy.details["noise_multiplier"]
         clipped = result.privacy.details.get("clipped_fraction")
@@ -99,8 +101,8 @@ def section_dpvi(ctx: DemoContext) -> None:
             # covariates from a DP model of them (standardised features on public bounds +-4),
             # never copied from the confidential records
             covariates = release_covariate_model(
-                data.X_train, bounds=(-4.0, 4.0), epsilon=0.5, columns=FEATURES, ledger=ctx.ledger,
-                dataset="abalone", label="dpvi synthetic data: covariate marginals eps=0.5",
+                data.X_train, bounds=(-4.0, 4.0), epsilon=0.5, columns=FEATURES,
+                context=ctx.charged_to("abalone"), label="dpvi synthetic data: covariate marginals eps=0.5",
             )
             synth = result.synthesize(len(data.y_train), covariates, seed=seed)
             rate = float(synth.records[:, -1].mean())

@@ -55,7 +55,7 @@ def section_sppe(ctx: DemoContext) -> None:
     confidential = model.simulate_confidential(np.array([[TRUTH]]), ctx.rng(60))[0]
     ctx.ledger.register(DATASET, epsilon=EPSILON, delta=0.0, accountant="pure")
     release = model.mechanism.release(
-        confidential, None, ledger=ctx.ledger, dataset=DATASET, label="clamped mean of 50 records (Laplace)"
+        confidential, context=ctx.charged_to(DATASET), label="clamped mean of 50 records (Laplace)"
     )
     s_dp = release.value
     settings: dict[str, Any] = {}

@@ -56,7 +56,7 @@ def section_own_model(ctx: DemoContext) -> None:
 
     visits = ctx.rng(7).poisson(3.8, size=N)  # stands in for the confidential records
     ctx.ledger.register(DATASET, epsilon=3.0, delta=0.0, accountant="pure")
-    out = release.release_records(visits, None, ledger=ctx.ledger, dataset=DATASET,
+    out = release.release_records(visits, context=ctx.charged_to(DATASET),
                                   label="clamped sum of visits (geometric)")
     observed = float(np.asarray(out.value).reshape(-1)[0])
 

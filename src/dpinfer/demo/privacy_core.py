@@ -19,14 +19,14 @@ def section_privacy_core(ctx: DemoContext) -> None:
     n = clamped.size
     sensitivity = (hi - lo) / n  # replace-one: one record moves the mean by at most (hi-lo)/n
     epsilon = 0.5
-    noisy, event = laplace(
+    rel = laplace(
         clamped.mean(),
         sensitivity,
         epsilon,
-        ledger=ctx.ledger,
-        dataset=DEMO_DATASET,
+        context=ctx.charged_to(DEMO_DATASET),
         label="mean rings (Laplace)",
     )
+    noisy, event = rel.value, rel.event
     report = PrivacyReport.from_event(
         event,
         delta=0.0,

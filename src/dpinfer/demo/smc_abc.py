@@ -40,7 +40,7 @@ def section_smc_abc(ctx: DemoContext) -> None:
     s = model.statistic(x, y)
     ctx.ledger.register(DATASET, epsilon=EPSILON, delta=0.0, accountant="pure")
     release = model.mechanism.release(
-        s, None, ledger=ctx.ledger, dataset=DATASET, label="9 sufficient statistics (Laplace)"
+        s, context=ctx.charged_to(DATASET), label="9 sufficient statistics (Laplace)"
     )
     s_dp = release.value
 

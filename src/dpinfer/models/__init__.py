@@ -12,7 +12,6 @@ re-exported here because a model is written with one.
 
 from ..privacy.mechanisms.base import LaplaceMechanism as LaplaceMechanism
 from ..privacy.mechanisms.base import Mechanism as Mechanism
-from ..privacy.mechanisms.base import PrivateRelease as PrivateRelease
 from ..privacy.mechanisms.clamped import ClampedRelease as ClampedRelease
 from ..privacy.mechanisms.clamped import clamped_release as clamped_release
 from ..privacy.mechanisms.composed import ComposedMechanism as ComposedMechanism
@@ -21,6 +20,7 @@ from ..privacy.mechanisms.counts import GeometricMechanism as GeometricMechanism
 from ..privacy.mechanisms.counts import RandomizedResponseMechanism as RandomizedResponseMechanism
 from ..privacy.mechanisms.gaussian import GaussianMechanism as GaussianMechanism
 from ..privacy.mechanisms.known import KnownNoiseMechanism as KnownNoiseMechanism
+from ..privacy.report import PrivateRelease as PrivateRelease
 from .contract import PrivateDataModel as PrivateDataModel
 from .posteriors import DrawsPosterior as DrawsPosterior
 from .posteriors import GaussianPosterior as GaussianPosterior

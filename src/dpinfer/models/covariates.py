@@ -99,9 +99,9 @@ def as_covariate_source(covariates: Any) -> CovariateSource:
             "a DPVI regression posterior models y given x: synthetic records need covariates from a "
             "public or differentially private source: PublicCovariates(X) for covariates that are public "
             "in their own right (copied, NOT protected), or a DP covariate model from "
-            "dpinfer.release.synthesis.release_covariate_model(X, bounds=..., epsilon=..., ledger=..., "
-            "dataset=...) (CLI: --public-covariates, --covariate-model or --covariates with "
-            "--covariate-epsilon and --covariate-bounds)."
+            "dpinfer.release.synthesis.release_covariate_model(X, bounds=..., epsilon=..., "
+            "context=ReleaseContext(ledger=..., dataset=...)) (CLI: --public-covariates, --covariate-model "
+            "or --covariates with --covariate-epsilon and --covariate-bounds)."
         )
     if all(hasattr(covariates, a) for a in ("sample", "describe", "protected", "n_columns")):
         return covariates
@@ -110,7 +110,7 @@ def as_covariate_source(covariates: Any) -> CovariateSource:
         "be confidential. Wrap covariates that are public in their own right as PublicCovariates(X) "
         "(they are copied and the output says they are NOT protected), or release a DP model of the "
         "confidential covariates with dpinfer.release.synthesis.release_covariate_model(X, bounds=..., "
-        "epsilon=..., ledger=..., dataset=...) and pass that."
+        "epsilon=..., context=ReleaseContext(ledger=..., dataset=...)) and pass that."
     )
 
 

@@ -21,14 +21,17 @@ from ..inference.glm import (
     glm_posterior,
 )
 from ..models.glm_release import GLMDataSpec, GLMRelease
-from ..privacy.context import ReleaseContext
+from ..privacy.context import FLAT_RELEASE_KEYWORDS, ReleaseContext
 from ..release.glm import DATA_KEYWORDS, release_glm_statistics
 
 __all__ = ["GLMDataSpec", "GLMPosteriorOptions", "GLMPrior", "GLMSamplerOptions", "private_glm"]
 
-#: The keywords that ``data=`` and ``posterior=`` replaced, with the new spelling.
-MOVED_KEYWORDS = DATA_KEYWORDS | dict.fromkeys(("prior", "sampler", "covariates", "warn"),
-                                               "posterior=dpinfer.GLMPosteriorOptions")
+#: The keywords that ``data=``, ``posterior=`` and ``context=`` replaced, with the new spelling.
+MOVED_KEYWORDS: dict[str, str | tuple[str, str]] = {
+    **DATA_KEYWORDS,
+    **dict.fromkeys(("prior", "sampler", "covariates", "warn"), "posterior=dpinfer.GLMPosteriorOptions"),
+    **FLAT_RELEASE_KEYWORDS,
+}
 
 
 def posterior_options(posterior: Any) -> GLMPosteriorOptions:
@@ -64,10 +67,7 @@ def private_glm(
     intercept: bool = True,
     data: GLMDataSpec | None = None,
     posterior: GLMPosteriorOptions | None = None,
-    ledger: Any = None,
-    dataset: str | None = None,
     context: ReleaseContext | None = None,
-    privacy_rng: Any = None,
     seed: Any = None,
     chunk_rows: int | None = None,
 ) -> GLMPosterior:
@@ -100,14 +100,17 @@ def private_glm(
     >>> from dpinfer.models.glm_release import GLMDataSpec
     >>> fit = dpinfer.private_glm(df[["age", "bmi"]], df["event"], family="logistic",  # doctest: +SKIP
     ...                           data=GLMDataSpec(bounds={"age": (18, 90), "bmi": (15, 50)}),
-    ...                           epsilon=1.0, delta=1e-6, ledger=ledger, dataset="patients", seed=0)
+    ...                           epsilon=1.0, delta=1e-6, seed=0,
+    ...                           context=dpinfer.ReleaseContext(ledger=ledger, dataset="patients"))
     >>> fit.interval(0.9)  # doctest: +SKIP
 
     Parameters are those of :func:`~dpinfer.release.glm.release_glm_statistics` (the data's public
     description in ``data``, a :class:`~dpinfer.models.glm_release.GLMDataSpec`), plus ``posterior``
     (:class:`~dpinfer.inference.glm.GLMPosteriorOptions`: ``prior``, ``sampler``, ``covariates``,
-    ``warn`` of the posterior) and ``seed``. The keywords those option objects replaced
-    (``bounds=``, ``sampler=``, ...) are refused with a :class:`TypeError` naming the new spelling.
+    ``warn`` of the posterior) and ``seed``; the release is charged and its noise drawn through
+    ``context`` (a :class:`~dpinfer.privacy.context.ReleaseContext`). The keywords those option
+    objects replaced (``bounds=``, ``sampler=``, ...; ``ledger=``, ``dataset=``, ``privacy_rng=``)
+    are refused with a :class:`TypeError` naming the new spelling.
     A large data set: ``private_glm("records.parquet", "event", data=GLMDataSpec(bounds={"age":
     (18, 90), ...}), chunk_rows=100_000, ...)`` streams it (memory bounded by the chunk, the same
     release bit for bit as in memory).
@@ -122,7 +125,7 @@ def private_glm(
         )
     rel = release_glm_statistics(
         X, y, family=family, epsilon=epsilon, delta=delta, offset=offset, intercept=intercept, data=data,
-        context=context, ledger=ledger, dataset=dataset, privacy_rng=privacy_rng, chunk_rows=chunk_rows,
+        context=context, chunk_rows=chunk_rows,
     )
     try:
         fit = glm_posterior(rel, prior=prior, sampler=sampler, seed=seed, warn=warn, covariates=covariates)

@@ -52,7 +52,7 @@ from .gaussian import (
 from .gaussian_svt import gaussian_svt_rdp
 from .grid import gaussian, gaussian_sigma, laplace
 from .ledger import Budget, Charge, Ledger, LedgerConnectionError, LedgerFileError, LedgerNotFoundError
-from .report import PrivacyReport
+from .report import PrivacyReport, PrivateRelease
 from .rng import PrivacyRNG, as_privacy_rng
 
 __all__ = [
@@ -86,6 +86,7 @@ __all__ = [
     "PrivacyEvent",
     "PrivacyRNG",
     "PrivacyReport",
+    "PrivateRelease",
     "PureAccountant",
     "RDPAccountant",
     "ReleaseContext",

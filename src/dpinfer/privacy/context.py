@@ -13,10 +13,13 @@ Every value that leaves the data owner is produced inside :meth:`ReleaseContext.
 4. the caller builds the report from the same event.
 
 Code outside :mod:`dpinfer.privacy` never holds a ``PrivacyRNG`` of its own: it receives a
-:class:`ReleaseContext` (or the ``ledger``/``dataset``/``privacy_rng`` keywords, turned into one
-by :meth:`ReleaseContext.of`) and hands it to privacy's release functions. The architecture test
+:class:`ReleaseContext` and hands it to privacy's release functions. Every release takes it the same
+way, ``context=ReleaseContext(ledger=..., dataset=..., privacy_rng=..., purpose=..., charged_by=...)``
+as a keyword (issue 37: the flat ``ledger=``/``dataset=``/``privacy_rng=``/``rng=`` keywords are
+refused with a TypeError naming it, :data:`FLAT_RELEASE_KEYWORDS`). The architecture test
 (``tests/test_architecture.py``) fails when a module outside ``privacy/`` imports the RNG or a
-sampler.
+sampler, or when a public function that takes ``context`` also takes ``ledger``, ``privacy_rng``
+or ``rng``.
 """
 
 from __future__ import annotations
@@ -78,35 +81,34 @@ class ReleaseContext:
             )
         if self.ledger is not None and not self.dataset:
             raise InvalidPrivacyParameterError(
-                "a ledger charge needs the dataset name: pass dataset=... with ledger=...."
+                "a ledger charge needs the dataset name: ReleaseContext(ledger=..., dataset=...) (with a "
+                "schema, the name of its data set)."
             )
 
     @classmethod
-    def of(
-        cls,
-        context: ReleaseContext | None = None,
-        *,
-        ledger: Ledger | None = None,
-        dataset: str | None = None,
-        privacy_rng: Any = None,
-        label: str = "",
-        purpose: str = "",
-        charged_by: str | None = None,
-    ) -> ReleaseContext:
-        """A context from either an existing one or the flat keywords (not both)."""
-        if context is not None:
-            if not isinstance(context, ReleaseContext):
-                raise TypeError(f"context must be a ReleaseContext, got {type(context).__name__}.")
-            if (ledger is not None or dataset is not None or privacy_rng is not None or purpose
-                    or charged_by is not None):
-                raise InvalidPrivacyParameterError(
-                    "pass either context=ReleaseContext(...) or ledger/dataset/privacy_rng/purpose/"
-                    "charged_by, not both."
-                )
-            return context if not label or context.label else cls(
-                context.ledger, context.dataset, context._gen, label, context.purpose, context.charged_by
+    def of(cls, context: ReleaseContext | None = None, *, label: str = "") -> ReleaseContext:
+        """``context`` checked (a fresh unaccounted context when None), labelled ``label`` unless it
+        has a label of its own: how a release gives its ledger label a default.
+
+        The flat keywords ``ledger=``, ``dataset=`` and ``privacy_rng=`` that this method once
+        merged into a context are gone (issue 37): every release takes
+        ``context=ReleaseContext(...)`` and refuses them (:data:`FLAT_RELEASE_KEYWORDS`).
+
+        Raises
+        ------
+        TypeError
+            ``context`` is not a :class:`ReleaseContext`.
+        """
+        if context is None:
+            return cls(label=label)
+        if not isinstance(context, ReleaseContext):
+            raise TypeError(
+                f"context must be a ReleaseContext, got {type(context).__name__}: pass "
+                "context=ReleaseContext(ledger=..., dataset=..., privacy_rng=...)."
             )
-        return cls(ledger, dataset, privacy_rng, label, purpose, charged_by)
+        if not label or context.label:
+            return context
+        return cls(context.ledger, context.dataset, context._gen, label, context.purpose, context.charged_by)
 
     @property
     def insecure(self) -> bool:

@@ -54,9 +54,13 @@ large for its noise: ``|x| ≥ 2⁵⁰·γ`` (at most 2³⁸ noise scales), wher
 resolution of the value (``laplace(1e17, 1, 1)``). Refusal messages never print the value: it is
 confidential.
 
-Without a ledger a release is *unaccounted*: a :class:`~dpinfer.errors.PrivacyWarning`
-names it. Each function validates everything first, then charges the ledger (when given), and
-only then draws the noise. The return value is ``(noisy_value, event)``.
+:func:`laplace` and :func:`gaussian` are called like every release of the library, with
+``context=ReleaseContext(ledger=..., dataset=..., privacy_rng=...)``
+(:class:`~dpinfer.privacy.context.ReleaseContext`): each validates everything first, then charges
+the context's ledger, and only then draws the noise from its RNG; without a ledger a release is
+*unaccounted* and a :class:`~dpinfer.errors.PrivacyWarning` names it. Each returns a
+:class:`~dpinfer.privacy.report.PrivateRelease` (``.value``, ``.event``, ``.privacy``), not the
+``(noisy_value, event)`` tuple of before issue 37, which is refused when unpacked.
 """
 
 from __future__ import annotations
@@ -68,11 +72,12 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidDataError, InvalidPrivacyParameterError
+from ..errors import InvalidDataError, InvalidPrivacyParameterError, refuse_removed_keywords
+from .context import FLAT_RELEASE_KEYWORDS, ReleaseContext
 from .events import REPLACE_ONE, DiscreteGaussianEvent, DiscreteLaplaceEvent
 from .gaussian import analytic_gaussian_sigma, classical_gaussian_sigma
-from .ledger import Ledger, charge_or_warn
-from .rng import PrivacyRNG, as_privacy_rng
+from .report import PrivacyReport, PrivateRelease
+from .rng import PrivacyRNG
 from .validation import check_delta, check_epsilon, check_finite_array, check_relation, check_sensitivity
 
 #: Grid bits below the Laplace scale and below the Gaussian σ.
@@ -285,17 +290,16 @@ def _shaped(arr: np.ndarray, out: np.ndarray) -> Any:
     return float(out) if out.ndim == 0 else out
 
 
+@refuse_removed_keywords(FLAT_RELEASE_KEYWORDS, positional=(3, "rng"))
 def laplace(
     value: Any,
     sensitivity: float,
     epsilon: float,
-    rng: PrivacyRNG | None = None,
     *,
     neighbouring: str = REPLACE_ONE,
-    ledger: Ledger | None = None,
-    dataset: str | None = None,
-    label: str = "laplace",
-) -> tuple[Any, DiscreteLaplaceEvent]:
+    context: ReleaseContext | None = None,
+    label: str = "",
+) -> PrivateRelease:
     """The Laplace mechanism, floating-point safe: exact discrete Laplace noise on a grid.
 
     Releases ``γ·(round(x/γ) + Z)`` per coordinate with ``Z`` discrete Laplace of scale
@@ -311,25 +315,40 @@ def laplace(
         Its L1 sensitivity under ``neighbouring``.
     epsilon
         The privacy level.
-    rng
-        A :class:`PrivacyRNG`; a fresh one (OS CSPRNG) if None. Numpy generators are refused.
-    ledger, dataset
-        If given, the event is charged to ``dataset`` in ``ledger`` before any noise is drawn;
-        without them a :class:`PrivacyWarning` is emitted (an unaccounted release).
+    neighbouring
+        ``"replace-one"`` or ``"add-remove"``: the relation ``sensitivity`` is stated for.
+    context
+        The :class:`~dpinfer.privacy.context.ReleaseContext`: the event is charged to its ledger
+        and data set before any noise is drawn from its :class:`~dpinfer.privacy.PrivacyRNG`
+        (None: an unaccounted release, with a :class:`~dpinfer.errors.PrivacyWarning`, and OS
+        entropy). The earlier ``rng`` argument and ``ledger=``/``dataset=`` keywords are refused
+        with a :class:`TypeError` naming ``context=ReleaseContext(...)``; nothing is charged.
+    label
+        The ledger label (default: the context's label, else ``"laplace"``).
 
     Returns
     -------
-    (noisy_value, DiscreteLaplaceEvent)
-        The event records the grid sensitivity; :func:`laplace_grid` gives the grid and scale.
+    PrivateRelease
+        ``.value``: the noisy value, shaped as ``value`` (a float for a scalar); ``.event``: the
+        :class:`~dpinfer.privacy.events.DiscreteLaplaceEvent` charged (its sensitivity in grid
+        units; :func:`laplace_grid` gives the grid and scale); ``.privacy``: its report (accountant
+        ``"pure"``); ``.details``: the grid ``gamma`` and ``scale_units``. Not a tuple:
+        ``value, event = laplace(...)`` (the spelling before issue 37) raises a TypeError naming
+        these attributes.
     """
     arr = _check_value(value)
     plan = laplace_grid(sensitivity, epsilon, arr.size)
-    gen = as_privacy_rng(rng)
+    ctx = ReleaseContext.of(context)
     event = DiscreteLaplaceEvent(plan.epsilon, plan.sensitivity_units, check_relation(neighbouring))
     k = grid_integers(arr.reshape(-1), plan.gamma)  # refuses values too large for the grid
-    with charge_or_warn(ledger, dataset, event, label=label, insecure=gen.deterministic):
-        out = laplace_on_grid(k, plan, gen)
-    return _shaped(arr, out), event
+    details = {"gamma": plan.gamma, "scale_units": float(plan.scale_units)}
+    report = PrivacyReport.from_event(
+        event, 0.0, "pure", float(sensitivity), mechanism="laplace (discrete, on a grid)",
+        insecure_rng=ctx.insecure, details=details, accounted=ctx.accounted,
+    )
+    out = ctx.release(event, lambda gen: laplace_on_grid(k, plan, gen), what="release",
+                      label=label or ctx.label or "laplace", stacklevel=5)
+    return PrivateRelease(_shaped(arr, out), report, details)
 
 
 def gaussian_sigma(
@@ -343,37 +362,71 @@ def gaussian_sigma(
     raise InvalidPrivacyParameterError(f"calibration must be 'analytic' or 'classical', got {calibration!r}.")
 
 
+@refuse_removed_keywords(FLAT_RELEASE_KEYWORDS, positional=(4, "rng"))
 def gaussian(
     value: Any,
     l2_sensitivity: float,
     epsilon: float,
     delta: float,
-    rng: PrivacyRNG | None = None,
     *,
     calibration: str = "analytic",
     neighbouring: str = REPLACE_ONE,
-    ledger: Ledger | None = None,
-    dataset: str | None = None,
-    label: str = "gaussian",
-) -> tuple[Any, DiscreteGaussianEvent]:
+    context: ReleaseContext | None = None,
+    label: str = "",
+) -> PrivateRelease:
     """The Gaussian mechanism, floating-point safe: exact discrete Gaussian noise on a grid.
 
     Releases ``γ·(round(x/γ) + Z)`` per coordinate with ``Z ~ N_Z(0, σ_γ²)`` calibrated so that
     the discrete mechanism itself is (ε, δ)-DP (module docstring; CKS 2020 Thm 7 in one
-    dimension, Thm 14 in d dimensions). ``calibration`` picks the continuous starting point
-    (``"analytic"``, Balle & Wang 2018; ``"classical"`` is refused for ε >= 1).
+    dimension, Thm 14 in d dimensions).
+
+    Parameters
+    ----------
+    value
+        The confidential statistic (scalar or non-empty array), finite.
+    l2_sensitivity
+        Its L2 sensitivity under ``neighbouring``.
+    epsilon, delta
+        The privacy level.
+    calibration
+        The continuous starting point: ``"analytic"`` (Balle & Wang 2018) or ``"classical"``
+        (refused for ε >= 1).
+    neighbouring
+        ``"replace-one"`` or ``"add-remove"``.
+    context
+        The :class:`~dpinfer.privacy.context.ReleaseContext` the release is charged through and
+        its noise drawn from, as for :func:`laplace` (None: unaccounted, with a warning). The
+        earlier ``rng`` argument and ``ledger=``/``dataset=`` keywords are refused with a
+        :class:`TypeError` naming ``context=ReleaseContext(...)``; nothing is charged.
+    label
+        The ledger label (default: the context's label, else ``"gaussian"``).
 
     Returns
     -------
-    (noisy_value, DiscreteGaussianEvent)
-        ``event.sigma``/``event.sensitivity`` are in grid units; :func:`gaussian_grid` gives γ.
+    PrivateRelease
+        ``.value``: the noisy value, shaped as ``value`` (a float for a scalar); ``.event``: the
+        :class:`~dpinfer.privacy.events.DiscreteGaussianEvent` charged (``event.sigma`` and
+        ``event.sensitivity`` in grid units; :func:`gaussian_grid` gives γ); ``.privacy``: its
+        report at ``delta`` (accountant ``"pld"`` in one dimension, ``"rdp"`` in several);
+        ``.details``: the grid ``gamma`` and ``sigma2_units``. Not a tuple: ``value, event =
+        gaussian(...)`` (the spelling before issue 37) raises a TypeError naming these attributes.
     """
     from .discrete import sample_discrete_gaussian
 
     arr = _check_value(value)
     plan = gaussian_grid(l2_sensitivity, epsilon, delta, arr.size, calibration, check_relation(neighbouring))
-    gen = as_privacy_rng(rng)
+    ctx = ReleaseContext.of(context)
     k = grid_integers(arr.reshape(-1), plan.gamma)
-    with charge_or_warn(ledger, dataset, plan.event, label=label, insecure=gen.deterministic):
+    details = {"gamma": plan.gamma, "sigma2_units": int(plan.sigma2_units)}
+    report = PrivacyReport.from_event(
+        plan.event, float(delta), "pld" if arr.size == 1 else "rdp", float(l2_sensitivity),
+        mechanism="gaussian (discrete, on a grid)", insecure_rng=ctx.insecure, details=details,
+        accounted=ctx.accounted,
+    )
+
+    def draw(gen: PrivacyRNG) -> np.ndarray:
         noise = sample_discrete_gaussian(plan.sigma2_units, k.size, gen)
-    return _shaped(arr, (k + noise).astype(np.float64) * plan.gamma), plan.event  # |k + Z| < 2^53
+        return (k + noise).astype(np.float64) * plan.gamma  # |k + Z| < 2^53
+
+    out = ctx.release(plan.event, draw, what="release", label=label or ctx.label or "gaussian", stacklevel=5)
+    return PrivateRelease(_shaped(arr, out), report, details)

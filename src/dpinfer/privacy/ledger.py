@@ -906,8 +906,8 @@ def charge_or_warn(
     if ledger is None:
         warnings.warn(
             f"{what} {label!r} made WITHOUT a ledger: it is not accounted against any budget (its "
-            "report says accounted: false). Pass context=ReleaseContext(ledger, dataset) (or "
-            "ledger=... and dataset=...) to charge it.",
+            "report says accounted: false). Pass context=ReleaseContext(ledger=..., dataset=...) to "
+            "charge it.",
             PrivacyWarning,
             stacklevel=stacklevel,
         )

@@ -243,3 +243,44 @@ def printed_event(event: PrivacyEvent) -> str:
     if isinstance(event, DiscreteLaplaceEvent):
         return f"DiscreteLaplaceEvent(epsilon={event.epsilon:.6g}; {event.neighbouring})"
     return describe(event)
+
+
+@dataclass(frozen=True)
+class PrivateRelease:
+    """A released statistic with its privacy report: what every release of a statistic returns
+    (:meth:`~dpinfer.privacy.mechanisms.base.Mechanism.release`, :func:`~dpinfer.privacy.laplace`,
+    :func:`~dpinfer.privacy.gaussian`, the clamped releases of :mod:`dpinfer.release.streaming`).
+
+    Attributes
+    ----------
+    value
+        The released value: a vector for a mechanism's release; for ``laplace``/``gaussian`` the
+        shape of the statistic given (a float for a scalar).
+    privacy
+        The :class:`PrivacyReport` of the release (its guarantee, accountant and events).
+    details
+        Public facts about the release (e.g. the grid of a floating-point-safe release).
+
+    Notes
+    -----
+    It is not a tuple: ``value, event = laplace(...)``, the spelling before issue 37, raises a
+    :class:`TypeError` naming ``.value``, ``.event`` and ``.privacy`` instead of unpacking
+    (a two-field unpacking would otherwise bind the report where the event was).
+    """
+
+    value: Any
+    privacy: PrivacyReport
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def event(self) -> PrivacyEvent:
+        """The event the release was charged for: its report's one event, or its events composed
+        into one."""
+        events = self.privacy.events
+        return events[0] if len(events) == 1 else self.privacy.event
+
+    def __iter__(self) -> Any:
+        raise TypeError(
+            "a PrivateRelease is not a (value, event) tuple: read release.value, release.event and "
+            "release.privacy (laplace() and gaussian() return a PrivateRelease since issue 37)."
+        )

@@ -29,9 +29,9 @@ from ..data.inputs import is_source, release_data
 from ..data.labels import container_kind
 from ..distances.base import count_records
 from ..distances.enforce import release_sensitivity
-from ..errors import InferenceWarning, InvalidDataError, InvalidPrivacyParameterError
+from ..errors import InferenceWarning, InvalidDataError, InvalidPrivacyParameterError, refuse_removed_keywords
 from ..privacy.calibration import calibrate_gaussian_svt
-from ..privacy.context import ReleaseContext
+from ..privacy.context import FLAT_RELEASE_KEYWORDS, ReleaseContext
 from ..privacy.events import REPLACE_ONE, GaussianSparseVectorEvent, PrivacyEvent, SparseVectorEvent
 from ..privacy.mechanisms.svt import GaussianSparseVector, SparseVector, check_noise_scale
 from ..privacy.report import PrivacyReport
@@ -152,6 +152,7 @@ class ABCDPOptions:
     progress: bool | None = False
 
 
+@refuse_removed_keywords(FLAT_RELEASE_KEYWORDS)
 def abcdp(
     observed: Any,
     draws: Any,
@@ -204,7 +205,8 @@ def abcdp(
         to before any noise is drawn or anything is answered, and the source of the noise
         (``None``: unaccounted, with a warning, and OS entropy; tests pass
         ``ReleaseContext(privacy_rng=PrivacyRNG.insecure_deterministic(...))``). Its label
-        defaults to ``"abcdp"``.
+        defaults to ``"abcdp"``. The flat ``ledger=``/``dataset=``/``privacy_rng=`` keywords are
+        refused with a :class:`TypeError` naming ``context=ReleaseContext(...)``.
     param_names, meta
         Names of the θ coordinates and public facts stored with the result.
 

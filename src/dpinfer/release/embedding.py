@@ -88,8 +88,8 @@ import numpy as np
 from ..distances.base import as_batch, as_points
 from ..distances.mmd import RFFMMD
 from ..distances.rff_kernels import fixed_point_bits, fixed_point_feature_norm
-from ..errors import InvalidDataError, InvalidPrivacyParameterError
-from ..privacy.context import ReleaseContext
+from ..errors import InvalidDataError, InvalidPrivacyParameterError, refuse_removed_keywords
+from ..privacy.context import FLAT_RELEASE_KEYWORDS, ReleaseContext
 from ..privacy.events import REPLACE_ONE
 from ..privacy.mechanisms.embedding import (
     computed_mean_sensitivity,
@@ -119,6 +119,7 @@ def embed_batch(distance: RFFMMD, W: np.ndarray, sims: Any, d: int) -> np.ndarra
     return distance.feature_sums(arr, W) * (math.sqrt(2.0 / distance.n_features) / arr.shape[1])
 
 
+@refuse_removed_keywords(FLAT_RELEASE_KEYWORDS)
 def embedding_abc(
     observed: Any,
     source: Any,
@@ -168,7 +169,7 @@ def embedding_abc(
         raise InvalidDataError("an embedding of the first batch is NaN or infinite; nothing was released.")
     rng = np.random.default_rng(seed)
     # validates μ (finite, size, grid range), charges plan.event, then draws the noise
-    released = release_embedding(mu, plan, ctx, what="ABCDP embedding release")
+    released = release_embedding(mu, plan, context=ctx, what="ABCDP embedding release")
     accepted, index, offset, n_acc = [], [], 0, 0
     theta, emb = theta0, emb0
     while True:

@@ -57,7 +57,7 @@ from ..models.glm_release import (
     StatisticLayout,
     data_spec,
 )
-from ..privacy.context import ReleaseContext
+from ..privacy.context import FLAT_RELEASE_KEYWORDS, ReleaseContext
 from ..privacy.fixed_point import BINARY, INTEGER, REAL, GLMSums
 from ..privacy.mechanisms.gaussian import GaussianMechanism
 
@@ -66,6 +66,8 @@ __all__ = ["GLMDataSpec", "GLMRelease", "StatisticLayout", "release_glm_statisti
 #: The keywords that ``data=GLMDataSpec(...)`` replaced, with the new spelling.
 DATA_KEYWORDS = dict.fromkeys(("bounds", "y_bounds", "offset_bounds", "feature_names", "schema"),
                               "data=dpinfer.GLMDataSpec")
+#: Every spelling the GLM release refuses: the data keywords and the flat release keywords.
+REFUSED_KEYWORDS: dict[str, str | tuple[str, str]] = {**DATA_KEYWORDS, **FLAT_RELEASE_KEYWORDS}
 
 
 def __getattr__(name: str) -> object:
@@ -317,7 +319,7 @@ def _columns(X: Any, y: Any, offset: Any, spec: GLMDataSpec, chunk_rows: int | N
     return _Columns(source, keys, names, y_col, o_col, sch, bounds_schema, bounds, y_bounds, offset_bounds)
 
 
-@refuse_removed_keywords(DATA_KEYWORDS)
+@refuse_removed_keywords(REFUSED_KEYWORDS)
 def release_glm_statistics(
     X: Any,
     y: Any,
@@ -329,9 +331,6 @@ def release_glm_statistics(
     intercept: bool = True,
     data: GLMDataSpec | None = None,
     context: ReleaseContext | None = None,
-    ledger: Any = None,
-    dataset: str | None = None,
-    privacy_rng: Any = None,
     label: str = "",
     chunk_rows: int | None = None,
 ) -> GLMRelease:
@@ -365,10 +364,14 @@ def release_glm_statistics(
         :class:`~dpinfer.data.Schema`: its declared bounds are the defaults, the data are refused
         if they do not match it, the release is charged to its data set). The keywords it
         replaced (``bounds=``, ``y_bounds=``, ...) are refused with a :class:`TypeError` naming it.
-    context, ledger, dataset, privacy_rng, label
-        Where the release is charged and where its noise comes from
-        (:class:`~dpinfer.privacy.context.ReleaseContext`). Without a ledger the release warns
-        that it is unaccounted.
+    context
+        The :class:`~dpinfer.privacy.context.ReleaseContext`: where the release is charged (its
+        data set must be the schema's, when ``data`` has one) and where its noise comes from.
+        Without a ledger the release warns that it is unaccounted. The flat ``ledger=``,
+        ``dataset=`` and ``privacy_rng=`` keywords are refused with a :class:`TypeError` naming
+        ``context=ReleaseContext(...)``.
+    label
+        The ledger label (default: the context's, else one naming the family and the sizes).
     chunk_rows
         Records per chunk of the pass over the data (default
         :data:`~dpinfer.data.streaming.DEFAULT_CHUNK_ROWS`, 2¹⁸; arrays of fewer records are one
@@ -397,8 +400,8 @@ def release_glm_statistics(
     if bounds is None:
         raise InvalidDataError("bounds= (public, per feature) or a schema declaring them is needed. Nothing "
                                "was charged.")
-    dataset = bind_dataset(sch, context, dataset, relation="replace-one")  # n is public
-    ctx = ReleaseContext.of(context, ledger=ledger, dataset=dataset, privacy_rng=privacy_rng, label=label)
+    ctx = ReleaseContext.of(context, label=label)
+    bind_dataset(sch, ctx, relation="replace-one")  # n is public
     D = len(names)
     fb = _bounds(bounds, names)
     ycol, y_scale, y_center = _response_scaling(family, y_bounds)

@@ -41,10 +41,10 @@ from scipy.special import logsumexp
 
 from ..distances.base import count_records
 from ..distances.enforce import release_sensitivity
-from ..errors import InvalidDataError, InvalidPrivacyParameterError
+from ..errors import InvalidDataError, InvalidPrivacyParameterError, refuse_removed_keywords
 from ..models.smc_prior import SMCPrior
 from ..privacy.accountants import get_accountant
-from ..privacy.context import ReleaseContext
+from ..privacy.context import FLAT_RELEASE_KEYWORDS, ReleaseContext
 from ..privacy.events import REPLACE_ONE, SparseVectorEvent, compose
 from ..privacy.mechanisms.svt import SparseVector, check_noise_scale
 from ..privacy.report import PrivacyReport
@@ -212,6 +212,7 @@ def _propose(prior: Any, particles: Any, weights: Any, n: int, rng: np.random.Ge
     return kernel_proposal(prior, particles, weights, n, rng)
 
 
+@refuse_removed_keywords(FLAT_RELEASE_KEYWORDS)
 def private_smc_abc(
     observed: Any,
     model: Any,
@@ -253,7 +254,8 @@ def private_smc_abc(
     context
         The :class:`~dpinfer.privacy.ReleaseContext`: the whole composition is charged to its
         ledger before the first noise is drawn from its RNG (``None``: unaccounted, with a
-        warning, and OS entropy). Its label defaults to ``"private-smc-abc"``.
+        warning, and OS entropy). Its label defaults to ``"private-smc-abc"``. The flat
+        ``ledger=``/``dataset=``/``privacy_rng=`` keywords are refused, naming ``context=``.
 
     Returns
     -------

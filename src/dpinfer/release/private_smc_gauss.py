@@ -52,8 +52,8 @@ import numpy as np
 
 from ..distances.base import count_records
 from ..distances.enforce import release_sensitivity
-from ..errors import InvalidPrivacyParameterError
-from ..privacy.context import ReleaseContext
+from ..errors import InvalidPrivacyParameterError, refuse_removed_keywords
+from ..privacy.context import FLAT_RELEASE_KEYWORDS, ReleaseContext
 from ..privacy.mechanisms.gaussian_rounds import ACCOUNTANT, gaussian_rounds, release_gaussian_round
 from ..privacy.report import PrivacyReport
 from ..privacy.validation import check_delta, check_epsilon
@@ -134,6 +134,7 @@ def _check_sizes(
     return M, K, batch, frac
 
 
+@refuse_removed_keywords(FLAT_RELEASE_KEYWORDS)
 def gaussian_weights_smc_abc(
     observed: Any,
     model: Any,
@@ -181,7 +182,8 @@ def gaussian_weights_smc_abc(
     context
         The :class:`~dpinfer.privacy.ReleaseContext`: the K releases are charged to its ledger
         before the first noise is drawn from its RNG (``None``: unaccounted, with a warning, and
-        OS entropy). Its label defaults to ``"private-smc-abc-gaussian"``.
+        OS entropy). Its label defaults to ``"private-smc-abc-gaussian"``. The flat
+        ``ledger=``/``dataset=``/``privacy_rng=`` keywords are refused, naming ``context=``.
 
     Returns
     -------

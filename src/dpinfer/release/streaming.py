@@ -19,14 +19,15 @@ import numpy as np
 
 from ..data.streaming import EmbeddingSums, accumulate, count_rows
 from ..distances.rff_kernels import fixed_point_bits
-from ..errors import InvalidDataError
-from ..privacy.context import ReleaseContext
-from ..privacy.mechanisms.base import PrivateRelease
+from ..errors import InvalidDataError, refuse_removed_keywords
+from ..privacy.context import FLAT_RELEASE_KEYWORDS, ReleaseContext
 from ..privacy.mechanisms.clamped import ClampedRelease, clamped_release
+from ..privacy.report import PrivateRelease
 
 __all__ = ["clamped_mean", "clamped_sum", "embedding_mean", "release_clamped"]
 
 
+@refuse_removed_keywords(FLAT_RELEASE_KEYWORDS)
 def release_clamped(
     release: ClampedRelease,
     source: Any,
@@ -34,26 +35,27 @@ def release_clamped(
     column: str,
     chunk_rows: int | None = None,
     context: ReleaseContext | None = None,
-    ledger: Any = None,
-    dataset: str | None = None,
-    privacy_rng: Any = None,
     label: str = "",
 ) -> PrivateRelease:
     """Release ``release`` (a :func:`~dpinfer.privacy.mechanisms.clamped.clamped_release`) of the
     records in ``column`` of ``source``, streamed in chunks of ``chunk_rows`` (module docstring).
 
-    The same as ``release.release_records(array)`` bit for bit, for every chunking.
+    The same as ``release.release_records(array)`` bit for bit, for every chunking. ``context``:
+    the :class:`~dpinfer.privacy.context.ReleaseContext` charged and drawn from (None:
+    unaccounted, with a warning); ``label``: the ledger label (default: the context's, else
+    ``"clamped <kind> of '<column>'"``). The flat ``ledger=``/``dataset=``/``privacy_rng=``
+    keywords are refused with a :class:`TypeError` naming ``context=ReleaseContext(...)``.
     """
     if not isinstance(release, ClampedRelease):
         raise InvalidDataError("release must be a clamped_release(...).")
     if not isinstance(column, str) or not column:
         raise InvalidDataError("column must be the name of the records' column.")
-    ctx = ReleaseContext.of(context, ledger=ledger, dataset=dataset, privacy_rng=privacy_rng, label=label)
+    ctx = ReleaseContext.of(context, label=label)
     sums = accumulate(release.exact_sums(column), source, chunk_rows=chunk_rows)
-    return release.release_sums(sums, ctx.privacy_rng, ledger=ctx.ledger, dataset=ctx.dataset,
-                                label=ctx.label or f"clamped {release.kind} of {column!r}")
+    return release.release_sums(sums, context=ctx, label=ctx.label or f"clamped {release.kind} of {column!r}")
 
 
+@refuse_removed_keywords(FLAT_RELEASE_KEYWORDS)
 def clamped_mean(
     source: Any,
     *,
@@ -66,16 +68,18 @@ def clamped_mean(
     delta: float = 0.0,
     data_range: tuple[float, float] | None = None,
     chunk_rows: int | None = None,
-    **where: Any,
+    context: ReleaseContext | None = None,
+    label: str = "",
 ) -> PrivateRelease:
     """The ε-DP mean of ``column`` clamped to [lower, upper] over the public n records (replace-one,
-    sensitivity (upper - lower)/n), from any source (module docstring). ``where``: ``context``,
-    ``ledger``, ``dataset``, ``privacy_rng``, ``label``."""
+    sensitivity (upper - lower)/n), from any source (module docstring); ``context`` and ``label``
+    as for :func:`release_clamped`."""
     rel = clamped_release("mean", lower, upper, epsilon, n=n, mechanism=mechanism, delta=delta,
                           data_range=data_range)
-    return release_clamped(rel, source, column=column, chunk_rows=chunk_rows, **where)
+    return release_clamped(rel, source, column=column, chunk_rows=chunk_rows, context=context, label=label)
 
 
+@refuse_removed_keywords(FLAT_RELEASE_KEYWORDS)
 def clamped_sum(
     source: Any,
     *,
@@ -88,13 +92,15 @@ def clamped_sum(
     neighbouring: str = "replace-one",
     data_range: tuple[float, float] | None = None,
     chunk_rows: int | None = None,
-    **where: Any,
+    context: ReleaseContext | None = None,
+    label: str = "",
 ) -> PrivateRelease:
     """The ε-DP sum of ``column`` clamped to [lower, upper] (sensitivity upper - lower under
-    replace-one, max(|lower|, |upper|) under add-remove), from any source (module docstring)."""
+    replace-one, max(|lower|, |upper|) under add-remove), from any source (module docstring);
+    ``context`` and ``label`` as for :func:`release_clamped`."""
     rel = clamped_release("sum", lower, upper, epsilon, mechanism=mechanism, delta=delta,
                           neighbouring=neighbouring, data_range=data_range)
-    return release_clamped(rel, source, column=column, chunk_rows=chunk_rows, **where)
+    return release_clamped(rel, source, column=column, chunk_rows=chunk_rows, context=context, label=label)
 
 
 def embedding_mean(distance: Any, source: Any, *, columns: Any, chunk_rows: int | None = None,

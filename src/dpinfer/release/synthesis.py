@@ -30,9 +30,9 @@ import numpy as np
 from ..data.inputs import bind_dataset, release_data, with_schema
 from ..data.schema import Schema
 from ..data.streaming import accumulate, is_streamed
-from ..errors import InvalidDataError
+from ..errors import InvalidDataError, refuse_removed_keywords
 from ..models.synthesis import MarginalHistogramModel
-from ..privacy.context import ReleaseContext
+from ..privacy.context import FLAT_RELEASE_KEYWORDS, ReleaseContext
 from ..privacy.fixed_point import HistogramCounts
 from ..privacy.mechanisms.counts import GeometricMechanism
 from ..privacy.validation import check_epsilon, check_relation
@@ -73,6 +73,7 @@ def _bounds(bounds: Any, d: int) -> tuple[np.ndarray, np.ndarray]:
     return arr[:, 0].copy(), arr[:, 1].copy()
 
 
+@refuse_removed_keywords(FLAT_RELEASE_KEYWORDS)
 def release_covariate_model(
     X: Any,
     *,
@@ -84,9 +85,6 @@ def release_covariate_model(
     neighbouring: str = "replace-one",
     schema: Any = None,
     context: ReleaseContext | None = None,
-    ledger: Any = None,
-    dataset: str | None = None,
-    privacy_rng: Any = None,
     label: str = "",
     chunk_rows: int | None = None,
 ) -> MarginalHistogramModel:
@@ -121,10 +119,15 @@ def release_covariate_model(
         bounds (an explicit argument overrides), the data are refused if they do not match it,
         and the release is charged to its data set; with a source, ``columns`` selects columns
         (default: the schema's releasable numeric columns).
-    context, ledger, dataset, privacy_rng, label
-        Where the release is charged and where its noise comes from
-        (:class:`~dpinfer.privacy.context.ReleaseContext`; ``ledger.for_data(X)`` binds the charge to
-        these data). Without a ledger the release warns that it is unaccounted.
+    context
+        The :class:`~dpinfer.privacy.context.ReleaseContext`: where the release is charged (its
+        data set must be the schema's, when there is one; ``ReleaseContext(ledger=ledger.for_data(X),
+        ...)`` binds the charge to these data) and where its noise comes from. Without a ledger
+        the release warns that it is unaccounted. The flat ``ledger=``, ``dataset=`` and
+        ``privacy_rng=`` keywords are refused with a :class:`TypeError` naming
+        ``context=ReleaseContext(...)``.
+    label
+        The ledger label (default: the context's, else one naming the columns and bins).
 
     Returns
     -------
@@ -169,8 +172,8 @@ def release_covariate_model(
     if bounds is None:
         raise InvalidDataError("bounds= (public, per column) or a schema declaring them is needed. Nothing "
                                "was charged.")
-    dataset = bind_dataset(sch, context, dataset, relation=neighbouring)
-    ctx = ReleaseContext.of(context, ledger=ledger, dataset=dataset, privacy_rng=privacy_rng, label=label)
+    ctx = ReleaseContext.of(context, label=label)
+    bind_dataset(sch, ctx, relation=neighbouring)
     eps = check_epsilon(epsilon, "covariate-model epsilon")
     relation = check_relation(neighbouring)
     lower, upper = _bounds(bounds, d)
@@ -220,13 +223,8 @@ def release_covariate_model(
     statistic = np.array(sums.totals, dtype=np.float64)
     sensitivity = 2 * d if relation == "replace-one" else d
     mech = GeometricMechanism(statistic.size, sensitivity, eps, relation, bounds=(0, n))
-    released = mech.release(
-        statistic,
-        ctx.privacy_rng,
-        ledger=ctx.ledger,
-        dataset=ctx.dataset,
-        label=ctx.label or f"covariate marginals ({d} columns, {sum(sizes)} bins) eps={eps:g}",
-    )
+    label = ctx.label or f"covariate marginals ({d} columns, {sum(sizes)} bins) eps={eps:g}"
+    released = mech.release(statistic, context=ctx, label=label)
     value = np.asarray(released.value).astype(np.int64)
     per_column = tuple(np.asarray(c) for c in np.split(value, np.cumsum(sizes)[:-1]))
     return MarginalHistogramModel(

@@ -11,7 +11,7 @@ Example::
     fit.interval(0.9)                                    # a GLMPosterior, as dpinfer.private_glm gives
 
 What comes back is what the local call returns: :meth:`Client.clamped` (and :meth:`mean`,
-:meth:`count`, :meth:`histogram`) a :class:`~dpinfer.privacy.mechanisms.base.PrivateRelease` with
+:meth:`count`, :meth:`histogram`) a :class:`~dpinfer.privacy.report.PrivateRelease` with
 its full :class:`~dpinfer.privacy.PrivacyReport` (mechanism, sensitivity, events, noise scale);
 :meth:`Client.glm_release` the :class:`~dpinfer.inference.glm.GLMRelease` of
 :func:`~dpinfer.release.glm.release_glm_statistics`, and :meth:`Client.glm` the
@@ -37,8 +37,7 @@ import numpy as np
 
 from ..errors import BudgetExceededError, DPInferError, InvalidDataError
 from ..inference.glm import GLMPosterior, GLMPrior, GLMRelease, GLMSamplerOptions, glm_posterior
-from ..privacy.mechanisms.base import PrivateRelease
-from ..privacy.report import PrivacyReport
+from ..privacy.report import PrivacyReport, PrivateRelease
 
 
 class RemoteError(DPInferError):

@@ -13,7 +13,8 @@
 from their modules: the first needs torch, which importing this package must not load.
 """
 
-from .base import LaplaceMechanism, Mechanism, PrivateRelease
+from ..report import PrivateRelease
+from .base import LaplaceMechanism, Mechanism
 from .binomial import BinomialTrajectoryRelease
 from .clamped import ClampedRelease, clamped_release
 from .composed import ComposedMechanism

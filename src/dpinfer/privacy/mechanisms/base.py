@@ -52,32 +52,22 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...errors import InvalidDataError, InvalidPrivacyParameterError, PrivacyWarning
+from ...errors import InvalidDataError, InvalidPrivacyParameterError, PrivacyWarning, refuse_removed_keywords
 from ...randomness import as_generator, open_uniforms
-from ..context import ReleaseContext
+from ..context import FLAT_RELEASE_KEYWORDS, ReleaseContext
 from ..events import REPLACE_ONE, PrivacyEvent
-from ..report import PrivacyReport
+from ..report import PrivacyReport, PrivateRelease
 from ..rng import PrivacyRNG
 
 if TYPE_CHECKING:
-    from ..ledger import Ledger
+    pass
 
 #: Prefix of the ledger label of a release made with ``unsafe_float_release=True``.
 UNSAFE_LABEL = "UNSAFE-FLOAT"
-
-
-@dataclass(frozen=True)
-class PrivateRelease:
-    """A released statistic with its privacy report (``.privacy``)."""
-
-    value: np.ndarray
-    privacy: PrivacyReport
-    details: dict[str, Any] = field(default_factory=dict)
 
 
 def uncomputed_report(
@@ -310,34 +300,33 @@ class Mechanism:
         return {}
 
     # -- the release ----------------------------------------------------------------------------
+    @refuse_removed_keywords(FLAT_RELEASE_KEYWORDS, positional=(2, "privacy_rng"))
     def release(
         self,
         s: Any,
-        privacy_rng: PrivacyRNG | None = None,
         *,
-        ledger: Ledger | None = None,
-        dataset: str | None = None,
-        label: str = "",
         context: ReleaseContext | None = None,
+        label: str = "",
         unsafe_float_release: bool = False,
     ) -> PrivateRelease:
         """Release the confidential statistic ``s`` (one vector, length ``stat_dim``).
 
         The one release path (:class:`~dpinfer.privacy.context.ReleaseContext`): every check
         first (the statistic, its range, the exact construction, the report); then the event is
-        charged to ``dataset`` in ``ledger`` (or the release warns that it is unaccounted); only
-        then is the noise drawn from ``privacy_rng`` (OS entropy if None).
+        charged to the context's ledger (or the release warns that it is unaccounted); only then
+        is the noise drawn from the context's privacy RNG.
 
         Parameters
         ----------
         s
             The confidential statistic.
-        privacy_rng
-            A :class:`~dpinfer.privacy.PrivacyRNG`, or None (OS entropy). Seeds are refused.
-        ledger, dataset, label
-            Where the release is charged, and its ledger label (default: the mechanism's name).
         context
-            A :class:`~dpinfer.privacy.context.ReleaseContext` instead of the three keywords above.
+            The :class:`~dpinfer.privacy.context.ReleaseContext`: the ledger and data set charged
+            and the :class:`~dpinfer.privacy.PrivacyRNG` (None: unaccounted, with a warning, and OS
+            entropy). The earlier ``privacy_rng`` argument and ``ledger=``/``dataset=`` keywords
+            are refused with a :class:`TypeError` naming ``context=ReleaseContext(...)``.
+        label
+            The ledger label (default: the context's label, else the mechanism's name).
         unsafe_float_release
             Release ``G(s, u)`` on floating-point uniforms for a mechanism that declares no noise
             family (module docstring). Leaks through the floating-point representation; warns and
@@ -368,7 +357,7 @@ class Mechanism:
                 "the leak (the release is then marked UNSAFE in its report and ledger label). Nothing "
                 "was charged or released."
             )
-        ctx = ReleaseContext.of(context, ledger=ledger, dataset=dataset, privacy_rng=privacy_rng)
+        ctx = ReleaseContext.of(context)
         tag = label or ctx.label or self.name
         if unsafe:
             tag = f"{UNSAFE_LABEL} {tag}"
@@ -383,7 +372,7 @@ class Mechanism:
                 PrivacyWarning,
                 stacklevel=2,
             )
-        value = ctx.release(event, draw, what=f"{self.name}: release", label=tag)
+        value = ctx.release(event, draw, what=f"{self.name}: release", label=tag, stacklevel=5)
         return PrivateRelease(np.asarray(value, dtype=np.float64), report)
 
     def _prepare_release(

@@ -48,13 +48,14 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import InvalidDataError, PrivacyWarning
-from ..context import ReleaseContext
+from ...errors import InvalidDataError, PrivacyWarning, refuse_removed_keywords
+from ..context import FLAT_RELEASE_KEYWORDS, ReleaseContext
 from ..events import PrivacyEvent
 from ..fixed_point import ClampedSums, ExactSums, clamp_grid
+from ..report import PrivateRelease
 from ..rng import PrivacyRNG
 from ..validation import check_epsilon, check_relation
-from .base import LaplaceMechanism, Mechanism, PrivateRelease
+from .base import LaplaceMechanism, Mechanism
 from .composed import ComposedMechanism
 from .counts import GeometricMechanism
 from .gaussian import GaussianMechanism
@@ -131,15 +132,13 @@ class ClampedRelease(Mechanism):
             )
         return total / self.n
 
+    @refuse_removed_keywords(FLAT_RELEASE_KEYWORDS, positional=(2, "privacy_rng"))
     def release_records(
         self,
         x: Any,
-        privacy_rng: PrivacyRNG | None = None,
         *,
-        ledger: Any = None,
-        dataset: str | None = None,
-        label: str = "",
         context: ReleaseContext | None = None,
+        label: str = "",
     ) -> PrivateRelease:
         """Compute :meth:`statistic` of the confidential records ``x`` (1-d) and :meth:`release` it.
 
@@ -148,7 +147,10 @@ class ClampedRelease(Mechanism):
         every check has passed. The sum is the exact fixed-point sum of :meth:`exact_sums` (one
         chunk of the computation that :func:`dpinfer.release.streaming.release_clamped` streams),
         so the value released from the array equals, bit for bit, the value released from the
-        same records in any chunking.
+        same records in any chunking. ``context`` and ``label`` are those of
+        :meth:`~dpinfer.privacy.mechanisms.base.Mechanism.release` (the earlier ``privacy_rng``
+        argument and ``ledger=``/``dataset=`` keywords are refused, naming
+        ``context=ReleaseContext(...)``).
         """
         try:
             arr = np.asarray(x, dtype=np.float64)
@@ -159,9 +161,7 @@ class ClampedRelease(Mechanism):
                 f"{self.name}: release one data set at a time (a 1-d array), got {arr.shape}."
             )
         sums = self.exact_sums("x").partial({"x": arr})  # the one-chunk case of the streamed sum
-        return self.release_sums(
-            sums, privacy_rng, ledger=ledger, dataset=dataset, label=label, context=context
-        )
+        return self.release_sums(sums, context=context, label=label)
 
     def exact_sums(self, column: str) -> ClampedSums:
         """The exact fixed-point sum and count of the records of ``column``
@@ -170,15 +170,13 @@ class ClampedRelease(Mechanism):
         in memory, streamed in chunks or over Dask partitions (:mod:`dpinfer.data.streaming`)."""
         return ClampedSums(column, self.lower, self.upper, integer=self.integer_records)
 
+    @refuse_removed_keywords(FLAT_RELEASE_KEYWORDS, positional=(2, "privacy_rng"))
     def release_sums(
         self,
         sums: ExactSums,
-        privacy_rng: PrivacyRNG | None = None,
         *,
-        ledger: Any = None,
-        dataset: str | None = None,
-        label: str = "",
         context: ReleaseContext | None = None,
+        label: str = "",
     ) -> PrivateRelease:
         """Release the statistic of the exact totals of :meth:`exact_sums` over every record.
 
@@ -186,7 +184,8 @@ class ClampedRelease(Mechanism):
         record, or a non-integer one for the geometric mechanism, refuses the release, and a mean
         needs exactly the public n records. The value is ``float(K)·g`` (sum), ``/n`` (mean),
         with the count for ``sum_and_count``: a function of the integers alone, hence the same
-        whatever the chunking. Nothing is charged before every check has passed.
+        whatever the chunking. Nothing is charged before every check has passed. ``context`` and
+        ``label`` are those of :meth:`~dpinfer.privacy.mechanisms.base.Mechanism.release`.
         """
         if sums.flags["nonfinite"][0]:
             raise InvalidDataError(
@@ -214,7 +213,7 @@ class ClampedRelease(Mechanism):
                     "Nothing was charged or released."
                 )
             stat = np.array([value / self.n])
-        return self.release(stat, privacy_rng, ledger=ledger, dataset=dataset, label=label, context=context)
+        return self.release(stat, context=context, label=label)
 
     def G(self, s: np.ndarray, u: np.ndarray) -> np.ndarray:
         return self.inner.G(s, u)

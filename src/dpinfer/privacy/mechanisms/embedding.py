@@ -113,9 +113,9 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import InvalidDataError, InvalidPrivacyParameterError
+from ...errors import InvalidDataError, InvalidPrivacyParameterError, refuse_removed_keywords
 from ..calibration import composed_gaussian_multiplier
-from ..context import ReleaseContext
+from ..context import FLAT_RELEASE_KEYWORDS, ReleaseContext
 from ..events import REPLACE_ONE, GaussianEvent
 from ..grid import grid_integers, power_of_two_grid
 from ..validation import check_delta, check_epsilon, check_relation, check_sensitivity
@@ -463,7 +463,8 @@ def _check_embedding(mu: Any, plan: EmbeddingGrid) -> np.ndarray:
     return arr
 
 
-def release_embedding(mu: Any, plan: EmbeddingGrid, context: ReleaseContext, *, what: str = "") -> np.ndarray:
+@refuse_removed_keywords(FLAT_RELEASE_KEYWORDS)
+def release_embedding(mu: Any, plan: EmbeddingGrid, *, context: ReleaseContext, what: str = "") -> np.ndarray:
     """Release ``γ·(round(μ/γ) + Z)``: validate, charge ``plan.event`` through ``context``, draw.
 
     Parameters

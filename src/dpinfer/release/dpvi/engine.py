@@ -109,9 +109,14 @@ import numpy as np
 import torch
 
 from ...data.inputs import bind_dataset, is_source, release_data
-from ...errors import InvalidDataError, InvalidPrivacyParameterError, NonPrivateResultWarning
+from ...errors import (
+    InvalidDataError,
+    InvalidPrivacyParameterError,
+    NonPrivateResultWarning,
+    refuse_removed_keywords,
+)
 from ...execution.threads import torch_threads
-from ...privacy.context import ReleaseContext
+from ...privacy.context import FLAT_RELEASE_KEYWORDS, ReleaseContext
 from .design import prepare_design
 from .diagnostics import Trajectory, diagnose, warn_diagnostics
 from .families import GaussianFamily, choose_family, make_family
@@ -135,7 +140,8 @@ from .validation import FitSpec, validate_fit
 NON_PRIVATE_FIT = (
     "NON-PRIVATE: fitted to the confidential data without noise; the result is NOT "
     "differentially private: do not publish it or anything computed from it. For a private fit call "
-    "DPVI(...).fit(X, y, epsilon=..., delta=..., ledger=..., dataset=...) (private=True, the default)."
+    "DPVI(...).fit(X, y, epsilon=..., delta=..., context=ReleaseContext(ledger=..., dataset=...)) "
+    "(private=True, the default)."
 )
 
 if TYPE_CHECKING:
@@ -257,6 +263,7 @@ class DPVI:
 
     get_epsilon = privacy_spent
 
+    @refuse_removed_keywords(FLAT_RELEASE_KEYWORDS)
     def fit(
         self,
         X: Any,
@@ -270,8 +277,6 @@ class DPVI:
         private: bool = True,
         seed: int | np.random.SeedSequence | None = None,
         context: ReleaseContext | None = None,
-        ledger: Any = None,
-        dataset: str | None = None,
         privacy_plan: PrivacyPlan | None = None,
         data: DataOptions | None = None,
         **removed: Any,
@@ -320,11 +325,9 @@ class DPVI:
             of the minibatches and the noise (``None``: unaccounted, with a warning, and a fresh
             OS-CSPRNG :class:`~dpinfer.privacy.PrivacyRNG`; tests pass
             ``ReleaseContext(privacy_rng=PrivacyRNG.insecure_deterministic(...))``). Its label
-            defaults to ``"dpvi"``.
-        ledger, dataset
-            The flat form of ``context=ReleaseContext(ledger=..., dataset=...)``, as the other
-            releases take it (``private_glm``, the mechanisms' ``release``); not together with
-            ``context``.
+            defaults to ``"dpvi"``. Its data set must be the schema's when ``data`` has one. The
+            flat ``ledger=``, ``dataset=`` and ``privacy_rng=`` keywords are refused with a
+            :class:`TypeError` naming ``context=ReleaseContext(...)``, as by every release.
         privacy_plan
             A :class:`~dpinfer.release.dpvi.planning.PrivacyPlan` from
             :func:`~dpinfer.release.dpvi.planning.plan_privacy`
@@ -379,11 +382,7 @@ class DPVI:
             rd = release_data(X, y, schema=schema, feature_names=feature_names, offset=offset)
             X, y, offset, feature_names = rd.X, rd.y, rd.offset, rd.names
             bounds = bounds if bounds is not None else rd.bounds
-            named = bind_dataset(rd.schema, context, dataset)
-            dataset = named if ledger is not None else dataset
-        if ledger is not None or dataset is not None:
-            # the flat keywords (refused together with context=, before anything else)
-            context = ReleaseContext.of(context, ledger=ledger, dataset=dataset)
+            bind_dataset(rd.schema, context)
         ledger, dataset = (context.ledger, context.dataset) if context is not None else (None, None)
         # 1. validate everything (nothing planned, charged or released yet)
         X0 = X

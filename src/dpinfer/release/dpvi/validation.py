@@ -164,7 +164,9 @@ def validate_fit(
             "fixed-size batches (B = int(q n)) are analysed under replace-one only (n is public)."
         )
     if ledger is not None and not dataset:
-        raise InvalidPrivacyParameterError("charging a ledger needs the dataset name (dataset=...).")
+        raise InvalidPrivacyParameterError(
+            "charging a ledger needs the dataset name (ReleaseContext(ledger=..., dataset=...))."
+        )
     if not 0.0 <= float(training.init_scale) < math.inf:
         raise InvalidDataError(f"init_scale must be >= 0, got {training.init_scale!r}.")
     phases = None
