@@ -27,6 +27,7 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src" / "dpinfer"
 LAYERS = {
     "errors": 0, "_version": 0, "randomness": 0, "sizes": 0, "privacy": 0, "results": 0,
+    "deferred": 0,  # heavy third-party modules imported at first use (start-up time)
     "models": 1, "distances": 1, "execution": 1, "datasets": 1, "diagnostics": 1, "data": 1,
     "release": 2, "inference": 2,
     "pipelines": 2.5,  # a release followed by its post-processing (private_glm): above both, below the face
