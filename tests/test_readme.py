@@ -144,7 +144,7 @@ def test_readme_slow_block_runs_twice(lang, code, tmp_path, monkeypatch):
 def test_pages_are_readme_and_docs_without_notebooks():
     names = [p.relative_to(ROOT).as_posix() for p in pages()]
     assert names[0] == "README.md" and "docs/guide/privacy-core.md" in names
-    assert not any(n.startswith("docs/tutorials/") for n in names)  # notebooks: run by the docs build
+    assert not any(n.startswith("docs/tutorials/") for n in names)  # notebooks: tests/docs/ runs them
     assert is_notebook("---\nfile_format: mystnb\n---\n# t\n") and not is_notebook("# t\n")
 
 
