@@ -23,3 +23,28 @@ def pg_server():
     server = PGServer().init()
     yield server
     server.close()
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Under pytest-xdist, the tests of a module that defines a module- or class-scoped fixture
+    run on one worker, so that the fixture (fitted posteriors, a running service) is built once
+    instead of once per worker; the other tests are spread one by one, as ``--dist load`` does.
+    (``--dist loadgroup`` would do it with marks, but pytest 9 ignores the node ids that
+    pytest-xdist 3.8 rewrites for it.)"""
+    import re
+    from pathlib import Path
+
+    from xdist.scheduler import LoadScopeScheduling
+
+    root = Path(config.rootpath)
+    shared_scope = re.compile(r"scope\s*=\s*[\"'](module|class)[\"']")
+    shared = {p.relative_to(root).as_posix() for p in (root / "tests").rglob("test_*.py")
+              if shared_scope.search(p.read_text(encoding="utf-8"))}
+
+    class SharedFixtureScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return module if module in shared else nodeid
+
+    return SharedFixtureScheduling(config, log)

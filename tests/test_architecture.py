@@ -24,11 +24,13 @@ checked against the same functions.
 from __future__ import annotations
 
 import ast
+from functools import cache
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "dpinfer"
 LAYERS = {
     "errors": 0, "_version": 0, "randomness": 0, "sizes": 0, "privacy": 0, "results": 0,
+    "deferred": 0,  # heavy third-party modules imported at first use (start-up time)
     "models": 1, "distances": 1, "execution": 1, "datasets": 1, "diagnostics": 1, "data": 1,
     "release": 2, "inference": 2,
     "pipelines": 2.5,  # a release followed by its post-processing (private_glm): above both, below the face
@@ -58,6 +60,12 @@ INFERENCE_MAY_USE = ("dpinfer.privacy.events", "dpinfer.privacy.report", "dpinfe
 MAX_PRIVATE_IMPORTS = 3
 
 
+@cache
+def parsed(text: str) -> ast.Module:
+    """The syntax tree of a module's text, parsed once for all the rules (read, never changed)."""
+    return ast.parse(text)
+
+
 def _module_name(path: Path) -> str:
     rel = path.relative_to(SRC).with_suffix("")
     parts = list(rel.parts)
@@ -82,7 +90,7 @@ def import_graph(sources: dict[str, tuple[str, bool]]) -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for mod, (text, is_pkg) in sources.items():
         deps: set[str] = set()
-        for node in ast.walk(ast.parse(text)):
+        for node in ast.walk(parsed(text)):
             if isinstance(node, ast.Import):
                 deps.update(a.name for a in node.names if a.name.startswith("dpinfer"))
             elif isinstance(node, ast.ImportFrom):
@@ -190,7 +198,7 @@ def secret_randomness_users(sources: dict[str, tuple[str, bool]]) -> list[str]:
             continue  # the top-level package re-exports the public API
         if any(mod == a or mod.startswith(f"{a}.") for a in SECRET_RANDOMNESS_AUDITORS):
             continue  # the audits run releases on the PrivacyRNG they are given (see below)
-        for node in ast.walk(ast.parse(text)):
+        for node in ast.walk(parsed(text)):
             if isinstance(node, ast.ImportFrom):
                 target = _resolve(mod, is_pkg, node)
                 names = {a.name for a in node.names}
@@ -237,7 +245,7 @@ def private_name_imports(sources: dict[str, tuple[str, bool]]) -> list[str]:
     """``from other_module import _private`` within dpinfer (a module's own package excluded)."""
     out = []
     for mod, (text, is_pkg) in sources.items():
-        for node in ast.walk(ast.parse(text)):
+        for node in ast.walk(parsed(text)):
             if isinstance(node, ast.ImportFrom):
                 target = _resolve(mod, is_pkg, node)
                 if target.startswith("dpinfer") and target != mod:
@@ -288,7 +296,7 @@ def function_sizes(sources: dict[str, tuple[str, bool]]) -> tuple[list[str], lis
     long, wide = [], []
     for mod, (text, _) in sources.items():
         public_module = not any(part.startswith("_") for part in mod.split(".")[1:])
-        for node in ast.walk(ast.parse(text)):
+        for node in ast.walk(parsed(text)):
             if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
             if (mod, node.name) in SIZE_ALLOWED:
@@ -347,7 +355,7 @@ def type_name_comparisons(sources: dict[str, tuple[str, bool]]) -> list[str]:
     through a variable that holds it (``kind = type(r).__name__`` ... ``kind in ("A", "B")``)."""
     out = []
     for mod, (text, _) in sources.items():
-        tree = ast.parse(text)
+        tree = parsed(text)
         holders = {t.id for node in ast.walk(tree)
                    if isinstance(node, ast.Assign) and _is_type_name(node.value)
                    for t in node.targets if isinstance(t, ast.Name)}
@@ -420,7 +428,7 @@ def string_imports_of_dpinfer(sources: dict[str, tuple[str, bool]]) -> list[str]
     (``".x"``): an import that the import graph of this file cannot see."""
     out = []
     for mod, (text, _) in sources.items():
-        for node in ast.walk(ast.parse(text)):
+        for node in ast.walk(parsed(text)):
             if not (isinstance(node, ast.Call) and _dotted(node.func) in DYNAMIC_IMPORTS):
                 continue
             args = list(node.args[:1]) + [k.value for k in node.keywords if k.arg in ("name", "module")]
@@ -502,7 +510,7 @@ def release_inference_imports(sources: dict[str, tuple[str, bool]]) -> list[str]
         if own is None:
             continue
         other = sides[1 - sides.index(own)]
-        for node in ast.walk(ast.parse(text)):
+        for node in ast.walk(parsed(text)):
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom):

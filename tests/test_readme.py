@@ -9,7 +9,9 @@ several pages (a README quickstart is also on its guide page) runs once, under i
 * ```bash / ```sh / ```console blocks run with ``bash -e`` and the virtual environment's
   ``dpinfer`` and ``python`` first on PATH, twice, each time in a fresh temporary directory (a
   ledger deliberately refuses a second ``budget init`` of the same data, so a shell block is
-  re-run as a new user would run it);
+  re-run as a new user would run it); the second run runs each plain ``dpinfer ARGS`` line (no
+  shell syntax) in this process (``dpinfer.cli.main``, exit status 0 required) and the other
+  lines with ``bash -e``: the same commands, without a Python start-up per command;
 * lines ``make ...`` are the set-up commands (they create the environment the test runs in) and are
   skipped; ```text blocks (the layout) are not code;
 * a block preceded by ``<!-- slow -->`` runs only under ``pytest -m slow``.
@@ -17,8 +19,11 @@ several pages (a README quickstart is also on its guide page) runs once, under i
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import re
+import shlex
 import subprocess
 import sys
 import warnings
@@ -104,6 +109,74 @@ def _run_shell(code: str, cwd: Path) -> None:
     assert "prior-data conflict" not in proc.stderr, f"README block warned of a prior-data conflict:\n{code}"
 
 
+SHELL_SYNTAX = re.compile(r"[|&;<>$`*?(){}\[\]~]")
+
+
+def script_lines(code: str) -> list[str]:
+    """The block's commands, one per logical line (continuations joined, blank lines dropped)."""
+    return [ln for ln in shell_script(code).replace("\\\n", " ").splitlines() if ln.strip()]
+
+
+def in_process_args(line: str) -> list[str] | None:
+    """The arguments of a plain ``dpinfer ARGS`` line (a trailing comment allowed), or ``None``
+    for a line with any other command or shell syntax outside single quotes."""
+    try:
+        words = shlex.split(line, comments=True)
+        raw = shlex.split(line, comments=True, posix=False)  # the words with their quotes
+    except ValueError:
+        return None
+    if not words or words[0] != "dpinfer" or len(raw) != len(words):
+        return None
+    for word in raw[1:]:
+        if word[0] == word[-1] == "'" and len(word) > 1:
+            continue  # single-quoted: literal
+        if word[0] == word[-1] == '"' and len(word) > 1 and not re.search(r"[$`\\]", word):
+            continue  # double-quoted without expansions
+        if SHELL_SYNTAX.search(word):
+            return None
+    return words[1:]
+
+
+#: lines that keep no shell state, run one by one with bash beside the in-process commands
+STATELESS = re.compile(r"(printf|echo|cp|cat|mkdir|rm|test|ls)\s[^$`&<|;]*$")
+
+
+def in_process_plan(code: str) -> list[tuple[str, list[str] | None]] | None:
+    """``(line, dpinfer arguments or None)`` for each line of a block made of plain ``dpinfer``
+    lines and stateless commands; ``None`` (the block runs with bash again) for a block with shell
+    state: variables, background jobs, traps, here-documents, ``cd``."""
+    plan = []
+    for line in script_lines(code):
+        args = in_process_args(line)
+        if args is None and not STATELESS.match(line.strip()):
+            return None
+        plan.append((line, args))
+    return plan
+
+
+def _run_shell_in_process(code: str, cwd: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dpinfer.cli import main
+
+    plan = in_process_plan(code)
+    if plan is None:
+        _run_shell(code, cwd)
+        return
+    monkeypatch.chdir(cwd)
+    for line, args in plan:
+        if args is None:
+            _run_shell(line, cwd)
+            continue
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                status = main(args)
+            except SystemExit as stop:  # argparse: --version, --help, usage errors
+                status = stop.code if isinstance(stop.code, int) else 1
+        stderr = err.getvalue()
+        assert status == 0, f"README command failed in {cwd}:\n{line}\n--- stderr:\n{stderr[-3000:]}"
+        assert "prior-data conflict" not in stderr, f"README command warned of a prior-data conflict:\n{line}"
+
+
 def _run(lang: str, code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     if lang == "python":
         monkeypatch.chdir(tmp_path)
@@ -115,10 +188,11 @@ def _run(lang: str, code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
             conflicts = [str(w.message) for w in caught if issubclass(w.category, PriorDataConflictWarning)]
             assert not conflicts, conflicts
         return
-    for i in range(2):
-        cwd = tmp_path / f"run{i}"
-        cwd.mkdir()
-        _run_shell(code, cwd)
+    first, second = tmp_path / "run0", tmp_path / "run1"
+    first.mkdir()
+    second.mkdir()
+    _run_shell(code, first)  # as written, by bash
+    _run_shell_in_process(code, second, monkeypatch)  # the same commands again, in a fresh folder
 
 
 def test_readme_has_blocks_of_both_kinds():
@@ -144,7 +218,7 @@ def test_readme_slow_block_runs_twice(lang, code, tmp_path, monkeypatch):
 def test_pages_are_readme_and_docs_without_notebooks():
     names = [p.relative_to(ROOT).as_posix() for p in pages()]
     assert names[0] == "README.md" and "docs/guide/privacy-core.md" in names
-    assert not any(n.startswith("docs/tutorials/") for n in names)  # notebooks: run by the docs build
+    assert not any(n.startswith("docs/tutorials/") for n in names)  # notebooks: tests/docs/ runs them
     assert is_notebook("---\nfile_format: mystnb\n---\n# t\n") and not is_notebook("# t\n")
 
 
@@ -158,6 +232,33 @@ def test_extraction_rules():
     assert [b[0] for b in readme_blocks(text)] == ["{toctree}", "python"]
 
 
-def test_a_failing_block_fails(tmp_path):
+def test_a_failing_block_fails(tmp_path, monkeypatch):
     with pytest.raises(AssertionError):
         _run_shell("dpinfer budget show --ledger missing.db\n", tmp_path)
+    with pytest.raises(AssertionError):  # the same command in this process
+        _run_shell_in_process("dpinfer budget show --ledger missing.db\n", tmp_path, monkeypatch)
+    with pytest.raises(AssertionError):  # a usage error (argparse exits 2)
+        _run_shell_in_process("dpinfer --no-such-flag\n", tmp_path, monkeypatch)
+    with pytest.raises(AssertionError):  # a failing line that is not a plain dpinfer command
+        _run_shell_in_process("dpinfer --version\ntest -e missing.db\n", tmp_path, monkeypatch)
+
+
+def test_only_plain_dpinfer_lines_run_in_process():
+    code = "dpinfer budget show --ledger b.db   # a comment\n$ dpinfer data list\nmake run\n" \
+           "dpinfer budget init --ledger b.db --dataset d \\\n    --epsilon 1\n"
+    assert [in_process_args(ln) for ln in script_lines(code)] == [
+        ["budget", "show", "--ledger", "b.db"], ["data", "list"],
+        ["budget", "init", "--ledger", "b.db", "--dataset", "d", "--epsilon", "1"]]
+    for line in ["dpinfer data path x > out.txt", "cp \"$(dpinfer data path x)\" data.csv",
+                 "dpinfer remote --url $URL me", "dpinfer a | head", "dpinfer serve &", "python -c 'x'",
+                 "dpinfer data path *.csv", "dpinfer budget show --ledger ~/b.db"]:
+        assert in_process_args(line) is None, line
+    assert in_process_plan("printf 'age\\n34\\n' > p.csv\ndpinfer data list\n") == [
+        ("printf 'age\\n34\\n' > p.csv", None), ("dpinfer data list", ["data", "list"])]
+    for stateful in ["PORT=1\ndpinfer data list\n", "dpinfer serve &\ndpinfer data list\n",
+                     "cat > m.py <<'PY'\nx = 1\nPY\ndpinfer data list\n", "export A=1\n", "cd sub\n",
+                     'cp "$(dpinfer data path x.csv)" d.csv\n']:
+        assert in_process_plan(stateful) is None, stateful
+    json_arg = "dpinfer check --model-args '{\"n\": 100}'"
+    assert in_process_args(json_arg) == ["check", "--model-args", '{"n": 100}']
+    assert in_process_args('dpinfer data path "$NAME"') is None

@@ -1,5 +1,7 @@
 """dpinfer: Bayesian inference under differential privacy."""
 
+from typing import TYPE_CHECKING
+
 from ._version import __version__
 from .errors import (
     BudgetExceededError,
@@ -8,14 +10,22 @@ from .errors import (
     InvalidPrivacyParameterError,
     PrivacyError,
 )
-from .privacy import Ledger, PrivacyReport, PrivacyRNG, ReleaseContext
+
+if TYPE_CHECKING:
+    from .privacy import Ledger, PrivacyReport, PrivacyRNG, ReleaseContext
 
 
 def __getattr__(name: str) -> object:
     """``dpinfer.infer`` (:func:`dpinfer.inference.entry.infer`), ``dpinfer.private_glm``
     (:func:`dpinfer.pipelines.glm.private_glm`) with its option objects ``dpinfer.GLMDataSpec`` and
-    ``dpinfer.GLMPosteriorOptions``, and ``dpinfer.connect`` (:func:`dpinfer.service.client.connect`),
-    imported on first use."""
+    ``dpinfer.GLMPosteriorOptions``, ``dpinfer.connect`` (:func:`dpinfer.service.client.connect`)
+    and the privacy core's ``Ledger``, ``PrivacyReport``, ``PrivacyRNG``, ``ReleaseContext``,
+    imported on first use: ``import dpinfer.errors`` (every command line start-up) imports no
+    accounting library."""
+    if name in ("Ledger", "PrivacyReport", "PrivacyRNG", "ReleaseContext"):
+        from . import privacy
+
+        return getattr(privacy, name)
     if name == "infer":
         from .inference.entry import infer
 

@@ -1,10 +1,9 @@
 """The documentation builds with warnings as errors (``make docs`` without running the notebooks).
 
 ``make docs`` executes every tutorial; here ``-D nb_execution_mode=off`` keeps the test cheap
-(the notebook itself is executed by ``test_docs_notebook.py``). A broken cross-reference, a
-docstring that is not valid reStructuredText in the API reference, a page outside every toctree
-or a missing include fails the build.
-"""
+enough for the fast suite (each notebook is executed by ``test_docs_notebook.py``). A broken
+cross-reference, a docstring that is not valid reStructuredText in the API reference, a page
+outside every toctree or a missing include fails the build."""
 
 from __future__ import annotations
 
@@ -21,7 +20,6 @@ pytest.importorskip("furo")
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.slow  # ~20-45 s of one core; `make docs` and `make test-all` build it
 def test_the_docs_build_without_warnings(tmp_path):
     out = tmp_path / "html"
     proc = subprocess.run(

@@ -99,11 +99,17 @@ def test_unconstrained_density_integrates_to_one_and_a_wrong_jacobian_does_not()
         no_jacobian = lambda z, p=prior: np.exp(p.log_prob(p.transform.forward(np.array([[z]]))))[0]  # noqa: E731
         broken = integrate.quad(no_jacobian, -40, 40, limit=400)[0]
         assert abs(broken - 1.0) > 0.05
-    # the simplex: a 2-d integral over z for a Dirichlet with K = 3
+    # the simplex: a 2-d integral over z for a Dirichlet with K = 3, by the trapezoid rule on
+    # [-30, 30]² (vectorised; for a smooth integrand decaying like this its error is far below
+    # 1e-6 at step 0.1, as dblquad at epsabs 1e-9 agreed at 13x the time)
     d = DirichletPrior([2.0, 3.0, 1.5])
-    total = integrate.dblquad(lambda a, b: np.exp(d.log_prob_unconstrained(np.array([[a, b]])))[0],
-                              -30, 30, -30, 30, epsabs=1e-9)[0]
+    h = 0.1
+    a, b = np.meshgrid(*2 * [np.arange(-30.0, 30.0 + h / 2, h)], indexing="ij")
+    z = np.column_stack([a.ravel(), b.ravel()])
+    total = np.exp(d.log_prob_unconstrained(z)).sum() * h * h
     assert total == pytest.approx(1.0, abs=1e-6)
+    broken = np.exp(d.log_prob(d.transform.forward(z))).sum() * h * h  # the Jacobian dropped
+    assert abs(broken - 1.0) > 0.05
 
 
 def test_box_and_stick_breaking_bijections_reach_the_support():

@@ -26,9 +26,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
+from ..deferred import DeferredModule
 from ..errors import InvalidDataError
+
+stats = DeferredModule("scipy.stats")  # imported at first use: ~1 s of start-up (dpinfer.deferred)
 
 
 def _as_draws(x: Any, name: str) -> np.ndarray:

@@ -46,19 +46,28 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import cache
+from typing import TYPE_CHECKING
 
-import dp_accounting
 import numpy as np
-from dp_accounting.pld import privacy_loss_distribution as pld_lib
-from dp_accounting.rdp import rdp_privacy_accountant as rdp_lib
 from scipy.special import log_ndtr
 
+from ..deferred import DeferredModule
 from ..errors import InvalidPrivacyParameterError
 
+if TYPE_CHECKING:
+    import dp_accounting
+    from dp_accounting.pld import privacy_loss_distribution as pld_lib
+    from dp_accounting.rdp import rdp_privacy_accountant as rdp_lib
+else:  # imported at the first accounting, not at start-up (see dpinfer.deferred)
+    dp_accounting = DeferredModule("dp_accounting")
+    pld_lib = DeferredModule("dp_accounting.pld.privacy_loss_distribution")
+    rdp_lib = DeferredModule("dp_accounting.rdp.rdp_privacy_accountant")
+
 __all__ = [
-    "PROFILE_ORDERS",
     "pld_from_privacy_profile",
     "pld_from_rdp",
+    "profile_orders",
     "rdp_delta_profile",
     "replace_one_pair_log_moment",
     "replace_one_subsampled_gaussian_rdp",
@@ -67,14 +76,21 @@ __all__ = [
     "with_replacement_multiplicity",
 ]
 
-#: Rényi orders used to turn a curve into a privacy profile: dp-accounting's default grid and a
-#: geometric extension up to 10⁴ (large ε of the profile need large orders). Any order gives a
-#: valid bound, so the grid only affects tightness.
-PROFILE_ORDERS = np.unique(
-    np.concatenate(
-        [np.asarray(rdp_lib.DEFAULT_RDP_ORDERS, dtype=np.float64), 1024.0 * 1.1 ** np.arange(1, 25)]
+
+@cache
+def profile_orders() -> np.ndarray:
+    """Rényi orders used to turn a curve into a privacy profile: dp-accounting's default grid and
+    a geometric extension up to 10⁴ (large ε of the profile need large orders). Any order gives a
+    valid bound, so the grid only affects tightness. Computed at first use (dp-accounting is
+    imported then, not when dpinfer starts); the shared array is read-only."""
+    orders = np.unique(
+        np.concatenate(
+            [np.asarray(rdp_lib.DEFAULT_RDP_ORDERS, dtype=np.float64), 1024.0 * 1.1 ** np.arange(1, 25)]
+        )
     )
-)
+    orders.flags.writeable = False
+    return orders
+
 
 #: Largest ε the profile grid reaches; the mass beyond it goes to +∞ (always valid).
 _PROFILE_EPSILON_CAP = 60.0
@@ -194,7 +210,7 @@ def pld_from_rdp(
     """A dominating PLD of a mechanism from its Rényi curve: the profile bound (D2), made a pair by
     (D1). ``curve_of(orders)`` is the mechanism's Rényi curve (valid for both orders of every
     neighbouring pair)."""
-    orders = PROFILE_ORDERS
+    orders = profile_orders()
     curve = np.asarray(curve_of(orders), dtype=np.float64)
     return pld_from_privacy_profile(
         lambda e: rdp_delta_profile(orders, curve, e),

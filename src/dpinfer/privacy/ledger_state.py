@@ -42,19 +42,26 @@ import math
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from dp_accounting.pld import pld_pmf
-from dp_accounting.pld import privacy_loss_distribution as pld_lib
-from dp_accounting.rdp import rdp_privacy_accountant as rdp_lib
 
+from ..deferred import DeferredModule
 from .accountants import get_accountant
 from .accountants.base import Accountant
 from .accountants.pld import PLDAccountant
 from .accountants.pure import pure_totals
 from .accountants.rdp import RDPAccountant
 from .events import PrivacyEvent, flatten
+
+if TYPE_CHECKING:
+    from dp_accounting.pld import pld_pmf
+    from dp_accounting.pld import privacy_loss_distribution as pld_lib
+    from dp_accounting.rdp import rdp_privacy_accountant as rdp_lib
+else:  # imported at the first accounting, not at start-up (see dpinfer.deferred)
+    pld_pmf = DeferredModule("dp_accounting.pld.pld_pmf")
+    pld_lib = DeferredModule("dp_accounting.pld.privacy_loss_distribution")
+    rdp_lib = DeferredModule("dp_accounting.rdp.rdp_privacy_accountant")
 
 __all__ = [
     "MAX_POINTS", "ComposedState", "build", "dumps", "empty", "leaf_basic", "leaf_curve", "leaf_pld", "loads",

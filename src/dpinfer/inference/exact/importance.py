@@ -63,9 +63,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats
 from scipy.special import logsumexp
 
+from ...deferred import DeferredModule
 from ...diagnostics.checks import emit
 from ...diagnostics.conflict import prior_data_conflict
 from ...errors import InvalidDataError, WeightDegeneracyWarning
@@ -76,6 +76,8 @@ from ...results.weighted import release_facts, weighted_cov
 from ...sizes import check_allocation
 from .importance_result import ImportanceResult as _Result
 from .importance_result import log_mean_exp
+
+stats = DeferredModule("scipy.stats")  # imported at first use: ~1 s of start-up (dpinfer.deferred)
 
 
 def check_positive_int(name: str, value: Any, minimum: int = 1) -> int:

@@ -4,16 +4,23 @@ from __future__ import annotations
 
 from collections import Counter
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from dp_accounting import NeighboringRelation
-from dp_accounting.pld import common as pld_common
-from dp_accounting.pld import privacy_loss_distribution as pld_lib
-
+from ...deferred import DeferredModule
 from .. import events as ev
 from ..dominating import pld_from_rdp, with_replacement_gaussian_pld
 from ..events import ADD_REMOVE, REPLACE_ONE, PrivacyEvent, flatten
 from ..gaussian_svt import gaussian_svt_rdp
 from .base import ALL_LEAF_TYPES, WITH_REPLACEMENT_REFUSAL, Accountant, register_accountant
+
+if TYPE_CHECKING:
+    import dp_accounting
+    from dp_accounting.pld import common as pld_common
+    from dp_accounting.pld import privacy_loss_distribution as pld_lib
+else:  # imported at the first accounting, not at start-up (see dpinfer.deferred)
+    dp_accounting = DeferredModule("dp_accounting")
+    pld_common = DeferredModule("dp_accounting.pld.common")
+    pld_lib = DeferredModule("dp_accounting.pld.privacy_loss_distribution")
 
 #: Grid points a single leaf's PLD may use before the loss grid is coarsened.
 _MAX_POINTS = 2e5
@@ -70,9 +77,9 @@ def _leaf_pld(event: PrivacyEvent, count: int, vdi: float) -> pld_lib.PrivacyLos
         )
     elif isinstance(event, ev.PoissonSubsampledGaussianEvent):
         relation = (
-            NeighboringRelation.ADD_OR_REMOVE_ONE
+            dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
             if event.neighbouring == ADD_REMOVE
-            else NeighboringRelation.REPLACE_ONE
+            else dp_accounting.NeighboringRelation.REPLACE_ONE
         )
         out = pld_lib.from_gaussian_mechanism(
             standard_deviation=event.noise_multiplier,

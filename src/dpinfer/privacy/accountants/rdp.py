@@ -5,17 +5,23 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import dp_accounting
 import numpy as np
-from dp_accounting.rdp import rdp_privacy_accountant as rdp_lib
 
+from ...deferred import DeferredModule
 from .. import events as ev
 from ..dominating import replace_one_subsampled_gaussian_rdp, with_replacement_gaussian_rdp
 from ..events import ADD_REMOVE, REPLACE_ONE, PrivacyEvent, compose, flatten
 from ..gaussian_svt import gaussian_svt_rdp
 from .base import ALL_LEAF_TYPES, WITH_REPLACEMENT_REFUSAL, Accountant, register_accountant
+
+if TYPE_CHECKING:
+    import dp_accounting
+    from dp_accounting.rdp import rdp_privacy_accountant as rdp_lib
+else:  # imported at the first accounting, not at start-up (see dpinfer.deferred)
+    dp_accounting = DeferredModule("dp_accounting")
+    rdp_lib = DeferredModule("dp_accounting.rdp.rdp_privacy_accountant")
 
 
 def to_dp_accounting_event(event: PrivacyEvent) -> dp_accounting.DpEvent | None:

@@ -23,15 +23,17 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-from scipy import stats
 from scipy.special import logsumexp
 
+from ...deferred import DeferredModule
 from ...errors import InvalidDataError, InvalidPrivacyParameterError
 from ..discrete_pmf import discrete_laplace_logpmf
 from ..events import DiscreteLaplaceEvent, KnownEvent, PrivacyEvent
 from ..rng import PrivacyRNG
 from ..validation import check_count, check_epsilon, check_relation
 from .base import Mechanism, as_bounds, check_in_bounds
+
+stats = DeferredModule("scipy.stats")  # imported at first use: ~1 s of start-up (dpinfer.deferred)
 
 _SCALE_BITS = 16
 _MAX_COUNT = 2.0**50
