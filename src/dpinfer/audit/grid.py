@@ -45,7 +45,7 @@ class Lattice:
             raise InvalidPrivacyParameterError(f"a grid denominator must be >= 1, got {self.denominator!r}.")
 
     def units(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(integer units, on-grid mask) of ``values``: exact membership, |units| < 2⁵³."""
+        """(integer units, on-grid mask) of ``values``: exact membership, ``abs(units) < 2**53``."""
         v = np.asarray(values, dtype=np.float64)
         if self.denominator is None:
             u = v / self.step  # exact: division by a power of two
