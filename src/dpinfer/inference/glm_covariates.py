@@ -306,5 +306,5 @@ def balance_weights(u: np.ndarray, mean: np.ndarray, second: np.ndarray,
         return np.full(M, 1 / M)
     return p
 
-__all__ = ["SHAPE_POINTS", "SHAPE_POINTS_COV", "CovariateShape", "balance_weights", "exclusive_groups", "fit_shape",
-           "nearest_correlation", "plugin_moments"]
+__all__ = ["SHAPE_POINTS", "SHAPE_POINTS_COV", "CovariateShape", "balance_weights", "exclusive_groups",
+           "fit_shape", "nearest_correlation", "plugin_moments"]
