@@ -87,8 +87,8 @@ class GLMModel:
         self.h_mean = self.p_v @ self.h_v
         hc = h - pw @ h
         self.h_cov = torch.as_tensor(hc.T @ (hc * pw[:, None]), dtype=dt)
-        self.ha, self.hb = torch.as_tensor(a), torch.as_tensor(b)
-        self.h_off = torch.as_tensor((a != b).astype(np.float64), dtype=dt)
+        self.h_flat = torch.as_tensor(a * Q + b)
+        self.h_half = torch.as_tensor(np.where(a == b, 0.5, 1.0), dtype=dt)
 
     def split(self, psi: torch.Tensor) -> tuple[torch.Tensor, ...]:
         i = 0
@@ -184,8 +184,11 @@ class GLMModel:
         E2ss = (nu2 @ self.ss_v).reshape(B, Q, Q)
         E1sh = (nu1 @ self.sh_v).reshape(B, Q, -1)
         j, k = self.j, self.k
-        ha, hb = self.ha, self.hb
-        K = Bt[:, j][:, :, ha] * Bt[:, k][:, :, hb] + self.h_off * Bt[:, j][:, :, hb] * Bt[:, k][:, :, ha]
+        # K_{(jk),(ab)} = B̃_ja B̃_kb + B̃_jb B̃_ka (a < b), B̃_ja B̃_ka (a = b): an outer product and
+        # one gather of its flattened (a, b) entries (4 advanced-index gathers were 22% of the time)
+        P = Bt[:, j][:, :, :, None] * Bt[:, k][:, :, None, :]  # (B, pairs, Q, Q)
+        K = ((P + P.transpose(-1, -2)).reshape(B, len(j), Q * Q).index_select(-1, self.h_flat)
+             * self.h_half)
         m_y = (By @ E1s_all[..., None])[..., 0]
         m_x = K @ self.h_mean
         Vyy = By @ (E2ss - E1s[:, :, None] * E1s[:, None, :]) @ By.transpose(-1, -2)
