@@ -26,8 +26,9 @@ already say how "binary" each feature is: ρ_j = Σ_jj / (1 − μ_j²) ∈ (0, 
   (binary), ρ_j = 1/3 with μ_j = 0 the uniform, large α_j + β_j an almost Gaussian bump, unequal
   (α_j, β_j) a skewed law — all inside the bounds;
 * dependence: a Gaussian copula, u_j = F_j⁻¹(Φ(ζ_j)), ζ ~ N(0, R), with R_jk chosen so that the
-  Pearson correlation of (u_j, u_k) equals the released one (ρ ↦ corr is increasing; inverted on a
-  grid, R projected onto the correlation matrices). For binary margins this is the dichotomised
+  Pearson correlation of (u_j, u_k) equals the released one (one latent ρ per pair of drivers, the
+  least-squares fit on a grid to all their feature pairs, R projected onto the correlation
+  matrices). For binary margins this is the dichotomised
   Gaussian;
 * one-hot groups: binary features whose released moments say they are never 1 together,
   P(u_j = u_k = 1) = (1 + μ_j + μ_k + E[u_j u_k]) / 4 ≈ 0 (:func:`exclusive_groups`), are the
@@ -37,8 +38,14 @@ already say how "binary" each feature is: ρ_j = Σ_jj / (1 − μ_j²) ∈ (0, 
 The plug-in moments are the released first and second moments divided by n, projected to a valid
 law (|μ_j| < 1, 0 < Σ_jj ≤ 1 − μ_j², R positive definite). The shape is represented by M scrambled
 Sobol points u_k of the copula (quasi-Monte Carlo, a fixed public seed: no secret randomness, and
-the posterior is a deterministic function of the release), standardised to w_k = L̄⁻¹(u_k − ū)
-(ū, L̄ L̄ᵀ: their own mean and covariance, so the w_k have mean 0 and covariance I exactly).
+the posterior is a deterministic function of the release) with weights p_k, the closest to uniform
+whose weighted first and second moments are the plug-in ones (entropy balancing,
+:func:`balance_weights`; except where the law pins a moment: E[u_j²] = 1 of a binary feature,
+E[u_j u_k] of two levels of one category), standardised to w_k = L̄⁻¹(u_k − ū) (ū, L̄ L̄ᵀ: their
+weighted mean and covariance, so the w_k have weighted mean 0 and covariance I exactly). Every
+average Ē below is the p-weighted one. (Moving unweighted points affinely onto the plug-in moments
+instead mixes features: binary ones leave their bounds, and at ten features the CLT mean was
+biased by several posterior sds.)
 
 The latent covariate moments φ = (μ, L) stay parameters of the posterior (their uncertainty from
 the privacy noise propagates into θ); the covariate law at φ is the affine image
