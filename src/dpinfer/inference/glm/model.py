@@ -84,7 +84,12 @@ class GLMModel:
         self.ss_v = torch.as_tensor((s[:mv, :, None] * s[:mv, None, :]).reshape(mv, Q * Q), dtype=dt)
         self.sh_v = torch.as_tensor((s[:mv, :, None] * h[:, None, :]).reshape(mv, -1), dtype=dt)
         self.h_v = torch.as_tensor(h, dtype=dt)
-        self.h_mean = self.p_v @ self.h_v
+        self.h_mean = self.p_v @ self.h_v  # the prefix's own: the covariances (3) stay PSD
+        # the mean of the x block over *all* points, like the y block's: the prefix's second moments
+        # differ from the plug-in ones by its QMC error, which the posterior of φ then absorbs and
+        # carries into the y block (measured at D = 10, n = 5000, ε = 10 with the exact statistic:
+        # coefficients 2.4 non-private sds off with the prefix, within 1 with all points)
+        self.h_mean_all = torch.as_tensor(shape.weights @ (s[:, a] * s[:, b]), dtype=dt)
         hc = h - pw @ h
         self.h_cov = torch.as_tensor(hc.T @ (hc * pw[:, None]), dtype=dt)
         self.h_flat = torch.as_tensor(a * Q + b)
@@ -190,7 +195,7 @@ class GLMModel:
         K = ((P + P.transpose(-1, -2)).reshape(B, len(j), Q * Q).index_select(-1, self.h_flat)
              * self.h_half)
         m_y = (By @ E1s_all[..., None])[..., 0]
-        m_x = K @ self.h_mean
+        m_x = K @ self.h_mean_all
         Vyy = By @ (E2ss - E1s[:, :, None] * E1s[:, None, :]) @ By.transpose(-1, -2)
         Vyx = By @ (E1sh - E1s[:, :, None] * self.h_mean[None, None, :]) @ K.transpose(-1, -2)
         Vxx = K @ self.h_cov @ K.transpose(-1, -2)
