@@ -147,7 +147,8 @@ def test_mixed_features_keep_their_support_and_the_clt_mean_matches_the_records(
     """With binary, one-hot, uniform and skewed features together (the D = 10 design's kinds), the
     copula's points have the released correlations (a middle one-hot level included), binary and
     one-hot features stay on their bounds at the plug-in moments, the points' weighted moments are
-    the released ones, and the model's mean of the y block at the true θ matches the records'
+    the released ones, so is the model's mean of the x block at the plug-in φ (all points, not the
+    covariance prefix), and its mean of the y block at the true θ matches the records'
     E[ν₁(η) r_y] within its sampling error. On main the copula put a correlation of −0.46 where
     the records had 0 and the affine map moved the binary features off their bounds (posterior
     modes up to 5 sd off at D = 10); the broken variant (points not balanced and moved affinely to
@@ -180,6 +181,13 @@ def test_mixed_features_keep_their_support_and_the_clt_mean_matches_the_records(
     got = m[:ny] / lay.weights[:ny]
     want = np.concatenate([[g.mean()], g @ U / n])
     assert np.abs(got - want).max() < 0.004, np.abs(got - want).max()
+    # the x block's mean at the plug-in φ is the released second moments (all points, weighted);
+    # broken variant: the 1024-point covariance prefix's mean (its QMC error moved φ and biased θ)
+    x_rel = np.asarray(rel.z)[ny:] / lay.weights[ny:] / n
+    assert np.abs(m[ny:] / lay.weights[ny:] - x_rel).max() < 1e-6
+    model.h_mean_all = model.h_mean
+    mb = model.moments(torch.tensor(psi)[None])[0][0].numpy()
+    assert np.abs(mb[ny:] / lay.weights[ny:] - x_rel).max() > 1e-3
     # broken variant: the points not balanced, moved affinely to the plug-in moments (main)
     C = np.cov(u.T, ddof=0)
     w_old = np.linalg.solve(np.linalg.cholesky(C), (u - u.mean(0)).T).T
