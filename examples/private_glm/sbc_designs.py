@@ -197,7 +197,7 @@ def table(results: dict) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=40)
-    ap.add_argument("--cells", default=",".join(CELLS))
+    ap.add_argument("--cells", default=None, help="cells to run (with --table: to print); default all")
     ap.add_argument("--out", default=str(HERE / "sbc_designs.json"))
     ap.add_argument("--proposals", type=int, default=2000)
     ap.add_argument("--table", action="store_true", help="only print the table of --out")
@@ -207,11 +207,12 @@ def main() -> None:
     path = Path(args.out)
     results = json.loads(path.read_text()) if path.exists() else {}
     if args.table:
-        print(table(results))  # noqa: T201
+        keep = args.cells.split(",") if args.cells else list(results)
+        print(table({c: results[c] for c in keep if c in results}))  # noqa: T201
         return
     torch.set_num_threads(1)
     opts = GLMSamplerOptions(proposals=args.proposals, adapt=1, draws=2000)
-    for cell in args.cells.split(","):
+    for cell in (args.cells or ",".join(CELLS)).split(","):
         rows = results.get(cell, [])
         done = {row["r"] for row in rows}
         for r in range(args.reps):
