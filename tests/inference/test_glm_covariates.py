@@ -47,8 +47,11 @@ def test_the_shape_has_the_released_moments_and_the_marginal_laws_they_imply():
     u = shape.mean + shape.w @ shape.chol.T
     assert shape.binary.tolist() == [True, False, False]
     np.testing.assert_allclose(np.abs(u[:, 0]), 1.0, atol=1e-3)  # up to the QMC frequencies
-    np.testing.assert_allclose(u.mean(0), mean, atol=1e-9)
-    np.testing.assert_allclose(np.cov(u.T, ddof=0), corr * np.outer(sd, sd), atol=1e-9)
+    pw = shape.weights  # balanced: the points' weighted moments are the released ones
+    assert abs(pw.sum() - 1) < 1e-12 and 1 / (pw**2).sum() > 0.9 * len(pw)  # close to uniform
+    np.testing.assert_allclose(pw @ u, mean, atol=1e-8)
+    uc = u - pw @ u
+    np.testing.assert_allclose(uc.T @ (uc * pw[:, None]), corr * np.outer(sd, sd), atol=1e-6)
     # the uniform margin's quantiles (before the affine map, which is the identity up to QMC error)
     q = np.quantile(u[:, 1], [0.1, 0.5, 0.9])
     np.testing.assert_allclose(q, [-0.8, 0.0, 0.8], atol=0.03)
@@ -72,7 +75,8 @@ def test_one_hot_indicators_are_one_categorical_and_independent_ones_are_not():
     shape = fit_shape(mu, C)
     u = shape.mean + shape.w @ shape.chol.T
     ones = (u[:, :3] > 0).sum(1)
-    assert ones.max() == 1 and abs(np.mean(ones == 0) - 0.4) < 0.01
+    assert ones.max() == 1 and abs(shape.weights @ (ones == 0) - 0.4) < 0.01
+    np.testing.assert_allclose(np.abs(u[:, :3]), 1.0, atol=1e-12)  # on the bounds, not moved off them
     B = 2 * (rng.random((n, 3)) < [0.3, 0.5, 0.7]).astype(float) - 1
     mb, Cb = plugin_moments(B.mean(0), B.T @ B / n)
     assert exclusive_groups(mb, Cb)[0] == [0, 1, 2]
@@ -108,7 +112,7 @@ def test_shape_moments_match_simulation_and_a_broken_variant_is_caught(family, o
     theta, log_s, lam, t0, tk = model.split(t)
     mu, L = (x[0].numpy() for x in model._covariate_law(lam, t0, tk))
     N = 300_000
-    u = mu + model.shape.w[rng.integers(0, len(model.shape.w), N)] @ L.T
+    u = mu + model.shape.w[rng.choice(len(model.shape.w), N, p=model.shape.weights)] @ L.T
     th = theta[0].numpy()
     eta = th[0] + u[:, :D] @ th[1:] + (u[:, D] * model.off_half + model.off_mid if offset else 0)
     if family == "logistic":
@@ -130,6 +134,68 @@ def test_shape_moments_match_simulation_and_a_broken_variant_is_caught(family, o
     broken[:ny, ny:ny + len(j)] = 0
     broken[ny:ny + len(j), :ny] = 0
     assert np.linalg.norm(broken - ev) / np.linalg.norm(ev) > 0.05
+
+
+def _mixed_design(n, rng):
+    """Two binary features, a 3-level category (2 indicators: one is the *middle* slice of its
+    group's latent uniform), a uniform and a skewed feature, on [-1, 1]."""
+    b = rng.random((n, 2)) < [0.45, 0.4]
+    lev = rng.choice(3, size=n, p=[0.25, 0.4, 0.35])
+    return 2 * np.column_stack([b, lev == 1, lev == 2, rng.random(n), rng.beta(0.8, 5.0, n)]) - 1
+
+
+def test_mixed_features_keep_their_support_and_the_clt_mean_matches_the_records():
+    """With binary, one-hot, uniform and skewed features together (the D = 10 design's kinds), the
+    copula's points have the released correlations (a middle one-hot level included), binary and
+    one-hot features stay on their bounds at the plug-in moments, the points' weighted moments are
+    the released ones, so is the model's mean of the x block at the plug-in φ (all points, not the
+    covariance prefix), and its mean of the y block at the true θ matches the records'
+    E[ν₁(η) r_y] within its sampling error. On main the copula put a correlation of −0.46 where
+    the records had 0 and the affine map moved the binary features off their bounds (posterior
+    modes up to 5 sd off at D = 10); the broken variant (points not balanced and moved affinely to
+    the plug-in moments, as on main) is caught by the same checks."""
+    rng = np.random.default_rng(3)
+    n = 20_000
+    U = _mixed_design(n, rng)
+    D = U.shape[1]
+    lay = _release("logistic", D, np.zeros(1), n).layout
+    theta = np.array([0.3, 1.2, -0.8, 0.9, -1.1, 0.7, -1.3])
+    g = 1 / (1 + np.exp(-(theta[0] + U @ theta[1:])))
+    rel = _release("logistic", D, lay.statistic(U, g, None), n)  # E[y | x] as the response: no noise
+    model = _Model(rel, GLMPrior(), covariates="moment-matched")
+    shape = model.shape
+    u = shape.mean + shape.w @ shape.chol.T
+    pw = shape.weights
+    mean, cov = plugin_moments(*model.plugin())
+    # the copula's own (unweighted) correlations are near the released ones for every pair
+    corr_pts = np.corrcoef(u.T)
+    corr_rel = cov / np.sqrt(np.outer(np.diag(cov), np.diag(cov)))
+    assert np.abs(corr_pts - corr_rel).max() < 0.05
+    # binary and one-hot features on their bounds; weighted moments = released ones
+    np.testing.assert_allclose(np.abs(u[:, :4]), 1.0, atol=1e-9)
+    np.testing.assert_allclose(pw @ u, mean, atol=1e-8)
+    # the CLT mean of the y block at the true θ and the plug-in φ against the records
+    psi = model.init()
+    psi[: model.p_theta] = theta
+    m = model.moments(torch.tensor(psi)[None])[0][0].numpy()
+    ny = len(lay.y_index)
+    got = m[:ny] / lay.weights[:ny]
+    want = np.concatenate([[g.mean()], g @ U / n])
+    assert np.abs(got - want).max() < 0.004, np.abs(got - want).max()
+    # the x block's mean at the plug-in φ is the released second moments (all points, weighted);
+    # broken variant: the 1024-point covariance prefix's mean (its QMC error moved φ and biased θ)
+    x_rel = np.asarray(rel.z)[ny:] / lay.weights[ny:] / n
+    assert np.abs(m[ny:] / lay.weights[ny:] - x_rel).max() < 1e-6
+    model.h_mean_all = model.h_mean
+    mb = model.moments(torch.tensor(psi)[None])[0][0].numpy()
+    assert np.abs(mb[ny:] / lay.weights[ny:] - x_rel).max() > 1e-3
+    # broken variant: the points not balanced, moved affinely to the plug-in moments (main)
+    C = np.cov(u.T, ddof=0)
+    w_old = np.linalg.solve(np.linalg.cholesky(C), (u - u.mean(0)).T).T
+    u_old = mean + w_old @ np.linalg.cholesky(cov).T
+    gb = 1 / (1 + np.exp(-(theta[0] + u_old @ theta[1:])))
+    broken = np.concatenate([[gb.mean()], gb @ u_old / len(u_old)])
+    assert np.abs(np.abs(u_old[:, :4]) - 1).max() > 1e-3 or np.abs(broken - want).max() > 0.004
 
 
 def _exact_binary(x, y, prior_sd):

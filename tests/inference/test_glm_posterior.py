@@ -178,3 +178,47 @@ def test_the_result_follows_the_contract_with_real_hmc_chains(tmp_path):
     np.testing.assert_array_equal(back.mean(), fit.mean())
     assert back.privacy == fit.privacy and "age" in fit.summary()
     assert fit.original_scale_draws().shape == (40, 2)
+
+
+def test_the_dimension_sized_importance_proposal_gives_the_same_posterior_as_the_old_one():
+    """The importance proposal sized to the dimension (t with max(5, d) degrees of freedom, covariance
+    1 + 0.5 min(1, 10/d) × the Laplace one; :func:`~dpinfer.inference.glm.samplers.proposal_settings`)
+    samples the same posterior as main's t₅ with 1.5× (both self-normalised importance sampling of
+    one target): on a three-feature release (d = 13), means within 0.15 posterior sd and sds within
+    12% (the Monte Carlo error of resampled draws at an ESS of 2000–3500 on this skewed posterior:
+    sds over seeds spread ±5%, measured against 60 000 proposals). The broken variant (the
+    proposal's draws without their weights: the inflated Laplace approximation) is caught by the
+    same check."""
+    from dpinfer.inference.glm import samplers
+
+    theta = np.array([0.3, 1.5, -1.0, 0.5])
+    X, y = _logistic_data(2000, 3, theta)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rel = release_glm_statistics(X, y, family="logistic", epsilon=2.0, delta=1e-6, privacy_rng=prng(3),
+                                     data=GLMDataSpec(bounds=(-1, 1)))
+    model = _Model(rel, GLMPrior(), covariates="moment-matched")
+    assert model.dim == 13 and samplers.proposal_settings(13) == (13.0, 1.0 + 0.5 * 10 / 13)
+    mode, cov = samplers.laplace(model)
+    opts = GLMSamplerOptions(proposals=8000, adapt=1, draws=8000)
+    new, info = samplers.importance(model, mode, cov, opts, np.random.default_rng(0))
+    assert info["ess"] > 1000 and info["pareto_khat"] < 0.7
+    orig = samplers.proposal_settings
+    try:
+        samplers.proposal_settings = lambda d: (5.0, 1.5)  # main's proposal
+        old, info_old = samplers.importance(model, mode, cov, opts, np.random.default_rng(1))
+    finally:
+        samplers.proposal_settings = orig
+    assert info_old["ess"] > 1000
+    p = model.p_theta
+    new, old = new[0][:, :p], old[0][:, :p]
+    sd = old.std(0)
+
+    def same(a: np.ndarray) -> bool:
+        return bool(np.all(np.abs(a.mean(0) - old.mean(0)) < 0.15 * sd)
+                    and np.all(np.abs(a.std(0) / sd - 1) < 0.12))
+
+    assert same(new), (new.mean(0), old.mean(0), new.std(0), sd)
+    df, infl = samplers.proposal_settings(model.dim)
+    unweighted = samplers.StudentT(mode, infl * cov, df).rvs(8000, np.random.default_rng(2))[:, :p]
+    assert not same(unweighted)

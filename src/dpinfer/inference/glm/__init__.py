@@ -37,7 +37,8 @@ first two moments: E[ν₁(c + aᵀu) r] is not linear in u (:mod:`dpinfer.infer
   moments — Beta margins on [-1, 1] with each feature's released mean and variance (a binary or
   one-hot feature, whose variance is 1 − μ², is the two-point law on its bounds; a uniform one
   Beta(1, 1); a skewed one a skewed Beta) joined by a Gaussian copula matching the released
-  correlations — represented by 4096 quasi-Monte Carlo points and moved affinely with φ, so that
+  correlations — represented by 4096 weighted quasi-Monte Carlo points (their weighted moments the
+  released ones) and moved affinely with φ, so that
   m(θ, φ) and V(θ, φ) are exact averages over the points (equations in
   :mod:`dpinfer.inference.glm_covariates`). Its φ coordinates are λ_j = ½ log E[u_j²], μ_j / L_jj
   and L_jk / L_jj (:class:`GLMPrior`), which keep a binary feature's pinned second moment on one
@@ -72,8 +73,11 @@ ratio of 10 or more warns (:class:`NoiseDominatesWarning`).
 Sampling
 --------
 The MAP (L-BFGS) and its Hessian give a Laplace approximation. By default it is the proposal of
-self-normalised importance sampling (multivariate t₅, scale 1.5× the inverse Hessian, as in the
-exact references of the test suite), checked by the Pareto k̂ of the weights (Vehtari et al. 2024;
+self-normalised importance sampling (a multivariate t around the MAP, its scale the inverse
+Hessian inflated by 1 + 0.5 min(1, 10/d) and max(5, d) degrees of freedom in d dimensions: t₅ with
+1.5× as in the exact references of the test suite at small d, nearly the Laplace approximation at
+d = 76, where t₅ with 1.5× gave an ESS of 1/90 of the proposals), checked by the Pareto k̂ of
+the weights (Vehtari et al. 2024;
 k̂ > 0.7 warns, :class:`~dpinfer.errors.WeightDegeneracyWarning`). ``method="hmc"`` instead runs
 Hamiltonian Monte Carlo (Neal 2011) preconditioned by it: ``chains`` chains in one batch, a
 dual-averaging step size (Hoffman & Gelman 2014) during warm-up and a jittered number of leapfrog

@@ -76,16 +76,24 @@ class GLMModel:
         mv = min(len(s), SHAPE_POINTS_COV if Q > 6 else len(s))
         a, b = np.triu_indices(Q)
         h = s[:mv, a] * s[:mv, b]  # (M_V, H)
+        pw = shape.weights[:mv] / shape.weights[:mv].sum()  # the points' weights (balanced moments)
+        self.p_all = torch.as_tensor(shape.weights, dtype=dt)
+        self.p_v = torch.as_tensor(pw, dtype=dt)
         self.s_all = torch.as_tensor(s, dtype=dt)
         self.s_v = torch.as_tensor(s[:mv], dtype=dt)
         self.ss_v = torch.as_tensor((s[:mv, :, None] * s[:mv, None, :]).reshape(mv, Q * Q), dtype=dt)
         self.sh_v = torch.as_tensor((s[:mv, :, None] * h[:, None, :]).reshape(mv, -1), dtype=dt)
         self.h_v = torch.as_tensor(h, dtype=dt)
-        self.h_mean = self.h_v.mean(0)
-        hc = h - h.mean(0)
-        self.h_cov = torch.as_tensor(hc.T @ hc / mv, dtype=dt)
-        self.ha, self.hb = torch.as_tensor(a), torch.as_tensor(b)
-        self.h_off = torch.as_tensor((a != b).astype(np.float64), dtype=dt)
+        self.h_mean = self.p_v @ self.h_v  # the prefix's own: the covariances (3) stay PSD
+        # the mean of the x block over *all* points, like the y block's: the prefix's second moments
+        # differ from the plug-in ones by its QMC error, which the posterior of φ then absorbs and
+        # carries into the y block (measured at D = 10, n = 5000, ε = 10 with the exact statistic:
+        # coefficients 2.4 non-private sds off with the prefix, within 1 with all points)
+        self.h_mean_all = torch.as_tensor(shape.weights @ (s[:, a] * s[:, b]), dtype=dt)
+        hc = h - pw @ h
+        self.h_cov = torch.as_tensor(hc.T @ (hc * pw[:, None]), dtype=dt)
+        self.h_flat = torch.as_tensor(a * Q + b)
+        self.h_half = torch.as_tensor(np.where(a == b, 0.5, 1.0), dtype=dt)
 
     def split(self, psi: torch.Tensor) -> tuple[torch.Tensor, ...]:
         i = 0
@@ -173,17 +181,21 @@ class GLMModel:
         eta_all = eta0[:, None] + La @ self.s_all[:, 1:].T  # (B, M)
         mv = self.s_v.shape[0]
         nu_all = self._nu(eta_all, log_s)
+        pa, pv = self.p_all, self.p_v
         nu1_all = nu_all[0]
-        nu1, nu2, nu3, nu4 = (t[:, :mv] for t in nu_all)
-        E1s_all = nu1_all @ self.s_all / self.s_all.shape[0]  # (B, Q)
-        E1s = nu1 @ self.s_v / mv
-        E2ss = (nu2 @ self.ss_v / mv).reshape(B, Q, Q)
-        E1sh = (nu1 @ self.sh_v / mv).reshape(B, Q, -1)
+        nu1, nu2, nu3, nu4 = (t[:, :mv] * pv for t in nu_all)  # weighted: Σ_k p_k ν(η_k) (…)
+        E1s_all = (nu1_all * pa) @ self.s_all  # (B, Q)
+        E1s = nu1 @ self.s_v
+        E2ss = (nu2 @ self.ss_v).reshape(B, Q, Q)
+        E1sh = (nu1 @ self.sh_v).reshape(B, Q, -1)
         j, k = self.j, self.k
-        ha, hb = self.ha, self.hb
-        K = Bt[:, j][:, :, ha] * Bt[:, k][:, :, hb] + self.h_off * Bt[:, j][:, :, hb] * Bt[:, k][:, :, ha]
+        # K_{(jk),(ab)} = B̃_ja B̃_kb + B̃_jb B̃_ka (a < b), B̃_ja B̃_ka (a = b): an outer product and
+        # one gather of its flattened (a, b) entries (4 advanced-index gathers were 22% of the time)
+        P = Bt[:, j][:, :, :, None] * Bt[:, k][:, :, None, :]  # (B, pairs, Q, Q)
+        K = ((P + P.transpose(-1, -2)).reshape(B, len(j), Q * Q).index_select(-1, self.h_flat)
+             * self.h_half)
         m_y = (By @ E1s_all[..., None])[..., 0]
-        m_x = K @ self.h_mean
+        m_x = K @ self.h_mean_all
         Vyy = By @ (E2ss - E1s[:, :, None] * E1s[:, None, :]) @ By.transpose(-1, -2)
         Vyx = By @ (E1sh - E1s[:, :, None] * self.h_mean[None, None, :]) @ K.transpose(-1, -2)
         Vxx = K @ self.h_cov @ K.transpose(-1, -2)
@@ -192,12 +204,12 @@ class GLMModel:
         V = torch.cat([top, bot], dim=-2)
         parts = [m_y, m_x]
         if self.linear:
-            E2 = nu2.mean(-1)
-            parts.append(nu_all[1].mean(-1)[:, None])
-            cy = (By @ (nu3 @ self.s_v / mv - E1s * E2[:, None])[..., None])[..., 0]
-            cx = K @ ((nu2 @ self.h_v) / mv - E2[:, None] * self.h_mean)[..., None]
+            E2 = nu2.sum(-1)
+            parts.append((nu_all[1] * pa).sum(-1)[:, None])
+            cy = (By @ (nu3 @ self.s_v - E1s * E2[:, None])[..., None])[..., 0]
+            cx = K @ ((nu2 @ self.h_v) - E2[:, None] * self.h_mean)[..., None]
             col = torch.cat([cy, cx[..., 0]], dim=-1)
-            var = nu4.mean(-1) - E2**2
+            var = nu4.sum(-1) - E2**2
             V = torch.cat([torch.cat([V, col[..., None]], -1),
                            torch.cat([col, var[:, None]], -1)[:, None, :]], -2)
         m = torch.cat(parts, dim=-1)
@@ -329,10 +341,11 @@ def nonprivate_sd(model: GLMModel, psi: np.ndarray) -> np.ndarray:
     theta, log_s, p1, p2, p3 = model.split(t)
     if model.shape is not None:
         mu, L = model._covariate_law(p1, p2, p3)
-        w = model.shape.w
+        w, pw = model.shape.w, model.shape.weights
     else:
         mu, L = p1, model._cholesky(p2, p3)
         w = np.random.default_rng(0).standard_normal((SHAPE_POINTS_COV, model.q))
+        pw = np.full(len(w), 1 / len(w))
     u = mu[0].numpy() + w @ L[0].numpy().T
     c, a = (v[0].numpy() for v in model._linear_predictor(theta))
     eta = c + u @ a
@@ -350,7 +363,7 @@ def nonprivate_sd(model: GLMModel, psi: np.ndarray) -> np.ndarray:
     else:
         wt = np.full_like(eta, float(np.exp(-2 * log_s[0]))) if log_s is not None else np.ones_like(eta)
     ry = np.concatenate([np.ones((len(u), 1)), u[:, : model.D]], axis=1)[:, int(not model.rel.intercept):]
-    info = model.n * (ry * wt[:, None]).T @ ry / len(u)
+    info = model.n * (ry * (wt * pw)[:, None]).T @ ry
     sd = np.full(model.p_theta, model.prior.coef_sd)
     if model.rel.intercept:
         sd[0] = model.prior.intercept_sd

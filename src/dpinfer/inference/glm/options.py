@@ -62,8 +62,11 @@ class GLMSamplerOptions:
     Parameters
     ----------
     method
-        ``"laplace-is"`` (default): self-normalised importance sampling from a multivariate t₅
-        proposal at the MAP with 1.5× the inverse Hessian as scale, resampled to ``draws`` draws
+        ``"laplace-is"`` (default): self-normalised importance sampling from a multivariate t
+        proposal at the MAP with the inverse Hessian as scale, inflated and with degrees of freedom
+        sized to the dimension d (t₅–t₁₀ with 1.5× up to d = 10, close to the Laplace approximation
+        itself at d = 76: :func:`~dpinfer.inference.glm.samplers.proposal_settings`), resampled to
+        ``draws`` draws
         (one chain; the Pareto k̂ of the weights and their ESS are reported, and a k̂ above 0.7
         warns). ``"hmc"``: Hamiltonian Monte Carlo preconditioned by the same Laplace
         approximation, ``chains`` chains in one batch (split R-hat reported; above 1.01 warns);
@@ -71,8 +74,9 @@ class GLMSamplerOptions:
     proposals
         Importance-sampling proposals per round (``"laplace-is"``).
     adapt
-        Adaptive rounds after the Laplace proposal: each matches the t₅ proposal to the previous
-        round's weighted mean and covariance (blended half-half with the Laplace covariance).
+        Adaptive rounds after the Laplace proposal: each centres the proposal at the previous
+        round's weighted mean and, when that round's ESS is at least 10 d, blends its weighted
+        covariance half-half with the Laplace one.
     chains, warmup, draws
         HMC chains, their warm-up iterations (step-size adaptation) and kept draws per chain; for
         ``"laplace-is"``, ``draws`` is the number of resampled draws kept.
