@@ -44,6 +44,7 @@ from sbc_designs import PRIOR, design  # noqa: E402
 import dpinfer  # noqa: E402
 from dpinfer.inference.glm import glm_posterior  # noqa: E402
 from dpinfer.models.glm_release import GLMDataSpec  # noqa: E402
+from dpinfer.privacy.context import ReleaseContext  # noqa: E402
 from dpinfer.release.glm import release_glm_statistics  # noqa: E402
 from seeded_privacy_rng import prng  # noqa: E402
 
@@ -61,7 +62,7 @@ def sbc_release(name: str, n: int, eps: float, r: int) -> tuple:
     y = (rng.random(n) < 1 / (1 + np.exp(-eta))).astype(float)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        rel = release_glm_statistics(X, y, family="logistic", epsilon=eps, delta=1e-6, privacy_rng=prng(r),
+        rel = release_glm_statistics(X, y, family="logistic", epsilon=eps, delta=1e-6, context=ReleaseContext(privacy_rng=prng(r)),
                                      data=GLMDataSpec(bounds=(0, 1)))
     return rel, pr
 
@@ -80,7 +81,8 @@ def survey_release() -> tuple:
     y = (rng.random(n) < 1 / (1 + np.exp(-eta))).astype(float)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        rel = release_glm_statistics(X, y, family="logistic", epsilon=1.0, delta=1e-6, privacy_rng=prng(6366),
+        rel = release_glm_statistics(X, y, family="logistic", epsilon=1.0, delta=1e-6,
+                                     context=ReleaseContext(privacy_rng=prng(6366)),
                                      data=GLMDataSpec(bounds=bounds))
     return rel, None
 
