@@ -62,7 +62,8 @@ def sbc_release(name: str, n: int, eps: float, r: int) -> tuple:
     y = (rng.random(n) < 1 / (1 + np.exp(-eta))).astype(float)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        rel = release_glm_statistics(X, y, family="logistic", epsilon=eps, delta=1e-6, context=ReleaseContext(privacy_rng=prng(r)),
+        rel = release_glm_statistics(X, y, family="logistic", epsilon=eps, delta=1e-6,
+                                     context=ReleaseContext(privacy_rng=prng(r)),
                                      data=GLMDataSpec(bounds=(0, 1)))
     return rel, pr
 
