@@ -234,8 +234,8 @@ def _cheap_releases(kind, data, tmp_path, sink):
     with pytest.raises(DPInferError) as e:
         release_glm_statistics(X, "event", family="logistic", epsilon=1.0,
                                delta=1e-6, context=ReleaseContext(privacy_rng=prng(5)),
-                               data=DataSpec(feature_names=["age", "name"], bounds=(0,
-                                                100))) if not numpy else \
+                               data=DataSpec(bounds=(0, 100), feature_names=["age", "name"])) \
+            if not numpy else \
             release_glm_statistics(np.column_stack([cols["age"], cols["name"]]), y, family="logistic",
                                    epsilon=1.0, delta=1e-6, context=ReleaseContext(privacy_rng=prng(5)),
                                    data=DataSpec(bounds=(0, 100)))

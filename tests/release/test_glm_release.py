@@ -143,9 +143,9 @@ def test_a_poisson_model_with_an_exposure_offset_fits():
         fit = private_glm(X, y, family="poisson",
                           epsilon=1e4, delta=1e-6,
                           context=ReleaseContext(privacy_rng=prng(5)), seed=0,
-                          data=DataSpec(bounds=(-1, 1), y_bounds=40, offset_bounds=(math.log(0.5),
-                                           math.log(2.0)), offset=np.log(expo)),
-                                           posterior=GLMPosteriorOptions(sampler=FAST))
+                          data=DataSpec(bounds=(-1, 1), y_bounds=40, offset=np.log(expo),
+                                        offset_bounds=(math.log(0.5), math.log(2.0))),
+                          posterior=GLMPosteriorOptions(sampler=FAST))
     z = (fit.mean() - theta) / fit.sd()
     assert np.all(np.abs(z) < 4), z
     assert fit.param_names == ("intercept", "x1", "x2")
