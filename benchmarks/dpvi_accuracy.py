@@ -99,10 +99,10 @@ def fit_default(p: dict[str, Any], epsilon: float, stream: int) -> tuple[np.ndar
                 seed=0, context=ctx,
             )
         else:  # intercept=True by default, dim from the data, bounds as private_glm takes them
-            from dpinfer.release.dpvi import DataOptions
+            from dpinfer.release.dpvi import DataSpec
 
             fit = DPVI(cls()).fit(p["X"], p["y"], epsilon=epsilon, delta=1e-5,
-                                  data=DataOptions(bounds=p["bounds"]), seed=0, context=ctx)
+                                  data=DataSpec(bounds=p["bounds"]), seed=0, context=ctx)
     noisy = any(issubclass(w.category, DPVINoiseWarning) for w in caught)
     return np.asarray(fit.mean(), dtype=float), noisy
 

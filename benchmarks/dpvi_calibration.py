@@ -43,7 +43,7 @@ from dpinfer.privacy import PoissonSubsampledGaussianEvent, calibrate_noise_mult
 from dpinfer.privacy.accountants import pld as pld_module  # noqa: E402
 from dpinfer.release.dpvi import (  # noqa: E402
     DPVI,
-    DataOptions,
+    DataSpec,
     DPVIConvergenceWarning,
     DPVINoiseWarning,
     LogisticRegression,
@@ -77,8 +77,8 @@ def problems() -> dict[str, dict[str, Any]]:
     X, y = simulate("logistic", 2000, np.array([1.0, -0.5, 0.5, 0.25, 0.0]), seed=11)
     raw, yp = patients()
     return {
-        "logistic": {"X": X, "y": y, "kw": {"data": DataOptions(intercept=False)}, "design": X},
-        "patients": {"X": raw, "y": yp, "kw": {"data": DataOptions(intercept=True, bounds=BOUNDS)},
+        "logistic": {"X": X, "y": y, "kw": {"data": DataSpec(intercept=False)}, "design": X},
+        "patients": {"X": raw, "y": yp, "kw": {"data": DataSpec(intercept=True, bounds=BOUNDS)},
                      "design": scaled_design(raw)},
     }
 

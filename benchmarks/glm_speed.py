@@ -43,7 +43,7 @@ from sbc_designs import PRIOR, design  # noqa: E402
 
 import dpinfer  # noqa: E402
 from dpinfer.inference.glm import glm_posterior  # noqa: E402
-from dpinfer.models.glm_release import GLMDataSpec  # noqa: E402
+from dpinfer.models.data_spec import DataSpec  # noqa: E402
 from dpinfer.privacy.context import ReleaseContext  # noqa: E402
 from dpinfer.release.glm import release_glm_statistics  # noqa: E402
 from seeded_privacy_rng import prng  # noqa: E402
@@ -64,7 +64,7 @@ def sbc_release(name: str, n: int, eps: float, r: int) -> tuple:
         warnings.simplefilter("ignore")
         rel = release_glm_statistics(X, y, family="logistic", epsilon=eps, delta=1e-6,
                                      context=ReleaseContext(privacy_rng=prng(r)),
-                                     data=GLMDataSpec(bounds=(0, 1)))
+                                     data=DataSpec(bounds=(0, 1)))
     return rel, pr
 
 
@@ -84,7 +84,7 @@ def survey_release() -> tuple:
         warnings.simplefilter("ignore")
         rel = release_glm_statistics(X, y, family="logistic", epsilon=1.0, delta=1e-6,
                                      context=ReleaseContext(privacy_rng=prng(6366)),
-                                     data=GLMDataSpec(bounds=bounds))
+                                     data=DataSpec(bounds=bounds))
     return rel, None
 
 

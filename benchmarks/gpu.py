@@ -255,7 +255,7 @@ def section_fits() -> dict[str, Any]:
             print(f"[fits] {row}", flush=True)
     # DPVI: one privacy stream on both devices
     from dpinfer.privacy.context import ReleaseContext
-    from dpinfer.release.dpvi import DPVI, DataOptions, LogisticRegression, TrainingOptions
+    from dpinfer.release.dpvi import DPVI, DataSpec, LogisticRegression, TrainingOptions
 
     rng = np.random.default_rng(1)
     n, D = (5_000 if SMOKE else 200_000), 20
@@ -267,7 +267,7 @@ def section_fits() -> dict[str, Any]:
             warnings.simplefilter("ignore")
             t0 = time.perf_counter()
             res = DPVI(LogisticRegression(D)).fit(
-                X, y, epsilon=1.0, delta=1e-6, data=DataOptions(bounds=[(-1.0, 1.0)] * D, intercept=False),
+                X, y, epsilon=1.0, delta=1e-6, data=DataSpec(bounds=[(-1.0, 1.0)] * D, intercept=False),
                 training=TrainingOptions(device=device, threads=None), seed=0,
                 context=ReleaseContext(privacy_rng=_prng()),
             )  # fmt: skip

@@ -184,7 +184,7 @@ def _releases() -> dict[str, str]:
 
 
 def _glm_and_synthesis(ctx: object) -> dict[str, str]:
-    from dpinfer.models.glm_release import GLMDataSpec
+    from dpinfer.models.data_spec import DataSpec
     from dpinfer.pipelines.glm import GLMPosteriorOptions, GLMSamplerOptions, private_glm
     from dpinfer.release.glm import release_glm_statistics
     from dpinfer.release.synthesis import release_covariate_model
@@ -192,7 +192,7 @@ def _glm_and_synthesis(ctx: object) -> dict[str, str]:
     rng = np.random.default_rng(1)
     X = rng.uniform(10, 30, size=(300, 2))
     y = (rng.uniform(size=300) < 1 / (1 + np.exp(-(X[:, 0] - 20) / 5))).astype(float)
-    spec = GLMDataSpec(bounds=[(10, 30), (10, 30)])
+    spec = DataSpec(bounds=[(10, 30), (10, 30)])
     rel = release_glm_statistics(X, y, family="logistic", epsilon=1.0, delta=1e-6, data=spec,
                                  context=ctx(8))  # type: ignore[operator]
     fit = private_glm(X, y, family="logistic", epsilon=1.0, delta=1e-6, data=spec, seed=0,

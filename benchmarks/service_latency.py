@@ -50,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "service"
 from service_helpers import Server, make_site, tokens  # noqa: E402
 
 from dpinfer.errors import PrivacyWarning  # noqa: E402
-from dpinfer.models.glm_release import GLMDataSpec  # noqa: E402
+from dpinfer.models.glm_release import DataSpec  # noqa: E402
 from dpinfer.privacy import Ledger  # noqa: E402
 from dpinfer.privacy.context import ReleaseContext  # noqa: E402
 from dpinfer.privacy.mechanisms.clamped import clamped_release  # noqa: E402
@@ -107,7 +107,7 @@ def in_process(site: Any, ledger_target: str, n: int) -> dict[str, Any]:
             family="logistic",
             epsilon=GLM["epsilon"],
             delta=GLM["delta"],
-            data=GLMDataSpec(bounds=bounds, feature_names=["age", "bmi"]),
+            data=DataSpec(bounds=bounds, feature_names=["age", "bmi"]),
             context=context,
         )
 

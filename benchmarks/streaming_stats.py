@@ -5,7 +5,7 @@ The data: ``--rows`` records (default 10⁸) × 10 float64 columns (x1..x9 unifo
 ``--row-group`` records under a temporary directory (deleted at the end). Two releases:
 
 * the private GLM's sufficient statistics (``release_glm_statistics(dir, "y", family="logistic",
-  data=GLMDataSpec(bounds={x1..x9: (0, 10)}), chunk_rows=...)``: 65 exact fixed-point sums) and
+  data=DataSpec(bounds={x1..x9: (0, 10)}), chunk_rows=...)``: 65 exact fixed-point sums) and
 * a clamped mean of x1 (``clamped_mean(dir, column="x1", lower=2, upper=8, n=...)``),
 
 each measured, in its own child process (peak RSS = that process's ``ru_maxrss``; on Dask also
@@ -118,13 +118,13 @@ def child(mode: str, what: str, path: str, rows: int, chunk_rows: int) -> dict:
         out["n_sums"] = len(res) - 1
     else:
         from dpinfer.data.streaming import OnDask
-        from dpinfer.models.glm_release import GLMDataSpec
+        from dpinfer.models.data_spec import DataSpec
         from dpinfer.privacy.context import ReleaseContext
         from dpinfer.release.glm import release_glm_statistics
         from dpinfer.release.streaming import clamped_mean
 
         ctx = ReleaseContext(privacy_rng=rng)
-        kw_glm = dict(family="logistic", data=GLMDataSpec(bounds=BOUNDS), epsilon=1.0, delta=1e-8,
+        kw_glm = dict(family="logistic", data=DataSpec(bounds=BOUNDS), epsilon=1.0, delta=1e-8,
                       context=ctx)
         kw_mean = dict(lower=CLAMP[0], upper=CLAMP[1], n=rows, epsilon=1.0, context=ctx)
         # warm-up (numba's cached kernels, the noise calibration) on 10 records, outside the timing

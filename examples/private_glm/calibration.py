@@ -38,7 +38,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1] / "tests"))
 
 from dpinfer.inference.glm import GLMPosteriorOptions, GLMPrior  # noqa: E402
-from dpinfer.models.glm_release import GLMDataSpec  # noqa: E402
+from dpinfer.models.glm_release import DataSpec  # noqa: E402
 from dpinfer.pipelines.glm import private_glm  # noqa: E402
 from dpinfer.privacy import PrivacyRNG  # noqa: E402
 from dpinfer.privacy.context import ReleaseContext  # noqa: E402
@@ -94,11 +94,11 @@ def glm_fit(family: str, data: dict, eps: float, seed: int):
                     posterior=GLMPosteriorOptions(prior=PRIORS[family], warn=False))
     spec: dict = dict(bounds=(-1, 1))
     if family == "poisson":
-        kw.update(offset=data["offset"])
+        spec.update(offset=data["offset"])
         spec.update(y_bounds=Y_MAX, offset_bounds=OFFSET_BOUNDS)
     if family == "linear":
         spec.update(y_bounds=(-1, 1))
-    return private_glm(data["X"], data["y"], data=GLMDataSpec(**spec), **kw)
+    return private_glm(data["X"], data["y"], data=DataSpec(**spec), **kw)
 
 
 def dpvi_fit(family: str, data: dict, eps: float, seed: int, rng_priv):

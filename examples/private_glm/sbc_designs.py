@@ -55,7 +55,7 @@ sys.path.insert(0, str(HERE.parents[1] / "tests"))
 
 from dpinfer.errors import InferenceWarning  # noqa: E402
 from dpinfer.inference.glm import GLMPrior, GLMSamplerOptions, glm_posterior  # noqa: E402
-from dpinfer.models.glm_release import GLMDataSpec  # noqa: E402
+from dpinfer.models.glm_release import DataSpec  # noqa: E402
 from dpinfer.privacy.context import ReleaseContext  # noqa: E402
 from dpinfer.release.glm import release_glm_statistics  # noqa: E402
 from seeded_privacy_rng import prng  # noqa: E402
@@ -138,7 +138,7 @@ def replicate(cell: str, r: int, opts: GLMSamplerOptions,
         warnings.simplefilter("ignore")
         rel = release_glm_statistics(X, y, family=family, epsilon=eps, delta=DELTA,
                                      context=ReleaseContext(privacy_rng=prng(r)),
-                                     data=GLMDataSpec(bounds=(0, 1), **kw))
+                                     data=DataSpec(bounds=(0, 1), **kw))
     truth = theta
     out: dict = {"r": r, "truth": truth.tolist()}
     for cm in models:

@@ -27,7 +27,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1] / "tests"))
 
 from dpinfer.inference.glm import GLMSamplerOptions, glm_posterior  # noqa: E402
-from dpinfer.models.glm_release import GLMDataSpec  # noqa: E402
+from dpinfer.models.glm_release import DataSpec  # noqa: E402
 from dpinfer.privacy import Ledger  # noqa: E402
 from dpinfer.privacy.context import ReleaseContext  # noqa: E402
 from dpinfer.release.glm import release_glm_statistics  # noqa: E402
@@ -56,7 +56,7 @@ def main() -> None:
         rel = release_glm_statistics(X, y, family="logistic", epsilon=1.0, delta=1e-6,
                                      context=ReleaseContext(ledger=ledger, dataset="survey",
                                                             privacy_rng=prng(6366)),
-                                     data=GLMDataSpec(bounds=bounds, feature_names=["age", "north", "east",
+                                     data=DataSpec(bounds=bounds, feature_names=["age", "north", "east",
                                                       "smoker", "female", "income"]))
     rows = {}
     spent = ledger.spent("survey")

@@ -17,11 +17,12 @@ if TYPE_CHECKING:
 
 def __getattr__(name: str) -> object:
     """``dpinfer.infer`` (:func:`dpinfer.inference.entry.infer`), ``dpinfer.private_glm``
-    (:func:`dpinfer.pipelines.glm.private_glm`) with its option objects ``dpinfer.GLMDataSpec`` and
-    ``dpinfer.GLMPosteriorOptions``, ``dpinfer.connect`` (:func:`dpinfer.service.client.connect`)
+    (:func:`dpinfer.pipelines.glm.private_glm`) with its option object ``dpinfer.GLMPosteriorOptions``,
+    ``dpinfer.DataSpec`` (:class:`dpinfer.models.data_spec.DataSpec`, the description of the data of
+    ``private_glm`` and ``DPVI.fit``), ``dpinfer.connect`` (:func:`dpinfer.service.client.connect`)
     and the privacy core's ``Ledger``, ``PrivacyReport``, ``PrivacyRNG``, ``ReleaseContext``,
     imported on first use: ``import dpinfer.errors`` (every command line start-up) imports no
-    accounting library."""
+    accounting library. ``dpinfer.GLMDataSpec`` (replaced by ``DataSpec``) is refused, naming it."""
     if name in ("Ledger", "PrivacyReport", "PrivacyRNG", "ReleaseContext"):
         from . import privacy
 
@@ -34,17 +35,25 @@ def __getattr__(name: str) -> object:
         from .service.client import connect
 
         return connect
-    if name in ("private_glm", "GLMDataSpec", "GLMPosteriorOptions"):
+    if name in ("private_glm", "GLMPosteriorOptions"):
         from .pipelines import glm
 
         return getattr(glm, name)
+    if name == "DataSpec":
+        from .models.data_spec import DataSpec
+
+        return DataSpec
+    if name == "GLMDataSpec":
+        from .models.data_spec import removed_name
+
+        raise removed_name(__name__, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = [
     "BudgetExceededError",
     "DPInferError",
-    "GLMDataSpec",
+    "DataSpec",
     "GLMPosteriorOptions",
     "InvalidDataError",
     "InvalidPrivacyParameterError",

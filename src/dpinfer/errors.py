@@ -174,8 +174,8 @@ def refuse_removed_keywords(
     Parameters
     ----------
     moved
-        Each old keyword mapped to the option that now holds it: ``{"bounds": "data=GLMDataSpec"}``
-        gives "pass data=GLMDataSpec(bounds=...) instead"; a pair (option, field) when the field
+        Each old keyword mapped to the option that now holds it: ``{"bounds": "data=DataSpec"}``
+        gives "pass data=DataSpec(bounds=...) instead"; a pair (option, field) when the field
         has a new name there: ``{"rng": ("context=ReleaseContext", "privacy_rng")}``.
     positional
         ``(count, name)`` when the former positional argument ``name`` became a keyword option:

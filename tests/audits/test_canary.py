@@ -34,13 +34,13 @@ import pytest
 from dpinfer.data import Schema, SchemaError, draft_schema, duckdb_query, read_table, record_fingerprint
 from dpinfer.errors import DPInferError
 from dpinfer.inference.glm import GLMPosteriorOptions, GLMSamplerOptions
-from dpinfer.models.glm_release import GLMDataSpec
+from dpinfer.models.data_spec import DataSpec
 from dpinfer.pipelines.glm import private_glm
 from dpinfer.privacy import Ledger
 from dpinfer.privacy.context import ReleaseContext
 from dpinfer.privacy.mechanisms.clamped import clamped_release
 from dpinfer.release import ABCDPOptions, abcdp
-from dpinfer.release.dpvi import DPVI, DataOptions, LogisticRegression, PrivacyOptions, TrainingOptions
+from dpinfer.release.dpvi import DPVI, LogisticRegression, PrivacyOptions, TrainingOptions
 from dpinfer.release.glm import release_glm_statistics
 from dpinfer.release.synthesis import release_covariate_model
 from seeded_privacy_rng import prng
@@ -200,7 +200,7 @@ def _cheap_releases(kind, data, tmp_path, sink):
     kw = dict(feature_names=["age", "bmi"], bounds=[(20, 80), (18, 40)]) if numpy else dict(schema=schema)
     rel = release_glm_statistics(X, y, family="logistic", epsilon=1.0, delta=1e-6,
                                  context=ReleaseContext(ledger=ledger, dataset="clinic", privacy_rng=prng(1)),
-                                 data=GLMDataSpec(**kw))
+                                 data=DataSpec(**kw))
     sink.result(f"{kind} GLM statistics", rel)
     model = release_covariate_model(X, epsilon=1.0, columns=["age", "bmi"],
                                     context=ReleaseContext(ledger=ledger, dataset="clinic",
@@ -227,18 +227,18 @@ def _cheap_releases(kind, data, tmp_path, sink):
             if numpy:
                 release_glm_statistics(X, y, family="logistic", epsilon=1.0, delta=1e-6,
                                        context=ReleaseContext(ledger=ledger, privacy_rng=prng(4)),
-                                       data=GLMDataSpec(schema=bad, feature_names=["age", "bmi"]))
+                                       data=DataSpec(schema=bad, feature_names=["age", "bmi"]))
             else:
                 read_table(X, schema=bad)
         sink.text(f"{kind} schema refusal", str(e.value))
     with pytest.raises(DPInferError) as e:
         release_glm_statistics(X, "event", family="logistic", epsilon=1.0,
                                delta=1e-6, context=ReleaseContext(privacy_rng=prng(5)),
-                               data=GLMDataSpec(feature_names=["age", "name"], bounds=(0,
-                                                100))) if not numpy else \
+                               data=DataSpec(bounds=(0, 100), feature_names=["age", "name"])) \
+            if not numpy else \
             release_glm_statistics(np.column_stack([cols["age"], cols["name"]]), y, family="logistic",
                                    epsilon=1.0, delta=1e-6, context=ReleaseContext(privacy_rng=prng(5)),
-                                   data=GLMDataSpec(bounds=(0, 100)))
+                                   data=DataSpec(bounds=(0, 100)))
     sink.text(f"{kind} text-feature refusal", str(e.value))
     _ledger_rows(sink, ledger, tmp_path)
 
@@ -266,7 +266,7 @@ def _private_glm(kind, data, tmp_path, sink):
         schema=tmp / "schema.yaml")
     fit = private_glm(X, y, family="logistic", epsilon=1.0, delta=1e-6,
                       context=ReleaseContext(ledger=ledger, dataset="clinic", privacy_rng=prng(6)),
-                      seed=0, data=GLMDataSpec(**kw),
+                      seed=0, data=DataSpec(**kw),
                       posterior=GLMPosteriorOptions(sampler=FAST))
     sink.result(f"{kind} private GLM", fit)
     sink.file(f"{kind} private GLM file", fit.save(tmp_path / "glm.npz"))
@@ -282,7 +282,7 @@ def _dpvi(kind, data, tmp_path, sink):
     kw = dict(feature_names=["age", "bmi"], bounds=[(20, 80), (18, 40)]) if kind == "numpy" else dict(
         schema=Schema.load(tmp / "schema.yaml"))
     fit = DPVI(LogisticRegression(3)).fit(
-        X, y, epsilon=2.0, delta=1e-5, data=DataOptions(intercept=True, **kw),
+        X, y, epsilon=2.0, delta=1e-5, data=DataSpec(intercept=True, **kw),
             context=ReleaseContext(ledger=ledger, dataset="clinic"), seed=0, privacy=PrivacyOptions(clip=1.0),
         training=TrainingOptions(steps=30, sampling_rate=0.2))
     sink.result(f"{kind} DPVI", fit)

@@ -376,10 +376,10 @@ def _glm_statistics(ctx: ReleaseContext, **o: Any) -> Any:
 
 
 def _glm_data_spec(k: dict[str, Any]) -> Any:
-    """The data description keywords of ``k`` (popped) as the GLMDataSpec that now holds them."""
-    from dpinfer.models.glm_release import GLMDataSpec
+    """The data description keywords of ``k`` (popped) as the DataSpec that now holds them."""
+    from dpinfer.models.data_spec import DataSpec
 
-    return GLMDataSpec(**{n: k.pop(n) for n in ("bounds", "y_bounds", "offset_bounds", "feature_names",
+    return DataSpec(**{n: k.pop(n) for n in ("bounds", "y_bounds", "offset_bounds", "feature_names",
                                                 "schema") if n in k})
 
 
@@ -416,7 +416,7 @@ def _private_glm(ctx: ReleaseContext, **o: Any) -> Any:
 def _dpvi(ctx: ReleaseContext, **o: Any) -> Any:
     from dpinfer.release.dpvi import (
         DPVI,
-        DataOptions,
+        DataSpec,
         LogisticRegression,
         OptimizerOptions,
         PrivacyOptions,
@@ -442,8 +442,8 @@ def _dpvi(ctx: ReleaseContext, **o: Any) -> Any:
     training, optimizer = k.pop("training"), k.pop("optimizer")
     privacy = k.pop("privacy")
     fit = DPVI(LogisticRegression(k.pop("model_dim"))).fit
-    # the design keywords are fields of DataOptions (issue 37); no intercept, as the model's dim says
-    data = DataOptions(intercept=False, **{n: k.pop(n) for n in ("bounds", "feature_names") if n in k})
+    # the design keywords are fields of DataSpec (issue 37); no intercept, as the model's dim says
+    data = DataSpec(intercept=False, **{n: k.pop(n) for n in ("bounds", "feature_names") if n in k})
     return fit(
         k.pop("X"),
         k.pop("y"),
@@ -1155,7 +1155,7 @@ COMMANDS: tuple[Command, ...] = (
 def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     from dpinfer.cli import main
     from dpinfer.models.shipped.tuberculosis import SUMMARY_NAMES, Tuberculosis
-    from dpinfer.release.dpvi import DPVI, DataOptions, LogisticRegression, TrainingOptions
+    from dpinfer.release.dpvi import DPVI, DataSpec, LogisticRegression, TrainingOptions
 
     d = tmp_path_factory.mktemp("cli")
     rng = np.random.default_rng(0)
@@ -1195,7 +1195,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
             event.astype(float),
             private=False,
             seed=0,
-            data=DataOptions(bounds=[(18.0, 90.0), (15.0, 50.0)], intercept=False),
+            data=DataSpec(bounds=[(18.0, 90.0), (15.0, 50.0)], intercept=False),
             training=TrainingOptions(steps=5),
         )
     fit.config["feature_names"] = ["age", "bmi"]

@@ -13,7 +13,7 @@ from dpinfer.data import Schema, SchemaError, duckdb_query
 from dpinfer.inference.glm import GLMSamplerOptions
 from dpinfer.privacy import Ledger
 from dpinfer.privacy.context import ReleaseContext
-from dpinfer.release.dpvi import DPVI, DataOptions, LogisticRegression, TrainingOptions
+from dpinfer.release.dpvi import DPVI, DataSpec, LogisticRegression, TrainingOptions
 from dpinfer.release.glm import release_glm_statistics
 from seeded_privacy_rng import prng
 
@@ -48,7 +48,7 @@ def files(tmp_path_factory):
 
 
 def _stat(source, y, *, ledger=None, dataset=None, **kw):
-    from dpinfer.models.glm_release import GLMDataSpec
+    from dpinfer.models.data_spec import DataSpec
     from dpinfer.release.glm import DATA_KEYWORDS
 
     data = {k: kw.pop(k) for k in list(kw) if k in DATA_KEYWORDS}
@@ -56,7 +56,7 @@ def _stat(source, y, *, ledger=None, dataset=None, **kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return release_glm_statistics(source, y, family="logistic", epsilon=1.0, delta=1e-6, context=ctx,
-                                      data=GLMDataSpec(**data), **kw)
+                                      data=DataSpec(**data), **kw)
 
 
 def test_a_parquet_file_a_duckdb_query_and_arrays_give_the_same_release(files):
@@ -101,7 +101,7 @@ def test_the_schema_names_the_budget_and_a_mismatch_charges_nothing(files, tmp_p
 def test_dpvi_reads_a_file_with_its_schema(files):
     tmp, _ = files
     fit = DPVI(LogisticRegression(3)).fit(tmp / "d.parquet", "event",
-                                          data=DataOptions(schema=Schema.from_dict(SCHEMA), intercept=True),
+                                          data=DataSpec(schema=Schema.from_dict(SCHEMA), intercept=True),
                                           private=False, seed=0,
                                           training=TrainingOptions(steps=20))
     assert fit.param_names == ("intercept", "age", "bmi")

@@ -14,7 +14,7 @@ import pytest
 
 from dpinfer.data.streaming import OnDask, accumulate, iter_chunks
 from dpinfer.errors import InvalidDataError
-from dpinfer.models.glm_release import GLMDataSpec
+from dpinfer.models.data_spec import DataSpec
 from dpinfer.privacy import Ledger
 from dpinfer.privacy.context import ReleaseContext
 from dpinfer.privacy.fixed_point import GLMSums
@@ -46,7 +46,7 @@ def _glm(source, y, feature_names=None, *, ledger=None, dataset=None, **kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return release_glm_statistics(source, y, family="logistic", epsilon=1.0, delta=1e-6, context=ctx,
-                                      data=GLMDataSpec(bounds=BOUNDS, feature_names=feature_names), **kw).z
+                                      data=DataSpec(bounds=BOUNDS, feature_names=feature_names), **kw).z
 
 
 def test_the_glm_release_is_the_same_bits_from_every_source(tmp_path):
@@ -117,7 +117,7 @@ def test_records_outside_the_bounds_in_a_file_are_refused_before_any_charge(tmp_
         _glm(path, "smoker", ledger=ledger, dataset="d")
     with pytest.raises(InvalidDataError, match="feature_names"):
         release_glm_statistics(path, "event", family="logistic", epsilon=1.0, delta=1e-6,
-                               chunk_rows=100, data=GLMDataSpec(bounds=(0, 1)))
+                               chunk_rows=100, data=DataSpec(bounds=(0, 1)))
     assert ledger.spent("d") == 0 and ledger.history("d") == []
 
 

@@ -26,7 +26,7 @@ from dpinfer.inference.glm import (
 from dpinfer.inference.glm import posterior as glm_mod
 from dpinfer.inference.glm.model import GLMModel as _Model
 from dpinfer.inference.glm_covariates import exclusive_groups, fit_shape, plugin_moments
-from dpinfer.models.glm_release import GLMDataSpec
+from dpinfer.models.data_spec import DataSpec
 from dpinfer.pipelines.glm import private_glm
 from dpinfer.privacy import Ledger
 from dpinfer.privacy.context import ReleaseContext
@@ -226,7 +226,7 @@ def test_a_binary_feature_at_large_n_matches_the_exact_posterior_and_the_gaussia
         warnings.simplefilter("ignore")
         rel = release_glm_statistics(x[:, None], y, family="logistic", epsilon=5.0,
                                      delta=1e-6, context=ReleaseContext(privacy_rng=prng(0)),
-                                     data=GLMDataSpec(bounds=(-1, 1)))
+                                     data=DataSpec(bounds=(-1, 1)))
     pr = GLMPrior(coef_sd=2.0, intercept_sd=2.0)
     ref_m, ref_sd = _exact_binary(x, y, 2.0)
     fit = glm_posterior(rel, prior=pr, sampler=FAST, seed=0, warn=False)
@@ -248,7 +248,7 @@ def _small_fit(tmp_path, **kw):
                       epsilon=2.0, delta=1e-6,
                           context=ReleaseContext(ledger=ledger, dataset="d", privacy_rng=prng(1)),
                           seed=0, posterior=GLMPosteriorOptions(**kw),
-                      data=GLMDataSpec(bounds={"age": (18, 90), "smoker": (0, 1)},
+                      data=DataSpec(bounds={"age": (18, 90), "smoker": (0, 1)},
                                        feature_names=["age", "smoker"]))
     return fit, ledger
 
@@ -318,7 +318,7 @@ def test_the_noise_dominates_warning_fires_on_large_counts_and_not_on_a_strong_r
     with pytest.warns(NoiseDominatesWarning, match="without privacy"):
         fit = private_glm(X, y, family="poisson", epsilon=0.5, delta=1e-6,
                           context=ReleaseContext(privacy_rng=prng(2)), seed=0,
-                          data=GLMDataSpec(bounds=(-1, 1), y_bounds=200),
+                          data=DataSpec(bounds=(-1, 1), y_bounds=200),
                           posterior=GLMPosteriorOptions(sampler=FAST, prior=GLMPrior(coef_sd=1.0,
                                                         intercept_sd=3.0)))
     assert min(fit.diagnostics["privacy_width_ratio"]) >= 10 and "privacy noise dominates" in fit.summary()
@@ -330,7 +330,7 @@ def test_the_noise_dominates_warning_fires_on_large_counts_and_not_on_a_strong_r
         warnings.filterwarnings("ignore", message=".*(ledger|insecure|unaccounted).*")
         strong = private_glm(x[:, None], y2, family="logistic", epsilon=5.0, delta=1e-6,
                              context=ReleaseContext(privacy_rng=prng(3)), seed=0,
-                             data=GLMDataSpec(bounds=(-1, 1)),
+                             data=DataSpec(bounds=(-1, 1)),
                              posterior=GLMPosteriorOptions(sampler=FAST))
     assert max(strong.diagnostics["privacy_width_ratio"]) < 2
 
@@ -353,7 +353,7 @@ def test_sbc_with_binary_covariates_is_calibrated_and_the_gaussian_model_is_caug
             warnings.simplefilter("ignore")
             rel = release_glm_statistics(X, y, family="logistic", epsilon=1.0, delta=1e-6,
                                          context=ReleaseContext(privacy_rng=prng(r)),
-                                         data=GLMDataSpec(bounds=(0, 1)))
+                                         data=DataSpec(bounds=(0, 1)))
             ci = glm_posterior(rel, prior=pr, sampler=FAST, seed=r, warn=False).interval(0.9, scale="scaled")
             gci = glm_posterior(rel, prior=pr, sampler=FAST, seed=r, warn=False,
                                 covariates="gaussian").interval(0.9, scale="scaled")

@@ -23,7 +23,7 @@ from dpinfer.inference.glm import (
     glm_posterior,
 )
 from dpinfer.inference.glm.model import GLMModel as _Model
-from dpinfer.models.glm_release import GLMDataSpec
+from dpinfer.models.data_spec import DataSpec
 from dpinfer.pipelines.glm import private_glm
 from dpinfer.release.glm import release_glm_statistics
 from seeded_privacy_rng import prng
@@ -116,7 +116,7 @@ def test_at_a_huge_epsilon_it_matches_the_exact_non_private_posterior():
         warnings.simplefilter("ignore")
         fit = private_glm(X, y, family="logistic", epsilon=1e4, delta=1e-6,
                           context=ReleaseContext(privacy_rng=prng(1)), seed=0,
-                          data=GLMDataSpec(bounds=(-1, 1)),
+                          data=DataSpec(bounds=(-1, 1)),
                           posterior=GLMPosteriorOptions(prior=GLMPrior(coef_sd=2.5, intercept_sd=2.5)))
     ref = reference_posterior("logistic", np.concatenate([np.ones((len(y), 1)), X], 1), y, prior_sd=2.5,
                               draws=100_000)
@@ -145,7 +145,7 @@ def test_sbc_coverage_and_a_noise_ignoring_variant_is_caught():
             warnings.simplefilter("ignore")
             rel = release_glm_statistics(X, y, family="logistic", epsilon=0.5, delta=1e-6,
                                          context=ReleaseContext(privacy_rng=prng(r)),
-                                         data=GLMDataSpec(bounds=(-1, 1)))
+                                         data=DataSpec(bounds=(-1, 1)))
             ci = glm_posterior(rel, prior=pr, sampler=FAST, seed=r, warn=False).interval(0.9)
             bad = GLMRelease(**{**rel.__dict__, "sigma": 1e-6})
             bci = glm_posterior(bad, prior=pr, sampler=FAST, seed=r, warn=False).interval(0.9)
@@ -167,7 +167,7 @@ def test_the_result_follows_the_contract_with_real_hmc_chains(tmp_path):
         warnings.simplefilter("ignore")
         rel = release_glm_statistics(pd.DataFrame({"age": X[:, 0]}), y, family="logistic",
                                      epsilon=2.0, delta=1e-6, context=ReleaseContext(privacy_rng=prng(2)),
-                                     data=GLMDataSpec(bounds=(-1, 1)))
+                                     data=DataSpec(bounds=(-1, 1)))
         fit = glm_posterior(rel, sampler=GLMSamplerOptions(method="hmc", chains=2, warmup=8, draws=40,
                                                            leapfrog=1), seed=0, warn=False)
     assert fit.param_names == ("intercept", "age") and fit.draws.shape == (2, 20, 2)
@@ -195,8 +195,9 @@ def test_the_dimension_sized_importance_proposal_gives_the_same_posterior_as_the
     X, y = _logistic_data(2000, 3, theta)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        rel = release_glm_statistics(X, y, family="logistic", epsilon=2.0, delta=1e-6, privacy_rng=prng(3),
-                                     data=GLMDataSpec(bounds=(-1, 1)))
+        rel = release_glm_statistics(X, y, family="logistic", epsilon=2.0, delta=1e-6,
+                                     context=ReleaseContext(privacy_rng=prng(3)),
+                                     data=DataSpec(bounds=(-1, 1)))
     model = _Model(rel, GLMPrior(), covariates="moment-matched")
     assert model.dim == 13 and samplers.proposal_settings(13) == (13.0, 1.0 + 0.5 * 10 / 13)
     mode, cov = samplers.laplace(model)

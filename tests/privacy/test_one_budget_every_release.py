@@ -24,7 +24,7 @@ import dpinfer
 from dpinfer.distances import RFFMMD
 from dpinfer.inference.glm import GLMPosteriorOptions, GLMSamplerOptions
 from dpinfer.models import GaussianMechanism, MixtureOfUniforms, clamped_release
-from dpinfer.models.glm_release import GLMDataSpec
+from dpinfer.models.data_spec import DataSpec
 from dpinfer.privacy import Ledger
 from dpinfer.privacy.context import ReleaseContext
 from dpinfer.privacy.event_conversion import event_from_dict
@@ -40,7 +40,7 @@ from dpinfer.privacy.events import (
 )
 from dpinfer.privacy.rng import PrivacyRNG
 from dpinfer.release import SimulatedDraws, abcdp
-from dpinfer.release.dpvi import DPVI, DataOptions, LogisticRegression, TrainingOptions
+from dpinfer.release.dpvi import DPVI, LogisticRegression, TrainingOptions
 from dpinfer.release.synthesis import release_covariate_model
 
 DELTA = 1e-6
@@ -63,11 +63,11 @@ def _release_everything(ledger: Ledger, dataset: str, seed: int) -> None:
         dpinfer.private_glm(X, y, family="logistic", epsilon=1.0, delta=DELTA,
                             context=ReleaseContext(ledger=ledger, dataset=dataset,
                                                    privacy_rng=_rng(seed)), seed=0,
-                            data=GLMDataSpec(bounds=(-1, 1)),
+                            data=DataSpec(bounds=(-1, 1)),
                             posterior=GLMPosteriorOptions(sampler=GLMSamplerOptions(proposals=200, adapt=1,
                                                           draws=200)))
         DPVI(LogisticRegression(2)).fit(X, y, epsilon=1.0, delta=DELTA,
-                                        data=DataOptions(bounds=[(-1.0, 1.0)] * 2, intercept=False),
+                                        data=DataSpec(bounds=[(-1.0, 1.0)] * 2, intercept=False),
                                         training=TrainingOptions(steps=20), seed=0,
                                         context=ReleaseContext(ledger=ledger, dataset=dataset,
                                                                privacy_rng=_rng(seed + 1)))

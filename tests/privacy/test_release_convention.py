@@ -24,12 +24,12 @@ import dpinfer
 from dpinfer.distances import RFFMMD
 from dpinfer.inference.glm import GLMPosteriorOptions, GLMSamplerOptions
 from dpinfer.models import LaplaceMechanism, MixtureOfUniforms, clamped_release
-from dpinfer.models.glm_release import GLMDataSpec
+from dpinfer.models.data_spec import DataSpec
 from dpinfer.privacy import Ledger, PrivateRelease, ReleaseContext, gaussian, laplace
 from dpinfer.privacy.events import DiscreteLaplaceEvent
 from dpinfer.privacy.mechanisms.embedding import embedding_grid, release_embedding
 from dpinfer.release import ArrayDraws, abcdp, gaussian_weights_smc_abc, private_smc_abc
-from dpinfer.release.dpvi import DPVI, DataOptions, LogisticRegression, PrivacyOptions, TrainingOptions
+from dpinfer.release.dpvi import DPVI, LogisticRegression, PrivacyOptions, TrainingOptions
 from dpinfer.release.embedding import embedding_abc
 from dpinfer.release.glm import release_glm_statistics
 from dpinfer.release.streaming import clamped_mean, clamped_sum, release_clamped
@@ -67,17 +67,17 @@ def _sums(*rng: Any, **where: Any) -> Any:
 
 def _glm_statistics(**where: Any) -> Any:
     return release_glm_statistics(X, Y, family="logistic", epsilon=0.5, delta=1e-6,
-                                  data=GLMDataSpec(bounds=(-1, 1)), **where)
+                                  data=DataSpec(bounds=(-1, 1)), **where)
 
 
 def _private_glm(**where: Any) -> Any:
     return dpinfer.private_glm(X, Y, family="logistic", epsilon=0.5, delta=1e-6,
-                               data=GLMDataSpec(bounds=(-1, 1)), seed=0, posterior=FAST_GLM, **where)
+                               data=DataSpec(bounds=(-1, 1)), seed=0, posterior=FAST_GLM, **where)
 
 
 def _dpvi(**where: Any) -> Any:
     return DPVI(LogisticRegression(2)).fit(
-        X, Y, epsilon=0.5, delta=1e-6, seed=0, data=DataOptions(bounds=(-1.0, 1.0), intercept=False),
+        X, Y, epsilon=0.5, delta=1e-6, seed=0, data=DataSpec(bounds=(-1.0, 1.0), intercept=False),
         privacy=PrivacyOptions(clip=1.0), training=TrainingOptions(steps=5), **where)
 
 

@@ -15,10 +15,10 @@ import pytest
 
 from dpinfer.errors import InvalidDataError
 from dpinfer.inference.glm import GLMPosteriorOptions, GLMSamplerOptions
-from dpinfer.models.glm_release import GLMDataSpec
+from dpinfer.models.data_spec import DataSpec
 from dpinfer.pipelines.glm import private_glm
 from dpinfer.privacy.context import ReleaseContext
-from dpinfer.release.dpvi import DPVI, DataOptions, LogisticRegression, TrainingOptions
+from dpinfer.release.dpvi import DPVI, LogisticRegression, TrainingOptions
 from seeded_privacy_rng import prng
 
 pa = pytest.importorskip("pyarrow")
@@ -60,7 +60,7 @@ def test_private_glm_names_coefficients_after_the_column_labels_not_their_values
         warnings.simplefilter("ignore")
         fit = private_glm(tables[kind], y, family="logistic",
                           epsilon=1.0, delta=1e-6, context=ReleaseContext(privacy_rng=prng(0)), seed=0,
-                          data=GLMDataSpec(bounds={"age": (20, 80), "bmi": (18, 40)}),
+                          data=DataSpec(bounds={"age": (20, 80), "bmi": (18, 40)}),
                           posterior=GLMPosteriorOptions(sampler=FAST, warn=False))
     assert fit.release.feature_names == ("age", "bmi")
     text = fit.summary() + repr(fit) + json.dumps(fit.param_names)
@@ -72,7 +72,7 @@ def test_private_glm_names_coefficients_after_the_column_labels_not_their_values
 def test_dpvi_names_coefficients_after_the_column_labels_not_their_values(kind):
     y, tables = _containers()
     fit = DPVI(LogisticRegression(3)).fit(
-        tables[kind], y, private=False, seed=0, data=DataOptions(intercept=True, bounds=[(20, 80), (18, 40)]),
+        tables[kind], y, private=False, seed=0, data=DataSpec(intercept=True, bounds=[(20, 80), (18, 40)]),
         training=TrainingOptions(steps=20),
     )
     assert fit.param_names == ("intercept", "age", "bmi")
@@ -85,7 +85,7 @@ def test_non_string_labels_are_refused_without_showing_values():
     with pytest.raises(InvalidDataError, match="string") as e:
         private_glm(df, y, family="logistic", epsilon=1.0, delta=1e-6,
                     context=ReleaseContext(privacy_rng=prng(0)),
-                    data=GLMDataSpec(bounds=(0, 100)))
+                    data=DataSpec(bounds=(0, 100)))
     assert _leaks(str(e.value)) == []
     with pytest.raises(InvalidDataError, match="string") as e:
         DPVI(LogisticRegression(2)).fit(df, y, private=False, seed=0, training=TrainingOptions(steps=5))
@@ -98,7 +98,7 @@ def test_duplicate_labels_are_refused_as_ambiguous():
     with pytest.raises(InvalidDataError, match="more than once"):
         private_glm(df, y, family="logistic", epsilon=1.0, delta=1e-6,
                     context=ReleaseContext(privacy_rng=prng(0)),
-                    data=GLMDataSpec(bounds=(0, 100)))
+                    data=DataSpec(bounds=(0, 100)))
 
 
 def test_declared_names_override_and_an_unknown_container_is_not_stringified():
@@ -112,12 +112,12 @@ def test_declared_names_override_and_an_unknown_container_is_not_stringified():
 
     with pytest.raises(InvalidDataError, match="string") as e:
         private_glm(Opaque(), y, family="logistic", epsilon=1.0, delta=1e-6,
-                    context=ReleaseContext(privacy_rng=prng(0)), data=GLMDataSpec(bounds=(0, 100)))
+                    context=ReleaseContext(privacy_rng=prng(0)), data=DataSpec(bounds=(0, 100)))
     assert _leaks(str(e.value)) == []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fit = private_glm(Opaque(), y, family="logistic", epsilon=1.0, delta=1e-6,
                           context=ReleaseContext(privacy_rng=prng(0)), seed=0,
-                          data=GLMDataSpec(bounds=(0, 100), feature_names=["a", "b"]),
+                          data=DataSpec(bounds=(0, 100), feature_names=["a", "b"]),
                           posterior=GLMPosteriorOptions(sampler=FAST, warn=False))
     assert fit.release.feature_names == ("a", "b")

@@ -1,5 +1,5 @@
 """DPVI.fit's design group (issue 37 item 4) and private_glm's convention (issue 40 item 4):
-``data=DataOptions(intercept, bounds, offset, feature_names, schema)``, the intercept by default for
+``data=DataSpec(intercept, bounds, offset, feature_names, schema)``, the intercept by default for
 the built-in regressions, dim from the data, bounds in every form private_glm takes, and the
 earlier spellings refused or warned with the new one named."""
 
@@ -15,7 +15,7 @@ import torch
 from dpinfer.errors import InvalidDataError
 from dpinfer.privacy import Ledger
 from dpinfer.privacy.context import ReleaseContext
-from dpinfer.release.dpvi import DPVI, DataOptions, LogisticRegression, Model, TrainingOptions
+from dpinfer.release.dpvi import DPVI, DataSpec, LogisticRegression, Model, TrainingOptions
 from dpinfer.release.glm import _bounds as glm_bounds
 
 FAST = TrainingOptions(steps=20)
@@ -32,20 +32,20 @@ def test_fit_has_at_most_15_parameters_and_the_design_is_one_group():
     params = [p for p in inspect.signature(DPVI.fit).parameters if p != "self"]
     assert len(params) <= 15, params
     for moved in ("intercept", "bounds", "offset", "feature_names", "schema"):
-        assert moved not in params and moved in DataOptions.__dataclass_fields__
+        assert moved not in params and moved in DataSpec.__dataclass_fields__
 
 
 @pytest.mark.parametrize("moved", ["intercept", "bounds", "offset", "feature_names", "schema"])
-def test_the_earlier_keywords_are_refused_naming_dataoptions_before_any_charge(tmp_path, moved):
+def test_the_earlier_keywords_are_refused_naming_dataspec_before_any_charge(tmp_path, moved):
     X, y = _records()
     ledger = Ledger(tmp_path / "b.db", create=True)
     ledger.register("d", epsilon=5.0, delta=1e-5, accountant="pld")
-    with pytest.raises(TypeError, match=rf"data=DataOptions\({moved}=\.\.\.\)"):
+    with pytest.raises(TypeError, match=rf"data=dpinfer\.DataSpec\({moved}=\.\.\.\)"):
         DPVI(LogisticRegression()).fit(X, y, epsilon=1.0, delta=1e-5,
                                        context=ReleaseContext(ledger=ledger, dataset="d"),
                                        **{moved: None})
     assert ledger.spent("d") == 0.0
-    with pytest.raises(TypeError, match="data= takes a DataOptions"):
+    with pytest.raises(InvalidDataError, match=r"data must be a dpinfer\.DataSpec"):
         DPVI(LogisticRegression()).fit(X, y, private=False, data={"intercept": False})
 
 
@@ -55,7 +55,7 @@ def test_intercept_by_default_and_dim_from_the_data():
     with warnings.catch_warnings():
         warnings.simplefilter("error", FutureWarning)
         fit = DPVI(LogisticRegression()).fit(X, y, private=False, seed=0, training=FAST,
-                                             data=DataOptions(bounds=[(20, 80), (18, 40)]))
+                                             data=DataSpec(bounds=[(20, 80), (18, 40)]))
     assert fit.dim == 3 and fit.param_names == ("intercept", "x0", "x1")
     assert fit.config["design"]["intercept"] is True
     # the model was sized by the data; another data set resizes it
@@ -77,13 +77,13 @@ def test_the_earlier_dim_convention_warns_and_keeps_its_meaning():
     would change the model's coordinates)."""
     torch.set_num_threads(1)
     X, y = _records()
-    with pytest.warns(FutureWarning, match=r"LogisticRegression\(\) .*DataOptions\(intercept=False\)"):
+    with pytest.warns(FutureWarning, match=r"LogisticRegression\(\) .*DataSpec\(intercept=False\)"):
         old = DPVI(LogisticRegression(2)).fit(X / 100, y, private=False, seed=0, training=FAST)
     assert old.dim == 2 and "intercept" not in old.param_names
     with warnings.catch_warnings():
         warnings.simplefilter("error", FutureWarning)
         DPVI(LogisticRegression(2)).fit(X / 100, y, private=False, seed=0, training=FAST,
-                                        data=DataOptions(intercept=False))
+                                        data=DataSpec(intercept=False))
     with pytest.raises(InvalidDataError, match=r"LogisticRegression\(\) to take dim from the data"):
         DPVI(LogisticRegression(5)).fit(X, y, private=False, training=FAST)
 
@@ -96,7 +96,7 @@ def test_bounds_take_private_glms_forms(form):
     bounds = {"dict": {"bmi": (18, 40), "age": (20, 80)}, "pairs": [(20, 80), (18, 40)],
               "one-pair": (18, 80)}[form]
     fit = DPVI(LogisticRegression()).fit(X, y, private=False, seed=0, training=FAST,
-                                         data=DataOptions(bounds=bounds, feature_names=names))
+                                         data=DataSpec(bounds=bounds, feature_names=names))
     # the same (k, 2) bounds private_glm reads from the same argument
     expected = glm_bounds(bounds, tuple(names))
     np.testing.assert_array_equal(np.asarray(fit.config["design"]["bounds"]), expected)
@@ -109,11 +109,11 @@ def test_bounds_refusals_name_the_problem_and_charge_nothing(tmp_path):
     ledger.register("d", epsilon=5.0, delta=1e-5, accountant="pld")
     ctx = ReleaseContext(ledger=ledger, dataset="d")
     bad = [
-        (DataOptions(bounds={"age": (20, 80)}, feature_names=["age", "bmi"]), "no \\(lo, hi\\) for column"),
-        (DataOptions(bounds={"age": (20, 80), "bmi": (18, 40), "x": (0, 1)}, feature_names=["age", "bmi"]),
+        (DataSpec(bounds={"age": (20, 80)}, feature_names=["age", "bmi"]), "no \\(lo, hi\\) for column"),
+        (DataSpec(bounds={"age": (20, 80), "bmi": (18, 40), "x": (0, 1)}, feature_names=["age", "bmi"]),
          "not features"),
-        (DataOptions(bounds={"age": (20, 80), "bmi": (18, 40)}), "need column names"),
-        (DataOptions(bounds=[(20, 80)] * 3), "bounds must give"),
+        (DataSpec(bounds={"age": (20, 80), "bmi": (18, 40)}), "need column names"),
+        (DataSpec(bounds=[(20, 80)] * 3), "bounds must give"),
     ]
     for data, match in bad:
         with pytest.raises(InvalidDataError, match=match):

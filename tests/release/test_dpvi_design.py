@@ -10,7 +10,7 @@ import torch
 from dpinfer.errors import InvalidDataError
 from dpinfer.privacy import Ledger
 from dpinfer.privacy.context import ReleaseContext
-from dpinfer.release.dpvi import DPVI, DataOptions, LogisticRegression, PoissonRegression, TrainingOptions
+from dpinfer.release.dpvi import DPVI, DataSpec, LogisticRegression, PoissonRegression, TrainingOptions
 
 
 def _records(n=400, seed=0):
@@ -28,7 +28,7 @@ def test_dataframe_names_intercept_and_bounds_label_the_result():
     X, y = _records()
     df = pd.DataFrame(X, columns=["age", "bmi"])
     fit = DPVI(LogisticRegression(3)).fit(
-        df, y, private=False, seed=0, data=DataOptions(intercept=True, bounds=[(20, 80), (18, 40)]),
+        df, y, private=False, seed=0, data=DataSpec(intercept=True, bounds=[(20, 80), (18, 40)]),
         training=TrainingOptions(steps=150),
     )
     assert fit.param_names == ("intercept", "age", "bmi")
@@ -47,7 +47,7 @@ def test_dataframe_names_reach_arviz():
     X, y = _records()
     df = pd.DataFrame(X, columns=["age", "bmi"])
     fit = DPVI(LogisticRegression(3)).fit(
-        df, y, private=False, seed=0, data=DataOptions(intercept=True, bounds=[(20, 80), (18, 40)]),
+        df, y, private=False, seed=0, data=DataSpec(intercept=True, bounds=[(20, 80), (18, 40)]),
         training=TrainingOptions(steps=100),
     )
     idata = fit.to_arviz(n_draws=50)
@@ -63,15 +63,15 @@ def test_data_outside_the_public_bounds_is_refused_before_anything_is_charged(tm
     with pytest.raises(InvalidDataError, match="outside the declared public bounds in column 1"):
         DPVI(LogisticRegression(3)).fit(
             X, y, epsilon=1.0, delta=1e-5, context=ctx,
-            data=DataOptions(intercept=True, bounds=[(20, 80), (18, 40)]),
+            data=DataSpec(intercept=True, bounds=[(20, 80), (18, 40)]),
         )
     assert ledger.spent("patients") == 0.0 and ledger.history("patients") == []
     with pytest.raises(InvalidDataError, match="bounds must give"):
         DPVI(LogisticRegression(3)).fit(
-            X, y, private=False, data=DataOptions(intercept=True, bounds=[(20, 80)])
+            X, y, private=False, data=DataSpec(intercept=True, bounds=[(20, 80)])
         )
     with pytest.raises(InvalidDataError, match="takes no offset"):
-        DPVI(LogisticRegression(2)).fit(X, y, private=False, data=DataOptions(offset=np.zeros(len(y))))
+        DPVI(LogisticRegression(2)).fit(X, y, private=False, data=DataSpec(offset=np.zeros(len(y))))
 
 
 def test_poisson_with_an_exposure_offset_fits_the_rate():
@@ -83,7 +83,7 @@ def test_poisson_with_an_exposure_offset_fits_the_rate():
     beta = np.array([-1.0, 0.5])
     y = rng.poisson(t * np.exp(beta[0] + beta[1] * x)).astype(float)
     fit = DPVI(PoissonRegression(2)).fit(
-        x[:, None], y, private=False, seed=0, data=DataOptions(intercept=True, offset=np.log(t)),
+        x[:, None], y, private=False, seed=0, data=DataSpec(intercept=True, offset=np.log(t)),
         training=TrainingOptions(steps=500),
     )
     # the exact MAP (Newton) with the N(0, 1) prior: the posterior is nearly Gaussian here
@@ -97,7 +97,7 @@ def test_poisson_with_an_exposure_offset_fits_the_rate():
     assert np.all(np.abs(fit.mean() - b) < 0.5 * sd), (fit.mean(), b, sd)
     # known-broken variant: the same counts without the offset are far off
     plain = DPVI(PoissonRegression(2)).fit(
-        x[:, None], y, private=False, seed=0, data=DataOptions(intercept=True),
+        x[:, None], y, private=False, seed=0, data=DataSpec(intercept=True),
         training=TrainingOptions(steps=200),
     )
     assert abs(plain.mean()[0] - b[0]) > 10 * sd[0]

@@ -13,7 +13,7 @@ from dpinfer.errors import PrivacyWarning
 from dpinfer.privacy import PrivacyRNG, ReleaseContext
 from dpinfer.release.dpvi import (
     DPVI,
-    DataOptions,
+    DataSpec,
     DPVIConvergenceWarning,
     DPVINoiseWarning,
     GaussianLinearRegression,
@@ -82,7 +82,7 @@ def test_noise_warning_fires_when_the_noise_dominates_and_not_without_noise():
             fit = DPVI(LogisticRegression(3)).fit(
                 X, y, epsilon=0.5, delta=1e-5, seed=0, training=TrainingOptions(steps=200),
                 context=ReleaseContext(privacy_rng=PrivacyRNG.insecure_deterministic(2)),
-                data=DataOptions(intercept=False, feature_names=["age", "bmi", "smoker"]),
+                data=DataSpec(intercept=False, feature_names=["age", "bmi", "smoker"]),
             )
     # issue 39: the dominance (noise sd over the sampling posterior's sd) is far above the
     # threshold here (9.5 on smoker); the warning names the parameters as the figures do and

@@ -23,7 +23,7 @@ from scipy import special
 
 from dpinfer.privacy import PrivacyRNG
 from dpinfer.privacy.context import ReleaseContext
-from dpinfer.release.dpvi import DPVI, DataOptions, DPVINoiseWarning, LogisticRegression
+from dpinfer.release.dpvi import DPVI, DataSpec, DPVINoiseWarning, LogisticRegression
 from dpinfer.release.dpvi import loop as loop_module
 from glm_reference import reference_posterior
 
@@ -44,7 +44,7 @@ def _mean_abs_z(X, y, ref, epsilon=0.5, stream=1):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fit = DPVI(LogisticRegression()).fit(
-            X, y, epsilon=epsilon, delta=1e-5, seed=0, data=DataOptions(bounds=(-1, 1)),
+            X, y, epsilon=epsilon, delta=1e-5, seed=0, data=DataSpec(bounds=(-1, 1)),
             context=ReleaseContext(privacy_rng=PrivacyRNG.insecure_deterministic(stream)),
         )
     return float(np.mean(np.abs(fit.mean() - ref["mean"]) / ref["sd"]))

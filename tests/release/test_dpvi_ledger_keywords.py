@@ -11,7 +11,7 @@ import pytest
 
 from dpinfer.privacy import Ledger
 from dpinfer.privacy.context import ReleaseContext
-from dpinfer.release.dpvi import DPVI, DataOptions, LogisticRegression, TrainingOptions
+from dpinfer.release.dpvi import DPVI, DataSpec, LogisticRegression, TrainingOptions
 
 
 def _fit(**kw):
@@ -21,7 +21,7 @@ def _fit(**kw):
         warnings.simplefilter("ignore")
         return DPVI(LogisticRegression(2)).fit(
             X, (X[:, 0] > 0).astype(float), epsilon=1.0, delta=1e-5,
-            data=DataOptions(bounds=[(-1.0, 1.0)] * 2, intercept=False),
+            data=DataSpec(bounds=[(-1.0, 1.0)] * 2, intercept=False),
             training=TrainingOptions(steps=20), seed=0, **kw,
         )  # fmt: skip
 

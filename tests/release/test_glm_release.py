@@ -11,7 +11,7 @@ import pytest
 
 from dpinfer.errors import InvalidDataError
 from dpinfer.inference.glm import GLMPosteriorOptions, GLMSamplerOptions, StatisticLayout
-from dpinfer.models.glm_release import GLMDataSpec
+from dpinfer.models.data_spec import DataSpec
 from dpinfer.pipelines.glm import private_glm
 from dpinfer.privacy import Ledger
 from dpinfer.privacy.context import ReleaseContext
@@ -46,7 +46,7 @@ def test_every_record_statistic_is_within_the_declared_norm(offset, y2):
 
 def test_sensitivity_and_sigma_come_from_the_bounds_only():
     X, y = _data()
-    kw = dict(family="logistic", data=GLMDataSpec(bounds=[(10, 30), (10, 30)]), epsilon=1.0, delta=1e-6)
+    kw = dict(family="logistic", data=DataSpec(bounds=[(10, 30), (10, 30)]), epsilon=1.0, delta=1e-6)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         a = release_glm_statistics(X, y, context=ReleaseContext(privacy_rng=prng(1)), **kw)
@@ -64,10 +64,10 @@ def test_the_release_is_the_statistic_plus_gaussian_noise_of_the_stated_sigma():
         warnings.simplefilter("ignore")
         zs = np.stack([release_glm_statistics(X, y, family="logistic", epsilon=1.0,
                                               delta=1e-6, context=ReleaseContext(privacy_rng=prng(i)),
-                                              data=GLMDataSpec(bounds=(10, 30))).z for i in range(20)])
+                                              data=DataSpec(bounds=(10, 30))).z for i in range(20)])
         sigma = release_glm_statistics(X, y, family="logistic", epsilon=1.0, delta=1e-6,
                                        context=ReleaseContext(privacy_rng=prng(0)),
-                                       data=GLMDataSpec(bounds=(10, 30))).sigma
+                                       data=DataSpec(bounds=(10, 30))).sigma
     r = (zs - s) / sigma  # 20 x 9 standard normals
     assert abs(r.mean()) < 4 / math.sqrt(r.size) and abs(r.std() - 1) < 4 / math.sqrt(2 * r.size)
 
@@ -93,8 +93,8 @@ def test_data_outside_the_bounds_is_refused_and_costs_nothing(tmp_path, case):
         y = y * 2.0
         match = "responses outside"
     elif case == "offset":
-        kw.update(family="poisson", offset=np.full(len(y), 3.0))
-        data.update(y_bounds=5, offset_bounds=(0, 2))
+        kw.update(family="poisson")
+        data.update(y_bounds=5, offset=np.full(len(y), 3.0), offset_bounds=(0, 2))
         match = "offsets outside"
     else:
         y = y + 0.5
@@ -102,7 +102,7 @@ def test_data_outside_the_bounds_is_refused_and_costs_nothing(tmp_path, case):
     with pytest.raises(InvalidDataError, match=match) as info:
         release_glm_statistics(X, y,
                                context=ReleaseContext(ledger=ledger, dataset="d"),
-                               data=GLMDataSpec(**data), **kw)
+                               data=DataSpec(**data), **kw)
     assert "31" not in str(info.value)  # never a record's value
     assert ledger.spent("d") == 0 and ledger.history("d") == []
 
@@ -123,7 +123,7 @@ def test_the_ledger_is_charged_once_before_the_noise(tmp_path, monkeypatch):
     monkeypatch.setattr(discrete, "sample_discrete_gaussian", spy)
     rel = release_glm_statistics(X, y, family="logistic", epsilon=1.0, delta=1e-6,
                                  context=ReleaseContext(ledger=ledger, dataset="d", privacy_rng=prng(3)),
-                                 data=GLMDataSpec(bounds=(10, 30)))
+                                 data=DataSpec(bounds=(10, 30)))
     assert seen == [1]  # the charge was recorded before the noise was drawn
     assert len(ledger.history("d")) == 1 and ledger.spent("d") > 0
     assert rel.privacy.accounted
@@ -140,18 +140,19 @@ def test_a_poisson_model_with_an_exposure_offset_fits():
     y = rng.poisson(expo * np.exp(theta[0] + X @ theta[1:])).clip(0, 40)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fit = private_glm(X, y, family="poisson", offset=np.log(expo),
+        fit = private_glm(X, y, family="poisson",
                           epsilon=1e4, delta=1e-6,
                           context=ReleaseContext(privacy_rng=prng(5)), seed=0,
-                          data=GLMDataSpec(bounds=(-1, 1), y_bounds=40, offset_bounds=(math.log(0.5),
-                                           math.log(2.0))), posterior=GLMPosteriorOptions(sampler=FAST))
+                          data=DataSpec(bounds=(-1, 1), y_bounds=40, offset=np.log(expo),
+                                        offset_bounds=(math.log(0.5), math.log(2.0))),
+                          posterior=GLMPosteriorOptions(sampler=FAST))
     z = (fit.mean() - theta) / fit.sd()
     assert np.all(np.abs(z) < 4), z
     assert fit.param_names == ("intercept", "x1", "x2")
 
 
 def test_the_keywords_the_option_objects_replaced_are_refused_naming_the_new_spelling(tmp_path):
-    """``bounds=``, ``sampler=``, ... moved into ``data=GLMDataSpec`` / ``posterior=GLMPosteriorOptions``:
+    """``bounds=``, ``sampler=``, ... moved into ``data=DataSpec`` / ``posterior=GLMPosteriorOptions``:
     the old spelling is a TypeError naming the new one, before anything is read or charged."""
     import dpinfer
     from dpinfer.pipelines.glm import MOVED_KEYWORDS
@@ -161,15 +162,15 @@ def test_the_keywords_the_option_objects_replaced_are_refused_naming_the_new_spe
     ledger = Ledger(tmp_path / "l.db", create=True)
     ledger.register("d", epsilon=5.0, delta=1e-5, accountant="rdp")
     with pytest.raises(TypeError, match=r"no longer takes bounds=, y_bounds=: pass "
-                                        r"data=dpinfer\.GLMDataSpec\(bounds=\.\.\., y_bounds=\.\.\.\)"):
+                                        r"data=dpinfer\.DataSpec\(bounds=\.\.\., y_bounds=\.\.\.\)"):
         release_glm_statistics(X, y, family="logistic", bounds=(10, 30), y_bounds=1, epsilon=1.0, delta=1e-6,
                                context=ReleaseContext(ledger=ledger, dataset="d"))
-    with pytest.raises(TypeError, match=r"data=dpinfer\.GLMDataSpec\(bounds=\.\.\.\) and "
+    with pytest.raises(TypeError, match=r"data=dpinfer\.DataSpec\(bounds=\.\.\.\) and "
                                         r"posterior=dpinfer\.GLMPosteriorOptions\(sampler=\.\.\.\)"):
         dpinfer.private_glm(X, y, family="logistic", bounds=(10, 30), sampler=FAST, epsilon=1.0, delta=1e-6,
                             context=ReleaseContext(ledger=ledger, dataset="d"))
     for bad in ({"data": {"bounds": (10, 30)}}, {"posterior": {"sampler": FAST}}):
-        with pytest.raises(InvalidDataError, match="GLMDataSpec|GLMPosteriorOptions"):
+        with pytest.raises(InvalidDataError, match="DataSpec|GLMPosteriorOptions"):
             private_glm(X, y, family="logistic", epsilon=1.0, delta=1e-6,
                         context=ReleaseContext(ledger=ledger, dataset="d"), **bad)
     assert ledger.history("d") == []  # nothing was charged
@@ -191,6 +192,6 @@ def test_the_old_module_paths_and_the_parameter_counts():
     assert (GLMPosterior.__module__, glm_posterior.__module__) == ("dpinfer.inference.glm.posterior",) * 2
     assert GLMPrior().coef_sd == 2.5 and GLMSamplerOptions().method == "laplace-is"
     assert WeightedSample is weighted.WeightedSample and ess is weighted.ess
-    assert dpinfer.private_glm is private_glm and dpinfer.GLMDataSpec is GLMDataSpec
+    assert dpinfer.private_glm is private_glm and dpinfer.DataSpec is DataSpec
     assert len(inspect.signature(private_glm).parameters) <= 15
     assert len(inspect.signature(release_glm_statistics).parameters) <= 15

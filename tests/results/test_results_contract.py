@@ -38,7 +38,7 @@ from dpinfer.inference.exact.gibbs_ss import GibbsSSResult, gibbs_ss
 from dpinfer.inference.glm import GLMPosterior, GLMPosteriorOptions, GLMSamplerOptions
 from dpinfer.inference.neural import SPLE, SPPE, NeuralPosterior, SPLEPosterior, SPPEPosterior
 from dpinfer.models import GaussianMean, LinearRegression
-from dpinfer.models.glm_release import GLMDataSpec
+from dpinfer.models.data_spec import DataSpec
 from dpinfer.models.shipped.mixture_uniform import MixtureOfUniforms
 from dpinfer.privacy import PrivacyRNG
 from dpinfer.privacy.context import ReleaseContext
@@ -113,7 +113,7 @@ def results() -> dict[str, object]:
             "glm": dpinfer.private_glm(
                 d.X_train[:300, :2], d.y_train[:300], family="logistic", epsilon=2.0,
                 delta=1e-6, context=ReleaseContext(privacy_rng=_quiet_rng(4)), seed=0,
-                 data=GLMDataSpec(bounds=(-4, 4)),
+                 data=DataSpec(bounds=(-4, 4)),
                  posterior=GLMPosteriorOptions(sampler=GLMSamplerOptions(proposals=500, adapt=1, draws=500,
                                                fallback="none"))
             ),

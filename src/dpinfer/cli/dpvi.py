@@ -235,10 +235,11 @@ def _bounds(text: str, names: list[str] | None) -> Any:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from ..models.data_spec import DataSpec
     from ..privacy.context import ReleaseContext
     from ..release.dpvi.engine import DPVI
     from ..release.dpvi.models import make_model
-    from ..release.dpvi.options import DataOptions, OptimizerOptions, PrivacyOptions, TrainingOptions
+    from ..release.dpvi.options import OptimizerOptions, PrivacyOptions, TrainingOptions
 
     private = not args.non_private
     schema = load_schema(args)
@@ -272,7 +273,7 @@ def _run(args: argparse.Namespace) -> int:
             seed=args.seed,
             context=ReleaseContext(ledger=ledger, dataset=dataset),
             # public bounds (--bounds, else the schema's) scale the features to [-1, 1]
-            data=DataOptions(
+            data=DataSpec(
                 intercept=not args.no_intercept, bounds=bounds, schema=schema, feature_names=names
             ),
         )

@@ -103,7 +103,7 @@ def _bounds(text: str, names: list[str]) -> Any:
 
 def _run(args: argparse.Namespace) -> int:
     from ..inference.glm import GLMPosteriorOptions, GLMSamplerOptions
-    from ..models.glm_release import GLMDataSpec
+    from ..models.data_spec import DataSpec
     from ..pipelines.glm import private_glm
     from ..privacy.context import ReleaseContext
 
@@ -133,10 +133,9 @@ def _run(args: argparse.Namespace) -> int:
     try:
         with release_notices(accounted=ledger is not None):
             fit = private_glm(
-                X, y, family=args.family, epsilon=args.epsilon, delta=args.delta, offset=off,
-                intercept=not args.no_intercept,
-                data=GLMDataSpec(bounds=bounds, y_bounds=y_bounds, offset_bounds=off_bounds,
-                                 feature_names=names, schema=schema),
+                X, y, family=args.family, epsilon=args.epsilon, delta=args.delta,
+                data=DataSpec(bounds=bounds, y_bounds=y_bounds, offset=off, offset_bounds=off_bounds,
+                              intercept=not args.no_intercept, feature_names=names, schema=schema),
                 context=ReleaseContext(ledger=ledger, dataset=dataset), seed=args.seed,
                 posterior=GLMPosteriorOptions(sampler=GLMSamplerOptions(
                     method=args.sampler, proposals=args.proposals, fallback=args.fallback

@@ -30,17 +30,18 @@ def section_dpvi(ctx: DemoContext) -> None:
     (post-processing: no further cost) is compared with the confidential positive rate.
     """
     from ..datasets import load_abalone
+    from ..models.data_spec import DataSpec
     from ..plots import plot_coefficients
     from ..privacy.context import ReleaseContext
     from ..release.dpvi.engine import DPVI
     from ..release.dpvi.models import LogisticRegression
-    from ..release.dpvi.options import DataOptions, OptimizerOptions, PrivacyOptions, TrainingOptions
+    from ..release.dpvi.options import OptimizerOptions, PrivacyOptions, TrainingOptions
 
     data = load_abalone()
     steps = 300 if ctx.quick else 1000
     engine = DPVI(LogisticRegression())  # dim from the data
     # the paper's model has no intercept; the coefficients (and the warnings) carry the feature names
-    design = DataOptions(intercept=False, feature_names=FEATURES)
+    design = DataSpec(intercept=False, feature_names=FEATURES)
     seed = int(ctx.rng(40).integers(2**31))
 
     def fit(**options: Any) -> tuple[Any, float, float]:

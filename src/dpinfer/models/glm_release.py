@@ -16,8 +16,8 @@ Gaussian mechanism's for the L2 sensitivity 2·√(number of blocks) (replace-on
 * :class:`StatisticLayout` — the statistic's index bookkeeping, block norms and sensitivity;
 * :class:`GLMRelease` — the release record (the noisy statistic, σ, n and the public scaling), and
   its (de)serialisation;
-* :class:`GLMDataSpec` — the public description of the data the owner declares (bounds, names,
-  schema).
+* the public description of the data the owner declares (bounds, names, design, schema) is
+  :class:`dpinfer.models.data_spec.DataSpec`, shared with DPVI (``GLMDataSpec`` before issue 40).
 
 The owner's computation of the statistic is :mod:`dpinfer.release.glm`; the analyst's posterior is
 :mod:`dpinfer.inference.glm`. Neither imports the other: both import this module.
@@ -26,14 +26,13 @@ The owner's computation of the statistic is :mod:`dpinfer.release.glm`; the anal
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidDataError
 from ..privacy.report import PrivacyReport
+from .data_spec import removed_name
 
 FAMILIES = ("logistic", "probit", "poisson", "linear")
 
@@ -189,45 +188,11 @@ class StatisticLayout:
 
 
 
-@dataclass(frozen=True)
-class GLMDataSpec:
-    """The public description of the data behind a GLM release (declared, never read from the data).
-
-    Parameters
-    ----------
-    bounds
-        Public (lower, upper) per feature (a list of pairs, one pair for all, or a dict by column
-        name). Declare them from the domain, never from the data.
-    y_bounds
-        ``"linear"``: the response's public (lower, upper); ``"poisson"``: ``y_max`` or ``(0, y_max)``.
-    offset_bounds
-        The offset's public (lower, upper) (with ``offset=``).
-    feature_names
-        Names of the features (default: a table's own string labels, else ``x1..xD``); with a
-        data source, the feature columns to read.
-    schema
-        The data set's public :class:`~dpinfer.data.Schema` (or its file): the bounds of the
-        features, the response and the offset default to its declared bounds (an explicit
-        ``bounds``/``y_bounds``/``offset_bounds`` overrides them), the data are refused if they do
-        not match it, the release is charged to its data set and the report carries it.
-    """
-
-    bounds: Any = None
-    y_bounds: Any = None
-    offset_bounds: Any = None
-    feature_names: Sequence[str] | None = None
-    schema: Any = None
+def __getattr__(name: str) -> object:
+    """``GLMDataSpec`` became :class:`dpinfer.DataSpec` (issue 40 item 4): refused, naming it."""
+    if name == "GLMDataSpec":
+        raise removed_name(__name__, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def data_spec(data: Any) -> GLMDataSpec:
-    """``data`` as a :class:`GLMDataSpec` (None: the defaults); anything else is refused."""
-    if data is None:
-        return GLMDataSpec()
-    if not isinstance(data, GLMDataSpec):
-        raise InvalidDataError(
-            f"data must be a GLMDataSpec(bounds=..., ...), got {type(data).__name__}. Nothing was charged."
-        )
-    return data
-
-
-__all__ = ["FAMILIES", "GLMDataSpec", "GLMRelease", "StatisticLayout", "data_spec"]
+__all__ = ["FAMILIES", "GLMRelease", "StatisticLayout"]

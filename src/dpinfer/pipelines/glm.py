@@ -20,11 +20,19 @@ from ..inference.glm import (
     check_posterior_options,
     glm_posterior,
 )
-from ..models.glm_release import GLMDataSpec, GLMRelease
+from ..models.data_spec import DataSpec, removed_name
+from ..models.glm_release import GLMRelease
 from ..privacy.context import FLAT_RELEASE_KEYWORDS, ReleaseContext
 from ..release.glm import DATA_KEYWORDS, release_glm_statistics
 
-__all__ = ["GLMDataSpec", "GLMPosteriorOptions", "GLMPrior", "GLMSamplerOptions", "private_glm"]
+__all__ = ["DataSpec", "GLMPosteriorOptions", "GLMPrior", "GLMSamplerOptions", "private_glm"]
+
+
+def __getattr__(name: str) -> object:
+    """``GLMDataSpec`` became :class:`dpinfer.DataSpec` (issue 40 item 4): refused, naming it."""
+    if name == "GLMDataSpec":
+        raise removed_name(__name__, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 #: The keywords that ``data=``, ``posterior=`` and ``context=`` replaced, with the new spelling.
 MOVED_KEYWORDS: dict[str, str | tuple[str, str]] = {
@@ -63,9 +71,7 @@ def private_glm(
     family: str,
     epsilon: float,
     delta: float,
-    offset: Any = None,
-    intercept: bool = True,
-    data: GLMDataSpec | None = None,
+    data: DataSpec | None = None,
     posterior: GLMPosteriorOptions | None = None,
     context: ReleaseContext | None = None,
     seed: Any = None,
@@ -97,21 +103,21 @@ def private_glm(
 
     Example
     -------
-    >>> from dpinfer.models.glm_release import GLMDataSpec
     >>> fit = dpinfer.private_glm(df[["age", "bmi"]], df["event"], family="logistic",  # doctest: +SKIP
-    ...                           data=GLMDataSpec(bounds={"age": (18, 90), "bmi": (15, 50)}),
+    ...                           data=dpinfer.DataSpec(bounds={"age": (18, 90), "bmi": (15, 50)}),
     ...                           epsilon=1.0, delta=1e-6, seed=0,
     ...                           context=dpinfer.ReleaseContext(ledger=ledger, dataset="patients"))
     >>> fit.interval(0.9)  # doctest: +SKIP
 
     Parameters are those of :func:`~dpinfer.release.glm.release_glm_statistics` (the data's public
-    description in ``data``, a :class:`~dpinfer.models.glm_release.GLMDataSpec`), plus ``posterior``
+    description in ``data``, a :class:`~dpinfer.models.data_spec.DataSpec`: bounds, offset, intercept,
+    names, schema), plus ``posterior``
     (:class:`~dpinfer.inference.glm.GLMPosteriorOptions`: ``prior``, ``sampler``, ``covariates``,
     ``warn`` of the posterior) and ``seed``; the release is charged and its noise drawn through
     ``context`` (a :class:`~dpinfer.privacy.context.ReleaseContext`). The keywords those option
     objects replaced (``bounds=``, ``sampler=``, ...; ``ledger=``, ``dataset=``, ``privacy_rng=``)
     are refused with a :class:`TypeError` naming the new spelling.
-    A large data set: ``private_glm("records.parquet", "event", data=GLMDataSpec(bounds={"age":
+    A large data set: ``private_glm("records.parquet", "event", data=DataSpec(bounds={"age":
     (18, 90), ...}), chunk_rows=100_000, ...)`` streams it (memory bounded by the chunk, the same
     release bit for bit as in memory).
     """
@@ -124,7 +130,7 @@ def private_glm(
             f"covariates must be one of {COVARIATE_MODELS}, got {covariates!r}. Nothing was charged."
         )
     rel = release_glm_statistics(
-        X, y, family=family, epsilon=epsilon, delta=delta, offset=offset, intercept=intercept, data=data,
+        X, y, family=family, epsilon=epsilon, delta=delta, data=data,
         context=context, chunk_rows=chunk_rows,
     )
     try:

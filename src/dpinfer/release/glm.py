@@ -32,7 +32,7 @@ chunks of ``chunk_rows`` records with memory bounded by the chunk, and gives the
 value bit for bit (:mod:`dpinfer.data.streaming`).
 
 The public description of the data (bounds, names, schema) is one option object,
-:class:`~dpinfer.models.glm_release.GLMDataSpec` (``data=``). :func:`dpinfer.private_glm` (the
+:class:`~dpinfer.models.data_spec.DataSpec` (``data=``). :func:`dpinfer.private_glm` (the
 release followed by the analyst's noise-aware posterior, :func:`dpinfer.inference.glm.glm_posterior`)
 lives in :mod:`dpinfer.pipelines.glm`: this module never imports :mod:`dpinfer.inference`.
 """
@@ -50,22 +50,20 @@ from ..data.schema import Schema
 from ..data.streaming import DEFAULT_CHUNK_ROWS, accumulate, is_streamed
 from ..data.table import feature_matrix
 from ..errors import InvalidDataError, refuse_removed_keywords
-from ..models.glm_release import (
-    FAMILIES,
-    GLMDataSpec,
-    GLMRelease,
-    StatisticLayout,
-    data_spec,
-)
+from ..models.data_spec import DataSpec, data_spec, removed_name
+from ..models.glm_release import FAMILIES, GLMRelease, StatisticLayout
 from ..privacy.context import FLAT_RELEASE_KEYWORDS, ReleaseContext
 from ..privacy.fixed_point import BINARY, INTEGER, REAL, GLMSums
 from ..privacy.mechanisms.gaussian import GaussianMechanism
 
-__all__ = ["GLMDataSpec", "GLMRelease", "StatisticLayout", "release_glm_statistics"]
+__all__ = ["DataSpec", "GLMRelease", "StatisticLayout", "release_glm_statistics"]
 
-#: The keywords that ``data=GLMDataSpec(...)`` replaced, with the new spelling.
-DATA_KEYWORDS = dict.fromkeys(("bounds", "y_bounds", "offset_bounds", "feature_names", "schema"),
-                              "data=dpinfer.GLMDataSpec")
+#: The keywords that ``data=DataSpec(...)`` replaced, with the new spelling (``offset=`` and
+#: ``intercept=`` moved into it in issue 40 item 4).
+DATA_KEYWORDS: dict[str, str | tuple[str, str]] = dict.fromkeys(
+    ("bounds", "y_bounds", "offset", "offset_bounds", "intercept", "feature_names", "schema"),
+    "data=dpinfer.DataSpec",
+)
 #: Every spelling the GLM release refuses: the data keywords and the flat release keywords.
 REFUSED_KEYWORDS: dict[str, str | tuple[str, str]] = {**DATA_KEYWORDS, **FLAT_RELEASE_KEYWORDS}
 
@@ -73,6 +71,8 @@ REFUSED_KEYWORDS: dict[str, str | tuple[str, str]] = {**DATA_KEYWORDS, **FLAT_RE
 def __getattr__(name: str) -> object:
     """``private_glm`` moved to :mod:`dpinfer.pipelines.glm` (it runs the analyst's posterior, which
     this module may not import): its old path is refused with the new one."""
+    if name == "GLMDataSpec":
+        raise removed_name(__name__, name)
     if name == "private_glm":
         raise ImportError(
             "private_glm moved: use dpinfer.private_glm (or from dpinfer.pipelines.glm import private_glm); "
@@ -287,7 +287,7 @@ class _Columns(NamedTuple):
     offset_bounds: Any
 
 
-def _columns(X: Any, y: Any, offset: Any, spec: GLMDataSpec, chunk_rows: int | None) -> _Columns:
+def _columns(X: Any, y: Any, offset: Any, spec: DataSpec, chunk_rows: int | None) -> _Columns:
     """The records' columns (streamed from a source, or read and checked in memory) and their
     bounds: the explicit ones of ``spec``, else the schema's (:func:`release_glm_statistics`)."""
     bounds, y_bounds, offset_bounds = spec.bounds, spec.y_bounds, spec.offset_bounds
@@ -327,9 +327,7 @@ def release_glm_statistics(
     family: str,
     epsilon: float,
     delta: float,
-    offset: Any = None,
-    intercept: bool = True,
-    data: GLMDataSpec | None = None,
+    data: DataSpec | None = None,
     context: ReleaseContext | None = None,
     label: str = "",
     chunk_rows: int | None = None,
@@ -350,20 +348,17 @@ def release_glm_statistics(
         ``[0, y_max]``) or ``"linear"`` (y in ``y_bounds``; Gaussian errors of unknown sd).
     epsilon, delta
         The (ε, δ) of the release (replace-one neighbours; n is public).
-    offset
-        An offset entering η with coefficient 1 (e.g. log exposure for a Poisson rate; its public
-        bounds are ``data.offset_bounds``), or its column's name with a data source.
-    intercept
-        Whether the model has an intercept.
     data
-        The public description of the data, :class:`~dpinfer.models.glm_release.GLMDataSpec`:
-        ``bounds`` per feature (needed unless the schema declares them), ``y_bounds``
-        (``"linear"``: the response's (lower, upper); ``"poisson"``: ``y_max`` or ``(0, y_max)``),
-        ``offset_bounds``, ``feature_names`` (default: a table's own string labels, else
+        The description of the data, :class:`~dpinfer.models.data_spec.DataSpec`: ``bounds`` per
+        feature (needed unless the schema declares them), ``y_bounds`` (``"linear"``: the
+        response's (lower, upper); ``"poisson"``: ``y_max`` or ``(0, y_max)``), ``offset`` (an
+        offset entering η with coefficient 1, e.g. log exposure for a Poisson rate, or its
+        column's name with a data source) and its public ``offset_bounds``, ``intercept`` (None,
+        the default: True), ``feature_names`` (default: a table's own string labels, else
         ``x1..xD``; with a data source, the columns to read) and ``schema`` (the data set's
         :class:`~dpinfer.data.Schema`: its declared bounds are the defaults, the data are refused
-        if they do not match it, the release is charged to its data set). The keywords it
-        replaced (``bounds=``, ``y_bounds=``, ...) are refused with a :class:`TypeError` naming it.
+        if they do not match it). The keywords it replaced (``bounds=``, ``offset=``,
+        ``intercept=``, ...) are refused with a :class:`TypeError` naming it.
     context
         The :class:`~dpinfer.privacy.context.ReleaseContext`: where the release is charged (its
         data set must be the schema's, when ``data`` has one) and where its noise comes from.
@@ -388,6 +383,7 @@ def release_glm_statistics(
         Bad inputs or data outside the bounds, before anything is charged.
     """
     spec = data_spec(data)
+    offset, intercept = spec.offset, True if spec.intercept is None else spec.intercept
     if not isinstance(intercept, (bool, np.bool_)):  # "no" would be read as True
         raise InvalidDataError(f"intercept must be True or False, got {intercept!r}. Nothing was charged.")
     if family not in FAMILIES:

@@ -437,7 +437,7 @@ class Client:
         """A DPVI fit of a built-in model (``"logistic"``, ``"poisson"``, ``"gaussian-linear"``)
         of ``target`` on ``features`` (scaled by their declared bounds; an intercept by default):
         the :class:`~dpinfer.release.dpvi.DPVIResult` of the local
-        ``DPVI(model).fit(X, y, epsilon=..., delta=..., data=DataOptions(intercept=..., bounds=...))``.
+        ``DPVI(model).fit(X, y, epsilon=..., delta=..., data=dpinfer.DataSpec(intercept=..., bounds=...))``.
         ``steps`` is capped by the service; ``seed`` drives only the public Monte Carlo draws."""
         from ..release.dpvi import DPVIResult
 

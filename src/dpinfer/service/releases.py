@@ -328,7 +328,8 @@ def _gaussian_event(dim: int, sensitivity: float, epsilon: float, delta: float) 
 
 
 def _glm(req: GLMRequest, ds: DatasetView, n: int | None) -> Plan:
-    from ..models.glm_release import GLMDataSpec, StatisticLayout
+    from ..models.data_spec import DataSpec
+    from ..models.glm_release import StatisticLayout
     from ..release.glm import release_glm_statistics
 
     if ds.schema.neighbouring != "replace-one" or n is None:
@@ -377,8 +378,7 @@ def _glm(req: GLMRequest, ds: DatasetView, n: int | None) -> Plan:
             family=req.family,
             epsilon=req.epsilon,
             delta=req.delta,
-            intercept=req.intercept,
-            data=GLMDataSpec(bounds=bounds, y_bounds=y_bounds, feature_names=features),
+            data=DataSpec(bounds=bounds, y_bounds=y_bounds, intercept=req.intercept, feature_names=features),
             context=ctx,
         )
         return {"glm_release": rel.to_dict(), "privacy": rel.to_dict()["privacy"], "target": target}
@@ -522,7 +522,8 @@ def _dpvi(req: DPVIRequest, ds: DatasetView, n: int | None) -> Plan:
         )
     # imported only for a request that passed the checks above (torch loads with them)
     from ..errors import CalibrationError
-    from ..release.dpvi import DPVI, DataOptions, PrivacyOptions, TrainingOptions, make_model, plan_privacy
+    from ..models.data_spec import DataSpec
+    from ..release.dpvi import DPVI, PrivacyOptions, TrainingOptions, make_model, plan_privacy
     from ..release.dpvi.optim import count_noise_std, gradient_noise_multiplier
 
     try:  # the fit's own calibration (remembered: the fit finds the same σ and event)
@@ -557,7 +558,7 @@ def _dpvi(req: DPVIRequest, ds: DatasetView, n: int | None) -> Plan:
             training=training,
             seed=req.seed,
             context=ctx,
-            data=DataOptions(intercept=req.intercept, bounds=bounds),
+            data=DataSpec(intercept=req.intercept, bounds=bounds),
         )
         doc = fit.to_dict()
         doc["config"]["feature_names"] = (["intercept"] if req.intercept else []) + features

@@ -135,7 +135,7 @@ def _check_bounds(bounds: Any, k: int, names: list[str] | None = None) -> np.nda
         if names is None:
             raise InvalidDataError(
                 "bounds given as {column: (lo, hi)} need column names: a table with named columns or "
-                "DataOptions(feature_names=[...]); or give one (lo, hi) pair per column. Nothing was "
+                "DataSpec(feature_names=[...]); or give one (lo, hi) pair per column. Nothing was "
                 "charged or released."
             )
         missing = [c for c in names if c not in bounds]

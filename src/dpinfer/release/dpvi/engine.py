@@ -116,6 +116,7 @@ from ...errors import (
     refuse_removed_keywords,
 )
 from ...execution.threads import torch_threads
+from ...models.data_spec import DataSpec, data_spec
 from ...privacy.context import FLAT_RELEASE_KEYWORDS, ReleaseContext
 from .design import prepare_design
 from .diagnostics import Trajectory, diagnose, warn_diagnostics
@@ -123,7 +124,6 @@ from .families import GaussianFamily, choose_family, make_family
 from .loop import noise_error, prepare_loop, run_loop, warn_clipped
 from .models import Model
 from .options import (
-    DataOptions,
     OptimizerOptions,
     PrivacyOptions,
     TrainingOptions,
@@ -236,7 +236,7 @@ class DPVI:
                 f"{name}({model.dim}) for {k} feature column(s) counts no intercept: fitted WITHOUT one "
                 "(the earlier default). DPVI.fit's intercept default is now True, as private_glm's: use "
                 f"{name}() (dim from the data) for the model with an intercept, or say "
-                "data=DataOptions(intercept=False) to keep this model without this warning.",
+                "data=dpinfer.DataSpec(intercept=False) to keep this model without this warning.",
                 FutureWarning,
                 stacklevel=3,
             )
@@ -278,7 +278,7 @@ class DPVI:
         seed: int | np.random.SeedSequence | None = None,
         context: ReleaseContext | None = None,
         privacy_plan: PrivacyPlan | None = None,
-        data: DataOptions | None = None,
+        data: DataSpec | None = None,
         **removed: Any,
     ) -> DPVIResult:
         """Fit q(θ) to the posterior of the model given (X, y) (the pipeline of the module docstring).
@@ -335,21 +335,24 @@ class DPVI:
             accounting); replaces epsilon, noise_multiplier, accountant and the accounting options.
 
         data
-            :class:`~dpinfer.release.dpvi.options.DataOptions`: the design, in ``private_glm``'s
-            convention (:mod:`dpinfer.release.dpvi.design`): the intercept (default ``True`` for
-            the built-in regressions: a first column of ones named ``"intercept"``; the model's dim,
-            when given, counts it; ``LogisticRegression()`` takes it from the data), public
-            ``bounds`` (``{column: (lo, hi)}``, one pair per column or one for all) that scale each
-            feature column to [−1, 1] (data outside them: an error, nothing charged), a per-record
-            offset of the linear predictor (PoissonRegression's exposure, log t), the coordinate
-            names (default: a table's own string labels), which label ``param_names``,
-            ``summary()``, ``to_arviz()`` and the warnings, and the data set's public
+            :class:`~dpinfer.models.data_spec.DataSpec`, the one description of the data (which
+            ``private_glm`` takes too): the design (:mod:`dpinfer.release.dpvi.design`): the
+            intercept (``None``, the default: ``True`` for the built-in regressions, a first
+            column of ones named ``"intercept"``; the model's dim, when given, counts it;
+            ``LogisticRegression()`` takes it from the data), public ``bounds``
+            (``{column: (lo, hi)}``, one pair per column or one for all) that scale each feature
+            column to [−1, 1] (data outside them: an error, nothing charged), a per-record offset
+            of the linear predictor (PoissonRegression's exposure, log t), the coordinate names
+            (default: a table's own string labels), which label ``param_names``, ``summary()``,
+            ``to_arviz()`` and the warnings, and the data set's public
             :class:`~dpinfer.data.Schema`: ``bounds`` default to its declared bounds, the data are
-            refused if they do not match it, and the fit is charged to its data set. With a data
-            source as ``X`` (a file, a DuckDB query, a table), ``y`` (and ``offset``) name its
-            columns (:mod:`dpinfer.data.inputs`). The earlier keywords ``intercept=``,
-            ``bounds=``, ``offset=``, ``feature_names=`` and ``schema=`` are refused with a
-            message naming ``data=DataOptions(...)``.
+            refused if they do not match it, and the context must charge its data set. With a
+            data source as ``X`` (a file, a DuckDB query, a table), ``y`` (and ``offset``) name
+            its columns (:mod:`dpinfer.data.inputs`). ``y_bounds`` and ``offset_bounds`` (the
+            GLM's) are refused: the fit's clipping bounds each record's influence. The earlier
+            keywords ``intercept=``, ``bounds=``, ``offset=``, ``feature_names=`` and ``schema=``
+            are refused with a message naming ``data=DataSpec(...)``; so is ``DataOptions``, which
+            ``DataSpec`` replaced.
 
         Returns
         -------
@@ -366,7 +369,13 @@ class DPVI:
         p_opts = merge_privacy(privacy, epsilon, delta)
         o_opts = check_group("optimizer", optimizer, OptimizerOptions)
         t_opts = check_group("training", training, TrainingOptions)
-        d_opts = check_group("data", data, DataOptions)
+        d_opts = data_spec(data)
+        if d_opts.y_bounds is not None or d_opts.offset_bounds is not None:
+            raise InvalidDataError(
+                "DPVI.fit does not use DataSpec(y_bounds=..., offset_bounds=...) (the GLM's bounds of the "
+                "response and the offset): its clipping bounds each record's influence; leave them unset. "
+                "Nothing was charged."
+            )
         bounds, offset, schema = d_opts.bounds, d_opts.offset, d_opts.schema
         feature_names = d_opts.feature_names
         intercept = self.model.regression if d_opts.intercept is None else d_opts.intercept

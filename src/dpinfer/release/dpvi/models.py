@@ -88,7 +88,7 @@ class Model:
 
     name: str = "custom"
     layout: ParamLayout | None = None  # the constrained blocks (None: θ is the flat real vector)
-    #: a regression on a linear predictor: the fit's intercept default is True (DataOptions)
+    #: a regression on a linear predictor: the fit's intercept default is True (DataSpec)
     regression: bool = False
     #: built without dim: each fit sets dim to the design's columns (intercept included)
     dim_from_data: bool = False
@@ -224,7 +224,7 @@ class LogisticRegression(Model):
     ``y_i ~ Bernoulli(s(x_i · θ))`` with ``s(z) = squash + (1 - 2 squash) logistic(z)`` and
     ``θ ~ N(0, prior_scale² I)``. The authors' code uses ``squash = 1e-6`` (it keeps the
     log-likelihood bounded); ``squash=0`` gives the plain logistic link. The fit adds the
-    intercept column (``DataOptions(intercept=True)``, the default, as ``private_glm``).
+    intercept column (``DataSpec(intercept=True)``, the default, as ``private_glm``).
 
     Parameters
     ----------

@@ -16,7 +16,10 @@ Each setting has one place: ``fit(X, y, epsilon=1.0, delta=1e-5,
 privacy=PrivacyOptions(clip=5.0), training=TrainingOptions(steps=1000))``. ε and δ may also be
 given in :class:`PrivacyOptions` (e.g. a group built once for several fits), but not in both
 places (:func:`merge_privacy`). The groups only hold values; they are validated, with everything
-else, before anything is charged (:func:`dpinfer.release.dpvi.validation.validate_fit`).
+else, before anything is charged (:func:`dpinfer.release.dpvi.validation.validate_fit`). What the
+data are (bounds, offset, intercept, names, schema) is :class:`dpinfer.DataSpec`
+(:mod:`dpinfer.models.data_spec`), the one description of the data that ``private_glm`` takes too
+(``DataOptions`` before issue 40 item 4, refused with a message naming it).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ...models.data_spec import removed_name
 from ...privacy.accountants import Accountant
 
 
@@ -177,43 +181,14 @@ class TrainingOptions:
     callback: Callable[[int, Any], None] | None = None
 
 
-@dataclass(frozen=True)
-class DataOptions:
-    """What the data are: the design of the fit (:mod:`dpinfer.release.dpvi.design`), in the
-    convention of :func:`dpinfer.private_glm` (issue 40).
-
-    Attributes
-    ----------
-    intercept
-        Prepend a column of ones named ``"intercept"``. ``None`` (default): ``True`` for the
-        built-in regressions (``LogisticRegression``, ``PoissonRegression``,
-        ``GaussianLinearRegression``), as ``private_glm``'s ``intercept=True``; ``False`` for a
-        user's :class:`~dpinfer.release.dpvi.Model`, whose likelihood reads X as given.
-    bounds
-        Public bounds of the feature columns, the forms ``private_glm`` takes: a dict
-        ``{column: (lower, upper)}`` (the columns named by the table or ``feature_names``), a
-        sequence of one (lower, upper) pair per feature, or one pair for every feature. Each column
-        is scaled to [-1, 1]; a value outside its bounds is refused before anything is charged.
-    offset
-        A per-record offset of the linear predictor (PoissonRegression's exposure, log t), or the
-        name of its column in a data source.
-    feature_names
-        The names of the feature columns (default: a table's own string labels); they label
-        ``param_names``, ``summary()``, ``to_arviz()``, the figures and the warnings.
-    schema
-        The data set's public :class:`~dpinfer.data.Schema` (or its file): ``bounds`` default to
-        its declared bounds, the data are refused if they do not match it, and the fit is charged
-        to its data set.
-    """
-
-    intercept: bool | None = None
-    bounds: Any = None
-    offset: Any = None
-    feature_names: Any = None
-    schema: Any = None
+def __getattr__(name: str) -> object:
+    """``DataOptions`` became :class:`dpinfer.DataSpec` (issue 40 item 4): refused, naming it."""
+    if name == "DataOptions":
+        raise removed_name(__name__, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-#: fit keywords that moved into DataOptions (issue 37): refused with a message naming the new place
+#: fit keywords that moved into ``data=DataSpec(...)`` (issues 37 and 40): refused, naming the new place
 MOVED_TO_DATA = ("intercept", "bounds", "offset", "feature_names", "schema")
 
 
@@ -223,7 +198,7 @@ def refuse_moved(removed: dict[str, Any]) -> None:
     Raises
     ------
     TypeError
-        Always, when ``removed`` is not empty: a moved keyword names ``data=DataOptions(...)``,
+        Always, when ``removed`` is not empty: a moved keyword names ``data=DataSpec(...)``,
         anything else is an unknown keyword.
     """
     if not removed:
@@ -232,8 +207,8 @@ def refuse_moved(removed: dict[str, Any]) -> None:
     if moved:
         spelled = ", ".join(f"{k}=..." for k in moved)
         raise TypeError(
-            f"DPVI.fit no longer takes {', '.join(moved)} as keywords: give data=DataOptions({spelled}) "
-            "(from dpinfer.release.dpvi). Nothing was charged."
+            f"DPVI.fit no longer takes {', '.join(moved)} as keywords: give "
+            f"data=dpinfer.DataSpec({spelled}). Nothing was charged."
         )
     raise TypeError(f"DPVI.fit got unexpected keyword argument(s) {', '.join(sorted(removed))}.")
 
@@ -273,6 +248,6 @@ def merge_privacy(
 
 
 __all__ = [
-    "MOVED_TO_DATA", "DataOptions", "OptimizerOptions", "PrivacyOptions", "TrainingOptions", "check_group",
+    "MOVED_TO_DATA", "OptimizerOptions", "PrivacyOptions", "TrainingOptions", "check_group",
     "merge_privacy", "refuse_moved",
 ]

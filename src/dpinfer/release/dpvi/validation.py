@@ -117,7 +117,7 @@ def validate_fit(
         extra = " (plus the offset column)" if offset else ""
         raise InvalidDataError(
             f"X has {X.shape[1]} feature column(s) but the model has dim={model.dim}{extra}; with "
-            "DataOptions(intercept=True) (the built-in regressions' default) the model's dim counts the "
+            "DataSpec(intercept=True) (the built-in regressions' default) the model's dim counts the "
             "intercept, and LogisticRegression() (no dim) takes it from the data."
         )
     n = X.shape[0]
