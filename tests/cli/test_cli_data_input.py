@@ -55,7 +55,7 @@ def test_glm_reads_parquet_with_a_schema_and_the_records_share_the_csvs_budget(t
                  "--delta", "1e-5", "--accountant", "rdp", "--data", str(csv)]) == 0
     capsys.readouterr()
     code = main(["glm", "--data", str(parquet), "--schema", str(schema), "--target", "event",
-                 "--epsilon", "1", "--ledger", str(ledger), "--seed", "0",
+                 "--epsilon", "1", "--ledger", str(ledger), "--seed", "0", "--fallback", "none",
                  "--out", str(tmp_path / "fit"), "--json"])
     out, err = capsys.readouterr()
     assert code == 0, err
