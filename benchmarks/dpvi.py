@@ -29,6 +29,7 @@ from pathlib import Path
 import torch
 
 from dpinfer.datasets import load_abalone, make_synthetic_logistic
+from dpinfer.models.data_spec import DataSpec
 from dpinfer.privacy import InsecureRandomnessWarning, PrivacyRNG
 from dpinfer.privacy.context import ReleaseContext
 from dpinfer.release.dpvi import DPVI, LogisticRegression, OptimizerOptions, PrivacyOptions, TrainingOptions
@@ -57,9 +58,11 @@ def time_ours(X, y, q, steps, private, dtype="float64"):
         engine.fit(
             X, y, delta=1e-5, privacy=PrivacyOptions(noise_multiplier=SIGMA, clip=CLIP),
             training=TrainingOptions(**training), context=ReleaseContext(privacy_rng=_prng()), **kw,
+            data=DataSpec(intercept=False),
         )
     else:
-        engine.fit(X, y, training=TrainingOptions(**training, track_elbo=False), private=False, **kw)
+        engine.fit(X, y, training=TrainingOptions(**training, track_elbo=False), private=False, **kw,
+            data=DataSpec(intercept=False))
     return (steps - 1) / (stamps[1] - stamps[0])
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from dpinfer.models.data_spec import DataSpec
 from dpinfer.privacy import PrivacyRNG
 from dpinfer.privacy.context import ReleaseContext
 from dpinfer.release.dpvi import DPVI, LogisticRegression, PrivacyOptions, TrainingOptions
@@ -50,6 +51,7 @@ def _time(family: str, X: np.ndarray, y: np.ndarray, steps: int) -> float:
             training=TrainingOptions(steps=steps, callback=cb),
             seed=0,
             context=ReleaseContext(privacy_rng=PrivacyRNG.insecure_deterministic(0)),
+            data=DataSpec(intercept=False),
         )
     return 1000.0 * (stamps[1] - stamps[0]) / (steps - 1)
 

@@ -151,6 +151,7 @@ def _dpvi_rate(X: np.ndarray, y: np.ndarray, q: float, steps: int, device: str, 
     from dpinfer.privacy.context import ReleaseContext
     from dpinfer.release.dpvi import (
         DPVI,
+        DataSpec,
         LogisticRegression,
         OptimizerOptions,
         PrivacyOptions,
@@ -173,6 +174,7 @@ def _dpvi_rate(X: np.ndarray, y: np.ndarray, q: float, steps: int, device: str, 
             training=TrainingOptions(sampling_rate=q, steps=steps, callback=cb, dtype=dtype,
                                      per_example="elbo", device=device, threads=None),
             optimizer=OptimizerOptions(lr=0.05), seed=0, context=ReleaseContext(privacy_rng=_prng()),
+            data=DataSpec(intercept=False),
         )  # fmt: skip
     return (steps - 5) / (stamps[1] - stamps[0])
 

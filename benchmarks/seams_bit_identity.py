@@ -206,13 +206,13 @@ def _glm_and_synthesis(ctx: object) -> dict[str, str]:
 
 def _dpvi(ctx: object) -> dict[str, str]:
     from dpinfer.datasets import load_abalone
-    from dpinfer.release.dpvi import DPVI, LogisticRegression, PrivacyOptions, TrainingOptions
+    from dpinfer.release.dpvi import DPVI, DataSpec, LogisticRegression, PrivacyOptions, TrainingOptions
 
     ab = load_abalone()
     fit = DPVI(LogisticRegression(8)).fit(
         ab.X_train[:300], ab.y_train[:300], delta=1e-5, seed=0, context=ctx(11),  # type: ignore[operator]
         privacy=PrivacyOptions(noise_multiplier=3.0, clip=1.0),
-        training=TrainingOptions(sampling_rate=0.1, steps=20),
+        training=TrainingOptions(sampling_rate=0.1, steps=20), data=DataSpec(intercept=False),
     )
     return {"dpvi_fit": _h(fit.params)}
 

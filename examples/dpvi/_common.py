@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from dpinfer.models.data_spec import DataSpec
 from dpinfer.release.dpvi import (
     DPVI,
     LogisticRegression,
@@ -81,7 +82,8 @@ def accuracies(
     plan = None if noise_multiplier is None else plan_for(noise_multiplier, delta, q, steps, **kw)
     for r in range(runs):
         if noise_multiplier is None:
-            fit = engine.fit(X, y, optimizer=optimizer, training=training, private=False, seed=seed0 + r)
+            fit = engine.fit(X, y, optimizer=optimizer, training=training, private=False, seed=seed0 + r,
+                data=DataSpec(intercept=False))
         else:
             fit = engine.fit(
                 X,
@@ -91,7 +93,7 @@ def accuracies(
                 optimizer=optimizer,
                 training=training,
                 privacy_plan=plan,
-                seed=seed0 + r,
+                seed=seed0 + r, data=DataSpec(intercept=False),
             )
             eps = fit.privacy.epsilon
         accs.append(fit.accuracy(X_test, y_test))

@@ -114,7 +114,7 @@ def dpvi_fit(family: str, data: dict, eps: float, seed: int, rng_priv):
         model = GaussianLinearRegression(D + 1, noise_scale=float(np.exp(data["theta"][-1])),
                                          prior_scale=pr.coef_sd)
     fit = DPVI(model).fit(X1, data["y"], epsilon=eps, delta=DELTA, seed=seed,
-                          context=ReleaseContext(privacy_rng=rng_priv))
+                          context=ReleaseContext(privacy_rng=rng_priv), data=DataSpec(intercept=False))
     return fit
 
 

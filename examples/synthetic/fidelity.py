@@ -29,6 +29,7 @@ import numpy as np
 from dpinfer.datasets import load_abalone
 from dpinfer.datasets.abcdp_data import load_covid_nl
 from dpinfer.distances import ExactMMD, median_heuristic
+from dpinfer.models.data_spec import DataSpec
 from dpinfer.models.shipped.covid import CovidPolynomial
 from dpinfer.privacy import PrivacyWarning
 from dpinfer.release import ArrayDraws, SimulatedDraws, abcdp, rejection_abc_draws
@@ -80,11 +81,12 @@ def abalone_rows(repeats: int) -> list[dict]:
     for eps in ("inf", 4.0, 1.0, 0.5):
         for rep in range(1 if eps == "inf" else repeats):
             if eps == "inf":
-                fit = engine.fit(d.X_train, d.y_train, private=False, seed=rep, **common)
+                fit = engine.fit(d.X_train, d.y_train, private=False, seed=rep, **common,
+                    data=DataSpec(intercept=False))
             else:
                 fit = engine.fit(
                     d.X_train, d.y_train, epsilon=eps, delta=1e-5, privacy=PrivacyOptions(clip=5.0), seed=rep,
-                    **common,
+                    **common, data=DataSpec(intercept=False),
                 )
             syn = fit.synthesize(10_000, d.X_test, seed=rep)
             Xs, ys = syn.records[:, :-1], syn.records[:, -1]

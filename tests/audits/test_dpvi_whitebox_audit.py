@@ -23,6 +23,7 @@ import pytest
 import torch
 from scipy import stats
 
+from dpinfer.models.data_spec import DataSpec
 from dpinfer.privacy import PrivacyRNG
 from dpinfer.privacy.context import ReleaseContext
 from dpinfer.release.dpvi import (
@@ -82,7 +83,7 @@ def _fit(target: float, seed: int, plan, broken: bool, monkeypatch) -> np.ndarra
             ),
             seed=seed,
             privacy_plan=plan,
-            context=ReleaseContext(privacy_rng=noise),
+            context=ReleaseContext(privacy_rng=noise), data=DataSpec(intercept=False),
         )
     monkeypatch.undo()
     return np.array(traj)

@@ -25,6 +25,7 @@ import torch
 from dpinfer.distances import RFFMMD
 from dpinfer.inference.neural import SPLE, SPPE, NeuralRunOptions
 from dpinfer.models import GaussianMean
+from dpinfer.models.data_spec import DataSpec
 from dpinfer.privacy import PrivacyRNG
 from dpinfer.privacy.context import ReleaseContext
 from dpinfer.release.dpvi import DPVI, LogisticRegression, PrivacyOptions, TrainingOptions
@@ -68,6 +69,7 @@ def _dpvi(device: str, dtype: str = "float64") -> np.ndarray:
                                    neighbouring="add-remove"),
             training=TrainingOptions(steps=200, sampling_rate=0.05, device=device, dtype=dtype),
             seed=0, context=ReleaseContext(privacy_rng=PrivacyRNG.insecure_deterministic(7)),
+            data=DataSpec(intercept=False),
         )  # fmt: skip
     return np.asarray(res.params, dtype=np.float64)
 

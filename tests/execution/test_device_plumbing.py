@@ -14,6 +14,7 @@ import torch
 
 from dpinfer.distances import RFFMMD, rff_torch
 from dpinfer.errors import DeviceUnavailableError
+from dpinfer.models.data_spec import DataSpec
 from dpinfer.privacy import Ledger, PrivacyRNG
 from dpinfer.privacy.context import ReleaseContext
 from dpinfer.release.dpvi import DPVI, LogisticRegression, PrivacyOptions, TrainingOptions
@@ -101,6 +102,7 @@ def _fit(device="cpu"):
         training=TrainingOptions(steps=40, sampling_rate=0.1, device=device),
         seed=0,
         context=ReleaseContext(privacy_rng=PrivacyRNG.insecure_deterministic(7)),
+        data=DataSpec(intercept=False),
     )
 
 
@@ -126,6 +128,7 @@ def test_dpvi_cpu_and_auto_are_bit_identical_to_the_default() -> None:
             training=TrainingOptions(steps=40, sampling_rate=0.1),
             seed=0,
             context=ReleaseContext(privacy_rng=PrivacyRNG.insecure_deterministic(8)),
+            data=DataSpec(intercept=False),
         )
     assert not np.array_equal(other.params, ref.params)
 
@@ -144,6 +147,6 @@ def test_dpvi_cuda_without_gpu_is_refused_before_any_charge(tmp_path) -> None:
                 noise_multiplier=1.0, clip=1.0, accountant="rdp", neighbouring="add-remove",
             ),
             training=TrainingOptions(steps=5, sampling_rate=0.1, device="cuda"),
-            context=ReleaseContext(ledger=ledger, dataset="d"),
+            context=ReleaseContext(ledger=ledger, dataset="d"), data=DataSpec(intercept=False),
         )
     assert ledger.history("d") == []

@@ -17,6 +17,7 @@ import torch
 from scipy import stats
 
 from dpinfer.errors import InvalidDataError
+from dpinfer.models.data_spec import DataSpec
 from dpinfer.privacy import (
     GaussianEvent,
     InvalidPrivacyParameterError,
@@ -70,7 +71,7 @@ def _trajectory(seed):
         privacy=PrivacyOptions(noise_multiplier=1e-3, clip=100.0),
         optimizer=OptimizerOptions("sgd", lr=1e-3),
         training=TrainingOptions(sampling_rate=0.2, steps=30, callback=lambda t, p: traj.append(p)),
-        seed=seed,
+        seed=seed, data=DataSpec(intercept=False),
     )
     return np.array(traj)
 
@@ -108,7 +109,8 @@ def test_nonprivate_baseline_is_reproducible_from_its_seed():
 
     def fit():
         return DPVI(PoissonRegression(2)).fit(
-            X, y, training=TrainingOptions(sampling_rate=0.2, steps=30), private=False, seed=5
+            X, y, training=TrainingOptions(sampling_rate=0.2, steps=30), private=False, seed=5,
+            data=DataSpec(intercept=False)
         ).params
 
     np.testing.assert_array_equal(fit(), fit())
@@ -123,7 +125,7 @@ def test_result_stores_nothing_that_reproduces_the_secret_randomness():
             delta=1e-5,
             privacy=PrivacyOptions(noise_multiplier=2.0, clip=1.0),
             training=TrainingOptions(sampling_rate=0.2, steps=5),
-            seed=9,
+            seed=9, data=DataSpec(intercept=False),
         )
     text = str(res.config) + str(res.privacy.to_dict())
     assert "privacy_rng" not in text and "state" not in text.lower()
@@ -246,7 +248,7 @@ def test_a_record_with_an_overflowing_gradient_does_not_stop_the_fit():
                     y,
                     delta=1e-5,
                     privacy=PrivacyOptions(noise_multiplier=1.0, clip=1.0),
-                    training=TrainingOptions(sampling_rate=0.5, steps=20),
+                    training=TrainingOptions(sampling_rate=0.5, steps=20), data=DataSpec(intercept=False),
                 )
             done += int(np.all(np.isfinite(res.params)))
         outcomes[name] = done
@@ -335,6 +337,7 @@ def test_absurd_noise_multipliers_are_refused(sigma):
     with pytest.raises(InvalidPrivacyParameterError):
         DPVI(PoissonRegression(2)).fit(
             X, y, delta=1e-5, privacy=PrivacyOptions(noise_multiplier=sigma, clip=1.0),
+            data=DataSpec(intercept=False),
         )
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from dpinfer.models.data_spec import DataSpec
 from dpinfer.privacy.context import ReleaseContext
 from seeded_privacy_rng import prng
 
@@ -31,7 +32,7 @@ def _fit() -> Any:
         return DPVI(LogisticRegression(2)).fit(
             X, y, delta=1e-5, privacy=PrivacyOptions(noise_multiplier=2.0), seed=0,
             training=TrainingOptions(steps=STEPS, sampling_rate=0.2),
-            context=ReleaseContext(privacy_rng=prng(1)),
+            context=ReleaseContext(privacy_rng=prng(1)), data=DataSpec(intercept=False),
         )  # fmt: skip
 
 

@@ -1,7 +1,7 @@
 """DPVI.fit's design group (issue 37 item 4) and private_glm's convention (issue 40 item 4):
 ``data=DataSpec(intercept, bounds, offset, feature_names, schema)``, the intercept by default for
 the built-in regressions, dim from the data, bounds in every form private_glm takes, and the
-earlier spellings refused or warned with the new one named."""
+earlier spellings refused with the new one named."""
 
 from __future__ import annotations
 
@@ -71,19 +71,36 @@ def test_intercept_by_default_and_dim_from_the_data():
     assert DPVI(custom).fit(X / 100, y, private=False, seed=0, training=FAST).dim == 2
 
 
-def test_the_earlier_dim_convention_warns_and_keeps_its_meaning():
-    """LogisticRegression(k) for k feature columns meant 'no intercept': it still does, with a
-    FutureWarning naming the new spellings (known-broken variant: silently adding an intercept
-    would change the model's coordinates)."""
+def test_the_earlier_dim_convention_is_refused_naming_both_spellings_before_any_charge(tmp_path):
+    """LogisticRegression(k) for k feature columns with the default intercept meant 'no intercept'
+    (the earlier default): it is refused, naming LogisticRegression() (with the intercept) and
+    DataSpec(intercept=False) (without), and nothing is charged. Known-broken variant: the earlier
+    FutureWarning path, which fitted without the intercept instead of raising."""
     torch.set_num_threads(1)
     X, y = _records()
-    with pytest.warns(FutureWarning, match=r"LogisticRegression\(\) .*DataSpec\(intercept=False\)"):
-        old = DPVI(LogisticRegression(2)).fit(X / 100, y, private=False, seed=0, training=FAST)
-    assert old.dim == 2 and "intercept" not in old.param_names
+    ledger = Ledger(tmp_path / "c.db", create=True)
+    ledger.register("d", epsilon=5.0, delta=1e-5, accountant="pld")
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with pytest.raises(InvalidDataError) as refused:
+            DPVI(LogisticRegression(2)).fit(
+                X / 100, y, epsilon=1.0, delta=1e-5, seed=0, training=FAST,
+                context=ReleaseContext(ledger=ledger, dataset="d"),
+            )
+    message = str(refused.value)
+    assert "LogisticRegression(2) for 2 feature column(s)" in message
+    assert "LogisticRegression() (dim from the data)" in message
+    assert "data=dpinfer.DataSpec(intercept=False)" in message and "Nothing was charged." in message
+    assert not [w for w in seen if issubclass(w.category, FutureWarning)]
+    assert ledger.history("d") == []
+    # the two new spellings: without the intercept (dim 2), with it (dim from the data, 3)
     with warnings.catch_warnings():
         warnings.simplefilter("error", FutureWarning)
-        DPVI(LogisticRegression(2)).fit(X / 100, y, private=False, seed=0, training=FAST,
-                                        data=DataSpec(intercept=False))
+        old = DPVI(LogisticRegression(2)).fit(X / 100, y, private=False, seed=0, training=FAST,
+                                              data=DataSpec(intercept=False))
+        new = DPVI(LogisticRegression()).fit(X / 100, y, private=False, seed=0, training=FAST)
+    assert old.dim == 2 and "intercept" not in old.param_names
+    assert new.dim == 3 and new.param_names[0] == "intercept"
     with pytest.raises(InvalidDataError, match=r"LogisticRegression\(\) to take dim from the data"):
         DPVI(LogisticRegression(5)).fit(X, y, private=False, training=FAST)
 

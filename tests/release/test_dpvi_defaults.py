@@ -29,6 +29,7 @@ import numpy as np
 import pytest
 
 from dpinfer.errors import InvalidPrivacyParameterError, PrivacyWarning
+from dpinfer.models.data_spec import DataSpec
 from dpinfer.privacy import PrivacyRNG
 from dpinfer.privacy.context import ReleaseContext
 from dpinfer.release.dpvi import DPVI, LogisticRegression, PrivacyOptions, TrainingOptions
@@ -66,7 +67,7 @@ def _fits(X, y, model, sigma, seeds, steps=1000, privacy=None, training=None):
                 kw = dict(private=False)
             out.append(DPVI(model).fit(
                 X, y, privacy=PrivacyOptions(**p), training=TrainingOptions(steps=steps, **(training or {})),
-                seed=s, **kw,
+                seed=s, **kw, data=DataSpec(intercept=False),
             ))
     return out
 
@@ -128,6 +129,7 @@ def test_clipped_fraction_warning_with_a_numeric_clip(logistic):
         with pytest.warns(UserWarning, match="were clipped"):
             tight = DPVI(LogisticRegression(3)).fit(
                 X, y, privacy=PrivacyOptions(noise_multiplier=2.0, clip=0.005, clip_count=True), **kw,
+                data=DataSpec(intercept=False),
             )
         assert tight.privacy.details["clipped_fraction"] > 0.7
         with warnings.catch_warnings():
@@ -136,11 +138,13 @@ def test_clipped_fraction_warning_with_a_numeric_clip(logistic):
             warnings.simplefilter("ignore", DPVINoiseWarning)  # sigma C = 100 swamps 200 steps
             wide = DPVI(LogisticRegression(3)).fit(
                 X, y, privacy=PrivacyOptions(noise_multiplier=2.0, clip=50.0, clip_count=True), **kw,
+                data=DataSpec(intercept=False),
             )
         assert wide.privacy.details["clipped_fraction"] < 0.1
         # without the private count nothing is reported (never a non-private count)
         plain = DPVI(LogisticRegression(3)).fit(
-            X, y, privacy=PrivacyOptions(noise_multiplier=2.0, clip=0.05), **kw
+            X, y, privacy=PrivacyOptions(noise_multiplier=2.0, clip=0.05), **kw,
+            data=DataSpec(intercept=False)
         )
     assert "clipped_fraction" not in plain.privacy.details
 
@@ -150,10 +154,12 @@ def test_adaptive_clip_refused_where_n_is_secret(logistic):
     with pytest.raises(InvalidPrivacyParameterError, match="replace-one"):
         DPVI(LogisticRegression(3)).fit(
             X, y, epsilon=1.0, delta=1e-5, privacy=PrivacyOptions(neighbouring="add-remove"),
+            data=DataSpec(intercept=False),
         )
     with pytest.raises(InvalidPrivacyParameterError, match="clip must be"):
         DPVI(LogisticRegression(3)).fit(
             X, y, epsilon=1.0, delta=1e-5, privacy=PrivacyOptions(clip="adaptive"),
+            data=DataSpec(intercept=False),
         )
 
 
@@ -199,7 +205,8 @@ def test_privacy_spent_during_training(logistic):
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyWarning)
-        fit = engine.fit(X, y, training=TrainingOptions(steps=20, callback=cb), seed=0, **kw)
+        fit = engine.fit(X, y, training=TrainingOptions(steps=20, callback=cb), seed=0, **kw,
+            data=DataSpec(intercept=False))
     assert 0 < seen[0] < seen[9] < seen[19]
     assert seen[19] == pytest.approx(fit.privacy.epsilon)
     assert engine.get_epsilon(1e-3) < seen[19]

@@ -101,7 +101,7 @@ def test_noise_warning_fires_when_the_noise_dominates_and_not_without_noise():
     with warnings.catch_warnings():
         warnings.simplefilter("error", DPVINoiseWarning)  # known-good: no noise, no warning
         free = DPVI(LogisticRegression(3)).fit(
-            X, y, private=False, seed=0, training=TrainingOptions(steps=200)
+            X, y, private=False, seed=0, training=TrainingOptions(steps=200), data=DataSpec(intercept=False)
         )
     assert np.all(free.noise_sd == 0.0)
 
@@ -112,13 +112,13 @@ def test_drift_check_catches_a_fit_still_moving_and_passes_a_converged_one():
     with pytest.warns(DPVIConvergenceWarning, match="has not converged"):
         slow = DPVI(LogisticRegression(3)).fit(
             X, y, private=False, seed=0, training=TrainingOptions(steps=200),
-            optimizer=OptimizerOptions(lr=0.005),
+            optimizer=OptimizerOptions(lr=0.005), data=DataSpec(intercept=False),
         )
     assert slow.converged is False
     with warnings.catch_warnings():
         warnings.simplefilter("error", DPVIConvergenceWarning)
         good = DPVI(LogisticRegression(3)).fit(
-            X, y, private=False, seed=0, training=TrainingOptions(steps=400)
+            X, y, private=False, seed=0, training=TrainingOptions(steps=400), data=DataSpec(intercept=False)
         )
     assert good.converged is True
 
@@ -137,8 +137,10 @@ def test_predicted_noise_sd_matches_the_spread_of_repeated_private_fits():
     reps = 40
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        priv = [DPVI(model).fit(X, y, epsilon=2.0, delta=1e-5, seed=i, **kw) for i in range(reps)]
-        free = [DPVI(model).fit(X, y, private=False, seed=100 + i, **kw) for i in range(reps)]
+        priv = [DPVI(model).fit(X, y, epsilon=2.0, delta=1e-5, seed=i, **kw,
+            data=DataSpec(intercept=False)) for i in range(reps)]
+        free = [DPVI(model).fit(X, y, private=False, seed=100 + i, **kw,
+            data=DataSpec(intercept=False)) for i in range(reps)]
     means = np.array([f.mean() for f in priv])
     own = np.var([f.mean() for f in free], axis=0)
     predicted = np.sqrt(np.mean([f.noise_sd**2 for f in priv], axis=0) + own)

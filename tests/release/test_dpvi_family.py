@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from dpinfer.errors import InvalidDataError
+from dpinfer.models.data_spec import DataSpec
 from dpinfer.privacy import PrivacyRNG
 from dpinfer.privacy.context import ReleaseContext
 from dpinfer.release.dpvi import DPVI, LogisticRegression, PrivacyOptions, TrainingOptions
@@ -48,7 +49,8 @@ def test_default_family_is_recorded_and_follows_the_per_example_mode():
     X, y = _data()
     engine = DPVI(LogisticRegression(3))
     assert engine.requested_family == "auto" and engine.family.name == "fullrank"
-    fit = engine.fit(X, y, training=TrainingOptions(steps=20), private=False, seed=0)
+    fit = engine.fit(X, y, training=TrainingOptions(steps=20), private=False, seed=0,
+        data=DataSpec(intercept=False))
     assert fit.family == "fullrank" and fit.params.shape == (3 + 6,)
     choice = fit.config["family_choice"]
     assert choice["requested"] == "auto" and choice["chosen"] == "fullrank" and "D = 3" in choice["reason"]
@@ -60,13 +62,14 @@ def test_default_family_is_recorded_and_follows_the_per_example_mode():
         privacy=PrivacyOptions(clip=5.0),
         training=TrainingOptions(steps=20, per_example="elbo"),
         private=False,
-        seed=0,
+        seed=0, data=DataSpec(intercept=False),
     )
     assert paper.family == "meanfield" and paper.config["family_choice"]["chosen"] == "meanfield"
-    assert engine.fit(X, y, training=TrainingOptions(steps=20), private=False, seed=0).family == "fullrank"
+    assert engine.fit(X, y, training=TrainingOptions(steps=20), private=False, seed=0,
+        data=DataSpec(intercept=False)).family == "fullrank"
     # an explicit family is kept, whatever the mode
     fixed = DPVI(LogisticRegression(3), "meanfield").fit(
-        X, y, training=TrainingOptions(steps=20), private=False, seed=0,
+        X, y, training=TrainingOptions(steps=20), private=False, seed=0, data=DataSpec(intercept=False),
     )
     assert fixed.family == "meanfield" and fixed.config["family_choice"]["reason"] == "requested"
     # a family assigned to the engine is kept too
@@ -77,7 +80,7 @@ def test_default_family_is_recorded_and_follows_the_per_example_mode():
         privacy=PrivacyOptions(clip=5.0),
         training=TrainingOptions(steps=20, per_example="elbo"),
         private=False,
-        seed=0,
+        seed=0, data=DataSpec(intercept=False),
     )
     assert again.family == "meanfield"
 
@@ -108,6 +111,7 @@ def test_full_rank_default_releases_the_same_rows_and_noise(monkeypatch):
                 training=TrainingOptions(steps=10),
                 seed=0,
                 context=ReleaseContext(privacy_rng=PrivacyRNG.insecure_deterministic(0)),
+                data=DataSpec(intercept=False),
             )
             eps[current], chosen[current] = fit.privacy.epsilon, (fit.family, fit.config["lr"])
     assert widths == {k: {12} for k in ("auto", "auto-noisy", "meanfield", "fullrank")}
@@ -127,6 +131,7 @@ def test_full_rank_default_releases_the_same_rows_and_noise(monkeypatch):
             training=TrainingOptions(steps=10),
             seed=0,
             context=ReleaseContext(privacy_rng=PrivacyRNG.insecure_deterministic(0)),
+            data=DataSpec(intercept=False),
         )
     assert (secret_n.family, secret_n.config["lr"]) == ("meanfield", 0.1)
     assert "secret" in secret_n.config["family_choice"]["reason"]

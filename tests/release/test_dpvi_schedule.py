@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from dpinfer.errors import InvalidPrivacyParameterError
+from dpinfer.models.data_spec import DataSpec
 from dpinfer.privacy import ComposedEvent, Ledger, PoissonSubsampledGaussianEvent, PrivacyRNG, get_accountant
 from dpinfer.privacy.context import ReleaseContext
 from dpinfer.release.dpvi import DPVI, LogisticRegression, PrivacyOptions, TrainingOptions
@@ -45,7 +46,7 @@ def _fit(dpvi, epsilon=None, noise_multiplier=None, ledger=None, accountant="rdp
     context = ReleaseContext(ledger, "d" if ledger else None, PrivacyRNG.insecure_deterministic(1))
     return dpvi.fit(
         X, y, epsilon=epsilon, delta=DELTA, privacy=privacy, training=TrainingOptions(**training), seed=0,
-        context=context,
+        context=context, data=DataSpec(intercept=False),
     )
 
 
@@ -77,7 +78,7 @@ def test_one_phase_schedule_is_the_plain_fit_and_calibration_meets_target():
         delta=DELTA,
         training=TrainingOptions(steps=50, sampling_rate=0.1),
         context=ReleaseContext(privacy_rng=PrivacyRNG.insecure_deterministic(3)),
-        **kw,
+        **kw, data=DataSpec(intercept=False),
     )
     one = DPVI(LogisticRegression(2)).fit(
         X,
@@ -86,7 +87,7 @@ def test_one_phase_schedule_is_the_plain_fit_and_calibration_meets_target():
         delta=DELTA,
         training=TrainingOptions(schedule=[Phase(50, 0.1)]),
         context=ReleaseContext(privacy_rng=PrivacyRNG.insecure_deterministic(3)),
-        **kw,
+        **kw, data=DataSpec(intercept=False),
     )
     assert one.privacy.details["noise_multiplier"] == pytest.approx(plain.privacy.details["noise_multiplier"])
     np.testing.assert_allclose(one.params, plain.params)
@@ -166,7 +167,7 @@ def test_clip_per_phase_needs_a_numeric_clip():
             delta=DELTA,
             privacy=PrivacyOptions(noise_multiplier=1.0, clip="auto"),
             training=TrainingOptions(schedule=[Phase(10, clip=1.0)]),
-            seed=0,
+            seed=0, data=DataSpec(intercept=False),
         )
 
 

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from dpinfer.errors import InvalidDataError
+from dpinfer.models.data_spec import DataSpec
 from dpinfer.privacy import Ledger
 from dpinfer.privacy.context import ReleaseContext
 from dpinfer.release.dpvi import DPVI, LogisticRegression, PrivacyOptions, TrainingOptions
@@ -36,7 +37,7 @@ def test_the_loop_runs_on_one_thread_by_default_and_restores_the_setting() -> No
                     X, y, private=False, seed=0,
                     training=TrainingOptions(
                         steps=3, callback=lambda t, p: seen.append(torch.get_num_threads()), **kw
-                    ),
+                    ), data=DataSpec(intercept=False),
                 )  # fmt: skip
             assert seen == [expected] * 3, (threads, seen)
             assert torch.get_num_threads() == 2  # the caller's setting is back
@@ -55,6 +56,6 @@ def test_a_bad_thread_count_is_refused_before_any_charge(tmp_path, bad) -> None:
             privacy=PrivacyOptions(noise_multiplier=1.0, clip=1.0, accountant="rdp",
                                    neighbouring="add-remove"),
             training=TrainingOptions(steps=5, sampling_rate=0.1, threads=bad),
-            context=ReleaseContext(ledger=ledger, dataset="d"),
+            context=ReleaseContext(ledger=ledger, dataset="d"), data=DataSpec(intercept=False),
         )  # fmt: skip
     assert ledger.history("d") == []

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from dpinfer.errors import NonPrivateResultWarning, PrivacyWarning
+from dpinfer.models.data_spec import DataSpec
 from dpinfer.release import ABCResult, rejection_abc, rejection_abc_draws
 
 
@@ -89,7 +90,8 @@ def _fit(private: bool) -> Any:
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*WITHOUT a ledger")  # the private fit's notice
         return DPVI(LogisticRegression(2)).fit(
-            X, y, private=private, seed=0, training=TrainingOptions(steps=5), **kw
+            X, y, private=private, seed=0, training=TrainingOptions(steps=5), **kw,
+            data=DataSpec(intercept=False)
         )
 
 

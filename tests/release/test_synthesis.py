@@ -16,6 +16,7 @@ from dpinfer.data import record_fingerprint
 from dpinfer.datasets.abcdp_data import load_covid_nl
 from dpinfer.distances import ExactMMD
 from dpinfer.errors import InvalidDataError
+from dpinfer.models.data_spec import DataSpec
 from dpinfer.models.shipped.covid import CovidPolynomial
 from dpinfer.models.shipped.gaussian_mean import GaussianMean
 from dpinfer.models.synthesis import (
@@ -108,7 +109,7 @@ def test_dpvi_covariates_must_be_declared_public_or_dp_and_bad_n_refused(covid_r
         optimizer=OptimizerOptions(lr=0.1),
         training=TrainingOptions(sampling_rate=0.2, steps=50),
         private=False,
-        seed=0,
+        seed=0, data=DataSpec(intercept=False),
     )
     with pytest.raises(InvalidDataError, match="covariates"):
         fit.synthesize(10, None)

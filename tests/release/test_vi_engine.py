@@ -9,6 +9,7 @@ import pytest
 
 from dpinfer.datasets import load_abalone
 from dpinfer.errors import InvalidDataError
+from dpinfer.models.data_spec import DataSpec
 from dpinfer.privacy import (
     AdvancedCompositionAccountant,
     BudgetExceededError,
@@ -54,7 +55,7 @@ def test_reported_epsilon_equals_the_privacy_core_accountant(abalone):
         privacy=PrivacyOptions(noise_multiplier=3.0, clip=1.0),
         training=TrainingOptions(sampling_rate=0.1, steps=30),
         seed=0,
-        context=ReleaseContext(privacy_rng=_insecure(0)),
+        context=ReleaseContext(privacy_rng=_insecure(0)), data=DataSpec(intercept=False),
     )
     event = PoissonSubsampledGaussianEvent(0.1, 3.0, 30, neighbouring="replace-one")
     assert fit.privacy.epsilon == get_accountant("pld").epsilon(event, 1e-5)
@@ -73,7 +74,7 @@ def test_reported_epsilon_equals_the_privacy_core_accountant(abalone):
         delta=1e-5,
         privacy=PrivacyOptions(noise_multiplier=3.0, clip=1.0, accountant="rdp", neighbouring="add-remove"),
         training=TrainingOptions(sampling_rate=0.1, steps=30, per_example="likelihood"),
-        seed=0,
+        seed=0, data=DataSpec(intercept=False),
     )
     assert fit.privacy.epsilon == get_accountant("rdp").epsilon(ar, 1e-5)
     # n is private under add-remove: it is not released
@@ -96,11 +97,11 @@ def test_a_reused_privacy_plan_gives_the_same_report(abalone):
     kw = dict(delta=1e-5, training=TrainingOptions(sampling_rate=0.1, steps=30), seed=0)
     a = DPVI(LogisticRegression(8)).fit(
         X, y, privacy=PrivacyOptions(noise_multiplier=3.0, clip=1.0),
-        context=ReleaseContext(privacy_rng=_insecure(0)), **kw,
+        context=ReleaseContext(privacy_rng=_insecure(0)), **kw, data=DataSpec(intercept=False),
     )
     b = DPVI(LogisticRegression(8)).fit(
         X, y, privacy=PrivacyOptions(clip=1.0), privacy_plan=plan,
-        context=ReleaseContext(privacy_rng=_insecure(0)), **kw,
+        context=ReleaseContext(privacy_rng=_insecure(0)), **kw, data=DataSpec(intercept=False),
     )
     assert a.privacy == b.privacy
     np.testing.assert_array_equal(a.params, b.params)
@@ -108,6 +109,7 @@ def test_a_reused_privacy_plan_gives_the_same_report(abalone):
         DPVI(LogisticRegression(8)).fit(
             X, y, privacy=PrivacyOptions(clip=1.0), privacy_plan=plan,
             **{**kw, "training": TrainingOptions(sampling_rate=0.1, steps=31)},
+            data=DataSpec(intercept=False),
         )
 
 
@@ -119,11 +121,11 @@ def test_epsilon_and_delta_keywords_are_the_privacy_group_fields(abalone):
     )
     flat = DPVI(LogisticRegression(8)).fit(
         X, y, epsilon=2.0, delta=1e-5, privacy=PrivacyOptions(clip=1.0, accountant="pld"),
-        context=ReleaseContext(privacy_rng=_insecure(0)), **kw,
+        context=ReleaseContext(privacy_rng=_insecure(0)), **kw, data=DataSpec(intercept=False),
     )
     grouped = DPVI(LogisticRegression(8)).fit(
         X, y, privacy=PrivacyOptions(epsilon=2.0, delta=1e-5, clip=1.0, accountant="pld"),
-        context=ReleaseContext(privacy_rng=_insecure(0)), **kw,
+        context=ReleaseContext(privacy_rng=_insecure(0)), **kw, data=DataSpec(intercept=False),
     )
     np.testing.assert_array_equal(flat.params, grouped.params)
     np.testing.assert_array_equal(flat.elbo_trace, grouped.elbo_trace)
@@ -157,8 +159,10 @@ def test_misplaced_options_are_refused_before_anything_is_charged(ledger, kw, ma
 def test_the_fit_is_charged_under_the_context_label_or_dpvi(abalone, ledger):
     X, y = abalone.X_train[:200], abalone.y_train[:200]
     kw = dict(epsilon=1.0, delta=1e-5, privacy=PrivacyOptions(clip=1.0), training=TrainingOptions(steps=2))
-    DPVI(LogisticRegression(8)).fit(X, y, context=ReleaseContext(ledger=ledger, dataset="d"), **kw)
-    DPVI(LogisticRegression(8)).fit(X, y, context=ReleaseContext(ledger, "d", label="mine"), **kw)
+    DPVI(LogisticRegression(8)).fit(X, y, context=ReleaseContext(ledger=ledger, dataset="d"), **kw,
+        data=DataSpec(intercept=False))
+    DPVI(LogisticRegression(8)).fit(X, y, context=ReleaseContext(ledger, "d", label="mine"), **kw,
+        data=DataSpec(intercept=False))
     assert [e["label"] for e in ledger.history("d")] == ["dpvi", "mine"]
 
 
@@ -265,7 +269,7 @@ def test_fit_is_charged_before_any_noise_is_drawn(tmp_path, abalone):
         privacy=PrivacyOptions(clip=5.0),
         training=TrainingOptions(sampling_rate=0.05, steps=1000),
         seed=0,
-        context=ReleaseContext(ledger=ledger, dataset="aba", privacy_rng=rng),
+        context=ReleaseContext(ledger=ledger, dataset="aba", privacy_rng=rng), data=DataSpec(intercept=False),
     )
     assert len(rng.seen) == 1 and rng.seen[0]["status"] == "charged"
     hist = ledger.history("aba")
@@ -283,6 +287,7 @@ def test_fit_is_charged_before_any_noise_is_drawn(tmp_path, abalone):
             training=TrainingOptions(sampling_rate=0.05, steps=1000),
             seed=0,
             context=ReleaseContext(ledger=ledger, dataset="aba", privacy_rng=rng2),
+            data=DataSpec(intercept=False),
         )
     assert not hasattr(rng2, "seen")
     assert len(ledger.history("aba")) == 1
@@ -295,21 +300,26 @@ def test_fixed_seed_reproduces_a_fit(abalone):
         delta=1e-5, privacy=PrivacyOptions(noise_multiplier=5.0, clip=2.0),
         training=TrainingOptions(sampling_rate=0.05, steps=60),
     )
-    a = DPVI(LogisticRegression(8)).fit(X, y, seed=11, context=ReleaseContext(privacy_rng=_insecure(3)), **kw)
-    b = DPVI(LogisticRegression(8)).fit(X, y, seed=11, context=ReleaseContext(privacy_rng=_insecure(3)), **kw)
+    a = DPVI(LogisticRegression(8)).fit(X, y, seed=11, context=ReleaseContext(privacy_rng=_insecure(3)), **kw,
+        data=DataSpec(intercept=False))
+    b = DPVI(LogisticRegression(8)).fit(X, y, seed=11, context=ReleaseContext(privacy_rng=_insecure(3)), **kw,
+        data=DataSpec(intercept=False))
     np.testing.assert_array_equal(a.params, b.params)
     # the user's seed does not determine the noise: fresh OS-entropy noise changes the fit
-    c = DPVI(LogisticRegression(8)).fit(X, y, seed=11, **kw)
+    c = DPVI(LogisticRegression(8)).fit(X, y, seed=11, **kw, data=DataSpec(intercept=False))
     assert not np.array_equal(a.params, c.params)
     # and the seed drives subsampling / Monte Carlo draws
-    d = DPVI(LogisticRegression(8)).fit(X, y, seed=12, context=ReleaseContext(privacy_rng=_insecure(3)), **kw)
+    d = DPVI(LogisticRegression(8)).fit(X, y, seed=12, context=ReleaseContext(privacy_rng=_insecure(3)), **kw,
+        data=DataSpec(intercept=False))
     assert not np.array_equal(a.params, d.params)
     # non-private fits are reproduced by the seed alone
     e = DPVI(LogisticRegression(8)).fit(
         X, y, training=TrainingOptions(sampling_rate=0.05, steps=60), private=False, seed=4,
+        data=DataSpec(intercept=False),
     )
     f = DPVI(LogisticRegression(8)).fit(
         X, y, training=TrainingOptions(sampling_rate=0.05, steps=60), private=False, seed=4,
+        data=DataSpec(intercept=False),
     )
     np.testing.assert_array_equal(e.params, f.params)
 
@@ -332,7 +342,7 @@ def _conjugate_errors(family_cls=None, private_z=None, seeds=(0, 1, 2)):
         if family_cls is not None:
             engine.family = family_cls(2)
         if private_z is None:
-            fit = engine.fit(X, y, private=False, seed=s, **kw)
+            fit = engine.fit(X, y, private=False, seed=s, **kw, data=DataSpec(intercept=False))
         else:
             fit = engine.fit(
                 X,
@@ -343,7 +353,7 @@ def _conjugate_errors(family_cls=None, private_z=None, seeds=(0, 1, 2)):
                 ),
                 seed=s,
                 context=ReleaseContext(privacy_rng=_insecure(s)),
-                **kw,
+                **kw, data=DataSpec(intercept=False),
             )
         errs.append(np.max(np.abs(fit.mean() - mu) / sd))
         ratios.append(np.sqrt(np.diag(fit.covariance)) / sd)
@@ -384,7 +394,7 @@ def test_non_private_abalone_accuracy(abalone):
         optimizer=OptimizerOptions(lr=0.1),
         training=TrainingOptions(sampling_rate=0.01, steps=2000),
         private=False,
-        seed=1,
+        seed=1, data=DataSpec(intercept=False),
     )
     assert fit.accuracy(abalone.X_test, abalone.y_test) >= 0.76  # paper 0.767
     assert fit.privacy is None and len(fit.elbo_trace) > 0 and not fit.confidential_trace
@@ -405,6 +415,7 @@ def _fit(ledger, X, y, *, privacy=None, training=None, **kw):
     return DPVI(LogisticRegression(2)).fit(
         X, y, privacy=PrivacyOptions(**{"clip": 1.0, **(privacy or {})}),
         training=TrainingOptions(**{"sampling_rate": 0.1, "steps": 10, **(training or {})}), **args,
+        data=DataSpec(intercept=False),
     )
 
 

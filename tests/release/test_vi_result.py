@@ -11,6 +11,7 @@ import pytest
 
 from dpinfer.datasets import load_abalone
 from dpinfer.errors import InvalidDataError
+from dpinfer.models.data_spec import DataSpec
 from dpinfer.privacy import PrivacyRNG
 from dpinfer.privacy.context import ReleaseContext
 from dpinfer.release.dpvi import (
@@ -38,7 +39,7 @@ def fit():
         privacy=PrivacyOptions(noise_multiplier=4.0, clip=5.0),
         training=TrainingOptions(sampling_rate=0.05, steps=300, track_elbo=True),
         seed=0,
-        context=ReleaseContext(privacy_rng=rng),
+        context=ReleaseContext(privacy_rng=rng), data=DataSpec(intercept=False),
     )
     return res, d
 
@@ -111,7 +112,7 @@ def test_poisson_regression_recovers_coefficients_and_predicts_means():
         optimizer=OptimizerOptions("adam", lr=0.02),
         training=TrainingOptions(sampling_rate=0.05, steps=1500, per_example="likelihood"),
         private=False,
-        seed=0,
+        seed=0, data=DataSpec(intercept=False),
     )
     np.testing.assert_allclose(res.mean(), [0.5, 0.8, -0.4], atol=0.1)
     assert res.predict(X[:5]).shape == (5,)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from dpinfer.datasets import load_abalone
+from dpinfer.models.data_spec import DataSpec
 from dpinfer.privacy import PrivacyRNG
 from dpinfer.privacy.context import ReleaseContext
 from dpinfer.release.dpvi import (
@@ -50,7 +51,8 @@ def _mean_accuracy(runs=10, **kw):
         ctx = {} if kw.get("private") is False else {
             "context": ReleaseContext(privacy_rng=PrivacyRNG.insecure_deterministic(100 + r))
         }
-        accs.append(engine.fit(d.X_train, d.y_train, seed=r, **fit_kw, **ctx).accuracy(d.X_test, d.y_test))
+        accs.append(engine.fit(d.X_train, d.y_train, seed=r, **fit_kw, **ctx,
+            data=DataSpec(intercept=False)).accuracy(d.X_test, d.y_test))
     return float(np.mean(accs)), float(np.std(accs, ddof=1) / np.sqrt(runs))
 
 
@@ -104,6 +106,7 @@ def test_defaults_at_eps_012_reach_the_paper_accuracy():
             privacy=PrivacyOptions(noise_multiplier=SIGMA_EPS012),
             seed=r,
             context=ReleaseContext(privacy_rng=PrivacyRNG.insecure_deterministic(100 + r)),
+            data=DataSpec(intercept=False),
         )
         accs.append(fit.accuracy(d.X_test, d.y_test))
     m, se = float(np.mean(accs)), float(np.std(accs, ddof=1) / np.sqrt(len(accs)))

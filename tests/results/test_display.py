@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from dpinfer.execution import progress as prog
+from dpinfer.models.data_spec import DataSpec
 from dpinfer.models.synthesis import MarginalHistogramModel, SyntheticData
 from dpinfer.privacy.events import DiscreteGaussianEvent, GaussianEvent
 from dpinfer.privacy.report import PrivacyReport
@@ -166,7 +167,7 @@ def test_a_dpvi_report_prints_in_a_few_kilobytes():
         fit = DPVI(LogisticRegression(2)).fit(
             X, y, delta=1e-5, seed=0, privacy=PrivacyOptions(noise_multiplier=2.0, clip="auto"),
             training=TrainingOptions(steps=40, sampling_rate=0.1),
-            context=ReleaseContext(privacy_rng=prng(1)))
+            context=ReleaseContext(privacy_rng=prng(1)), data=DataSpec(intercept=False))
     for text in (str(fit.privacy), repr(fit.privacy), fit.summary(), repr(fit), fit._repr_html_()):
         assert len(text.encode()) <= 4096
     text = str(fit.privacy)  # one sensitivity (the clip, and the sum's 2 C_t), no event in grid units

@@ -93,7 +93,7 @@ def results() -> dict[str, object]:
                 privacy=PrivacyOptions(noise_multiplier=2.0, clip=1.0),
                 training=TrainingOptions(sampling_rate=0.1, steps=20),
                 seed=0,
-                context=ReleaseContext(privacy_rng=_quiet_rng(2)),
+                context=ReleaseContext(privacy_rng=_quiet_rng(2)), data=DataSpec(intercept=False),
             ),
             "sppe": SPPE(gm, flow=SMALL, rounds=1, simulations_per_round=60, atoms=2, rqmc_points=1,
                          training=FAST, seed=0).fit([0.6]),

@@ -213,34 +213,31 @@ class DPVI:
         if self._family is None or chosen != self._family.name or self._family.dim != self.model.dim:
             self._family = make_family(chosen, self.model.dim)
 
-    def _fit_dim(self, X: Any, intercept: bool, *, defaulted: bool, offset: bool) -> bool:
+    def _fit_dim(self, X: Any, intercept: bool, *, defaulted: bool, offset: bool) -> None:
         """Set a data-sized model's dim from the design, or check a given dim against it (issue 40:
-        the intercept default is True, as ``private_glm``'s; it was False). ``False``: the model's
-        dim counts the feature columns only and the intercept was the default, i.e. the earlier
-        convention: the caller refits the design without the intercept (with a FutureWarning)."""
+        the intercept default is True, as ``private_glm``'s; it was False). A dim that counts the
+        feature columns only, with the intercept left to its default, is the earlier convention:
+        refused with a message naming both new spellings (nothing is charged yet)."""
         model = self.model
         if not model.regression or np.ndim(X) != 2:
-            return True
+            return
         cols = int(np.shape(X)[1]) - int(offset)
         if model.dim_from_data:
             model.dim = cols
             if self.requested_family != "auto" and (self._family is None or self._family.dim != cols):
                 self._family = make_family(self.requested_family, cols)
-            return True
+            return
         if model.dim == cols:
-            return True
+            return
         k = cols - int(intercept)
         name = type(model).__name__
         if defaulted and intercept and model.dim == k:
-            warnings.warn(
-                f"{name}({model.dim}) for {k} feature column(s) counts no intercept: fitted WITHOUT one "
-                "(the earlier default). DPVI.fit's intercept default is now True, as private_glm's: use "
-                f"{name}() (dim from the data) for the model with an intercept, or say "
-                "data=dpinfer.DataSpec(intercept=False) to keep this model without this warning.",
-                FutureWarning,
-                stacklevel=3,
+            raise InvalidDataError(
+                f"{name}({model.dim}) for {k} feature column(s) counts no intercept, but DPVI.fit's "
+                "intercept default is now True, as private_glm's: use "
+                f"{name}() (dim from the data) for the model with an intercept, or "
+                "data=dpinfer.DataSpec(intercept=False) for the model without one. Nothing was charged."
             )
-            return False
         raise InvalidDataError(
             f"{name}({model.dim}) but the design has {cols} column(s) ({k} feature(s)"
             f"{' + intercept' if intercept else ''}): use {name}() to take dim from the data. Nothing was "
@@ -394,17 +391,12 @@ class DPVI:
             bind_dataset(rd.schema, context)
         ledger, dataset = (context.ledger, context.dataset) if context is not None else (None, None)
         # 1. validate everything (nothing planned, charged or released yet)
-        X0 = X
         X, names, design = prepare_design(
             self.model, X, intercept=bool(intercept), bounds=bounds, offset=offset,
             feature_names=feature_names,
         )
         defaulted = d_opts.intercept is None
-        if not self._fit_dim(X, bool(intercept), defaulted=defaulted, offset=offset is not None):
-            # the earlier convention (dim = the feature columns, no intercept): kept, with a warning
-            X, names, design = prepare_design(
-                self.model, X0, intercept=False, bounds=bounds, offset=offset, feature_names=feature_names
-            )
+        self._fit_dim(X, bool(intercept), defaulted=defaulted, offset=offset is not None)
         spec = validate_fit(
             self.model, X, y, p_opts, o_opts, t_opts, private=private, ledger=ledger, dataset=dataset,
             offset=offset is not None,
