@@ -55,7 +55,7 @@ sys.path.insert(0, str(HERE.parents[1] / "tests"))
 
 from dpinfer.errors import InferenceWarning  # noqa: E402
 from dpinfer.inference.glm import GLMPrior, GLMSamplerOptions, glm_posterior  # noqa: E402
-from dpinfer.models.glm_release import DataSpec  # noqa: E402
+from dpinfer.models.data_spec import DataSpec  # noqa: E402
 from dpinfer.privacy.context import ReleaseContext  # noqa: E402
 from dpinfer.release.glm import release_glm_statistics  # noqa: E402
 from seeded_privacy_rng import prng  # noqa: E402
