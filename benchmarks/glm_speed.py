@@ -40,6 +40,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "examples" / "private_glm"))
 
 from sbc_designs import PRIOR, design  # noqa: E402
+from survey_ess import survey_data  # noqa: E402
 
 import dpinfer  # noqa: E402
 from dpinfer.inference.glm import glm_posterior  # noqa: E402
@@ -69,17 +70,7 @@ def sbc_release(name: str, n: int, eps: float, r: int) -> tuple:
 
 
 def survey_release() -> tuple:
-    rng = np.random.default_rng(6366)  # the data of examples/private_glm/survey_ess.py
-    n = 6366
-    age = rng.uniform(18, 90, n)
-    region = rng.choice(3, size=n, p=[0.5, 0.3, 0.2])
-    smoker, female = rng.random(n) < 0.22, rng.random(n) < 0.52
-    income = np.minimum(rng.gamma(2.0, 25.0, n), 250)
-    X = np.column_stack([age, region == 1, region == 2, smoker, female, income]).astype(float)
-    bounds = [(18, 90), (0, 1), (0, 1), (0, 1), (0, 1), (0, 250)]
-    eta = -2.0 + 0.04 * (age - 50) + 0.5 * (region == 1) - 0.4 * (region == 2) + 1.1 * smoker \
-        - 0.3 * female - 0.01 * (income - 50)
-    y = (rng.random(n) < 1 / (1 + np.exp(-eta))).astype(float)
+    X, y, bounds = survey_data()  # the data of examples/private_glm/survey_ess.py
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         rel = release_glm_statistics(X, y, family="logistic", epsilon=1.0, delta=1e-6,

@@ -50,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "service"
 from service_helpers import Server, make_site, tokens  # noqa: E402
 
 from dpinfer.errors import PrivacyWarning  # noqa: E402
-from dpinfer.models.glm_release import DataSpec  # noqa: E402
+from dpinfer.models.data_spec import DataSpec  # noqa: E402
 from dpinfer.privacy import Ledger  # noqa: E402
 from dpinfer.privacy.context import ReleaseContext  # noqa: E402
 from dpinfer.privacy.mechanisms.clamped import clamped_release  # noqa: E402

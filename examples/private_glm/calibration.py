@@ -38,7 +38,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1] / "tests"))
 
 from dpinfer.inference.glm import GLMPosteriorOptions, GLMPrior  # noqa: E402
-from dpinfer.models.glm_release import DataSpec  # noqa: E402
+from dpinfer.models.data_spec import DataSpec  # noqa: E402
 from dpinfer.pipelines.glm import private_glm  # noqa: E402
 from dpinfer.privacy import PrivacyRNG  # noqa: E402
 from dpinfer.privacy.context import ReleaseContext  # noqa: E402

@@ -27,15 +27,15 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1] / "tests"))
 
 from dpinfer.inference.glm import GLMSamplerOptions, glm_posterior  # noqa: E402
-from dpinfer.models.glm_release import DataSpec  # noqa: E402
+from dpinfer.models.data_spec import DataSpec  # noqa: E402
 from dpinfer.privacy import Ledger  # noqa: E402
 from dpinfer.privacy.context import ReleaseContext  # noqa: E402
 from dpinfer.release.glm import release_glm_statistics  # noqa: E402
 from seeded_privacy_rng import prng  # noqa: E402
 
 
-def main() -> None:
-    torch.set_num_threads(1)
+def survey_data() -> tuple[np.ndarray, np.ndarray, list[tuple[float, float]]]:
+    """The six-feature survey (n = 6366, seed 6366): features, outcome and their public bounds."""
     rng = np.random.default_rng(6366)
     n = 6366
     age = rng.uniform(18, 90, n)
@@ -47,6 +47,12 @@ def main() -> None:
     eta = -2.0 + 0.04 * (age - 50) + 0.5 * (region == 1) - 0.4 * (region == 2) + 1.1 * smoker - 0.3 * female \
         - 0.01 * (income - 50)
     y = (rng.random(n) < 1 / (1 + np.exp(-eta))).astype(float)
+    return X, y, bounds
+
+
+def main() -> None:
+    torch.set_num_threads(1)
+    X, y, bounds = survey_data()
     path = Path("/tmp") / "dpinfer-survey-ess.db"
     path.unlink(missing_ok=True)
     ledger = Ledger(path, create=True)

@@ -22,8 +22,8 @@ from ..inference.glm import (
 )
 from ..models.data_spec import DataSpec, removed_name
 from ..models.glm_release import GLMRelease
-from ..privacy.context import FLAT_RELEASE_KEYWORDS, ReleaseContext
-from ..release.glm import DATA_KEYWORDS, release_glm_statistics
+from ..privacy.context import ReleaseContext
+from ..release.glm import REFUSED_KEYWORDS, release_glm_statistics
 
 __all__ = ["DataSpec", "GLMPosteriorOptions", "GLMPrior", "GLMSamplerOptions", "private_glm"]
 
@@ -36,9 +36,8 @@ def __getattr__(name: str) -> object:
 
 #: The keywords that ``data=``, ``posterior=`` and ``context=`` replaced, with the new spelling.
 MOVED_KEYWORDS: dict[str, str | tuple[str, str]] = {
-    **DATA_KEYWORDS,
+    **REFUSED_KEYWORDS,
     **dict.fromkeys(("prior", "sampler", "covariates", "warn"), "posterior=dpinfer.GLMPosteriorOptions"),
-    **FLAT_RELEASE_KEYWORDS,
 }
 
 
