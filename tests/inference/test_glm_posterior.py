@@ -223,3 +223,47 @@ def test_the_dimension_sized_importance_proposal_gives_the_same_posterior_as_the
     df, infl = samplers.proposal_settings(model.dim)
     unweighted = samplers.StudentT(mode, infl * cov, df).rvs(8000, np.random.default_rng(2))[:, :p]
     assert not same(unweighted)
+
+
+@pytest.mark.slow
+def test_hmc_adapts_its_metric_where_the_laplace_approximation_is_too_narrow(monkeypatch):
+    """A weak release (200 records, ε = 0.5, two features) whose posterior is far wider than its
+    Laplace approximation in one covariate-moment coordinate (sd 2.4 against 0.36): the importance
+    weights fail (k̂ > 0.7), so the default falls back to HMC. With the metric re-estimated from the
+    warm-up draws, the default HMC converges (split R-hat ≤ 1.01, bulk ESS ≥ 400 in every
+    coordinate, nuisance included) and its coefficients agree with a run 4× as long (within 4
+    Monte Carlo se). The broken variant, the Laplace metric kept (no windows), is caught: measured
+    R-hat 1.06–1.09 and bulk ESS ~120 in that coordinate."""
+    import arviz as az
+
+    from dpinfer.inference.glm import samplers
+
+    rng = np.random.default_rng(1)
+    X = rng.uniform(-1, 1, (200, 2))
+    beta = rng.normal(0, 1, 2)
+    y = (rng.random(200) < 1 / (1 + np.exp(-(0.3 + X @ beta)))).astype(float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rel = release_glm_statistics(X, y, family="logistic", epsilon=0.5, delta=1e-6,
+                                     context=ReleaseContext(privacy_rng=prng(3)),
+                                     data=DataSpec(bounds=(-1, 1)))
+    model = _Model(rel, GLMPrior(), covariates="moment-matched")
+    mode, cov = samplers.laplace(model)
+    opts = GLMSamplerOptions(method="hmc")
+
+    def run(o: GLMSamplerOptions, seed: int) -> tuple[np.ndarray, float, float]:
+        draws, _ = samplers.hmc(model, mode, cov, o, np.random.default_rng(seed))
+        ess = az.ess(az.convert_to_dataset(draws))["x"].values
+        return draws, float(samplers.split_rhat(draws).max()), float(ess.min())
+
+    draws, rhat, ess = run(opts, 1)
+    assert rhat <= 1.01 and ess >= 400, (rhat, ess)
+    long, rhat_long, ess_long = run(GLMSamplerOptions(method="hmc", chains=8, warmup=400, draws=16000), 2)
+    assert rhat_long <= 1.01
+    p = model.p_theta
+    a, b = draws.reshape(-1, draws.shape[-1])[:, :p], long.reshape(-1, long.shape[-1])[:, :p]
+    se = b.std(0) * np.sqrt(1 / 400 + 1 / ess_long)  # both runs' Monte Carlo error (ESS ≥ 400 each)
+    assert np.all(np.abs(a.mean(0) - b.mean(0)) < 4 * se), (a.mean(0), b.mean(0), se)
+    monkeypatch.setattr(samplers, "METRIC_WINDOWS", ())
+    _, rhat_broken, ess_broken = run(opts, 1)
+    assert rhat_broken > 1.01 or ess_broken < 400, (rhat_broken, ess_broken)

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import ConvergenceWarning, InferenceWarning, InvalidDataError, WeightDegeneracyWarning
+from ...execution.threads import torch_threads
 from ...models.glm_release import FAMILIES, GLMRelease
 from ...privacy.report import PrivacyReport
 from ...randomness import as_generator
@@ -283,7 +284,13 @@ def glm_posterior(
         )
     if covariates not in COVARIATE_MODELS:
         raise InvalidDataError(f"covariates must be one of {COVARIATE_MODELS}, got {covariates!r}.")
-    rng = as_generator(seed)
+    with torch_threads(opts.threads):
+        return _glm_posterior(release, prior, opts, as_generator(seed), warn, covariates)
+
+
+def _glm_posterior(release: GLMRelease, prior: GLMPrior, opts: GLMSamplerOptions,
+                   rng: np.random.Generator, warn: bool, covariates: str) -> GLMPosterior:
+    """:func:`glm_posterior` after its checks, under its torch threads."""
     model = GLMModel(release, prior, covariates)
     mode, cov = laplace(model)
     k = model.p_theta + int(model.linear)
@@ -309,7 +316,7 @@ def glm_posterior(
             warnings.warn(
                 f"private GLM: {problem}, so the means, sds and intervals are unreliable. Resample the same "
                 f"release (nothing more is charged): {RESAMPLE_HMC}.",
-                WeightDegeneracyWarning, stacklevel=2,
+                WeightDegeneracyWarning, stacklevel=3,
             )
     if method == "hmc":
         draws, info = hmc(model, mode, cov, opts, rng)
@@ -327,14 +334,14 @@ def glm_posterior(
             f"{np.min(ratio):.0f}-{np.max(ratio):.0f}x). It is a correct posterior of a weak release, "
             "mostly its prior where the ratio is large; more records, a larger epsilon or tighter public "
             "bounds (which set the noise) narrow it.",
-            NoiseDominatesWarning, stacklevel=2,
+            NoiseDominatesWarning, stacklevel=3,
         )
     if warn and method == "hmc" and not diagnostics["max_rhat"] <= 1.01:
         warnings.warn(
             f"private GLM: split R-hat {diagnostics['max_rhat']:.3f} > 1.01: the HMC chains disagree. "
             "Resample the same release with more warm-up and draws (nothing more is charged): "
             "post.resample(sampler=GLMSamplerOptions(method='hmc', warmup=1000, draws=8000)).",
-            ConvergenceWarning, stacklevel=2,
+            ConvergenceWarning, stacklevel=3,
         )
     return GLMPosterior(draws[..., :k], names, release, release.privacy, diagnostics,
                         nuisance=draws[..., k:], settings={"prior": asdict(prior), "sampler": asdict(opts),

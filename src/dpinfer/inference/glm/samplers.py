@@ -87,12 +87,41 @@ def split_rhat(chains: np.ndarray) -> np.ndarray:
     return rhat(chains)
 
 
+#: Ends of the warm-up's metric windows, as fractions of the warm-up: after each, the chains'
+#: pooled draws since the previous end (the first window starts at :data:`METRIC_START`) re-estimate
+#: the metric (Stan's windowed adaptation, Carpenter et al. 2017, with two windows).
+METRIC_WINDOWS = (0.4, 0.75)
+METRIC_START = 0.15
+
+
+def regularised_covariance(draws: np.ndarray, laplace_cov: np.ndarray) -> np.ndarray:
+    """The pooled covariance of warm-up ``draws`` (N, d), shrunk towards the Laplace covariance:
+    (N Σ̂ + 5 d Σ_L) / (N + 5 d) (Stan shrinks towards a small multiple of the identity, which has
+    no scale here: the posterior's directions span many orders of magnitude)."""
+    N, d = draws.shape
+    c = np.cov(draws, rowvar=False).reshape(d, d)
+    w = N / (N + 5.0 * d)
+    out = w * c + (1 - w) * laplace_cov
+    return 0.5 * (out + out.T)
+
+
 def hmc(model: GLMModel, mode: np.ndarray, cov: np.ndarray, opts: GLMSamplerOptions,
          rng: np.random.Generator) -> tuple[np.ndarray, dict[str, float]]:
-    """HMC in whitened coordinates ψ = mode + A ζ (A Aᵀ = Laplace covariance)."""
-    A = torch.as_tensor(np.linalg.cholesky(cov + 1e-12 * np.eye(len(mode))), dtype=torch.float64)
-    m0 = torch.as_tensor(mode, dtype=torch.float64)
+    """HMC in whitened coordinates ψ = m + A ζ, A Aᵀ = Σ: Σ starts as the Laplace covariance and is
+    re-estimated from the chains' own warm-up draws at the ends of :data:`METRIC_WINDOWS`
+    (:func:`regularised_covariance`; the step size's dual averaging restarts after each).
+
+    The Laplace curvature at the mode can be far narrower than the posterior: on a weak release
+    (200 records, ε = 0.5) one covariate-moment coordinate had posterior sd 2.4 against a Laplace sd
+    of 0.36, and a step size fitted to the Laplace scale crossed it in hundreds of iterations
+    (bulk ESS 122 of 4000, R-hat 1.09, measured with the Laplace metric alone)."""
     d, C = len(mode), opts.chains
+
+    def whitening(m: np.ndarray, S: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        L = np.linalg.cholesky(S + 1e-12 * np.abs(np.diag(S)).max() * np.eye(d))
+        return torch.as_tensor(m, dtype=torch.float64), torch.as_tensor(L, dtype=torch.float64)
+
+    m0, A = whitening(mode, cov)
 
     def f(zeta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         lp, g = value_and_grad(model, m0 + zeta @ A.T)
@@ -110,7 +139,15 @@ def hmc(model: GLMModel, mode: np.ndarray, cov: np.ndarray, opts: GLMSamplerOpti
         zeta[bad] *= 0.5
         lp, g = f(zeta)
     step = 1.2 / d**0.25
-    log_bar, h_bar, mu_da, t0, gamma, kappa = 0.0, 0.0, math.log(10 * step), 10.0, 0.05, 0.75
+    gamma, kappa, t0 = 0.05, 0.75, 10.0
+
+    def restart(step: float) -> tuple[float, float, float, int]:
+        return 0.0, 0.0, math.log(10 * step), 0  # log_bar, h_bar, mu, t
+
+    log_bar, h_bar, mu_da, t_da = restart(step)
+    ends = sorted({int(round(f * opts.warmup)) for f in METRIC_WINDOWS} - {0})
+    window_start = int(round(METRIC_START * opts.warmup))
+    warm_psi: list[np.ndarray] = []
     per_chain = opts.draws // C
     out = np.empty((C, per_chain, d))
     acc_sum, n_acc = 0.0, 0
@@ -138,12 +175,22 @@ def hmc(model: GLMModel, mode: np.ndarray, cov: np.ndarray, opts: GLMSamplerOpti
         g = torch.where(accept[:, None], gx, g)
         mean_a = float(a.mean())
         if it < opts.warmup:
-            t = it + 1
-            h_bar = (1 - 1 / (t + t0)) * h_bar + (opts.target_accept - mean_a) / (t + t0)
-            log_step = mu_da - math.sqrt(t) / gamma * h_bar
+            t_da += 1
+            h_bar = (1 - 1 / (t_da + t0)) * h_bar + (opts.target_accept - mean_a) / (t_da + t0)
+            log_step = mu_da - math.sqrt(t_da) / gamma * h_bar
             step = math.exp(log_step)
-            w = t ** (-kappa)
+            w = t_da ** (-kappa)
             log_bar = w * log_step + (1 - w) * log_bar
+            if it >= window_start:
+                warm_psi.append((m0 + zeta @ A.T).numpy())
+            if it + 1 in ends and len(warm_psi) * C > d:
+                psi = m0 + zeta @ A.T
+                pooled = np.concatenate(warm_psi)
+                m0, A = whitening(pooled.mean(0), regularised_covariance(pooled, cov))
+                zeta = torch.linalg.solve_triangular(A, (psi - m0).T, upper=False).T
+                lp, g = f(zeta)
+                warm_psi = []
+                log_bar, h_bar, mu_da, t_da = restart(step)
         else:
             out[:, it - opts.warmup] = (m0 + zeta @ A.T).numpy()
             acc_sum += mean_a
@@ -230,4 +277,5 @@ def importance(model: GLMModel, mode: np.ndarray, cov: np.ndarray, opts: GLMSamp
 
 
 
-__all__ = ["StudentT", "hmc", "importance", "laplace", "proposal_settings", "split_rhat", "value_and_grad"]
+__all__ = ["METRIC_START", "METRIC_WINDOWS", "StudentT", "hmc", "importance", "laplace", "proposal_settings",
+           "regularised_covariance", "split_rhat", "value_and_grad"]
