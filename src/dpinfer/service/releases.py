@@ -365,7 +365,7 @@ def _glm(req: GLMRequest, ds: DatasetView, n: int | None) -> Plan:
     bounds = {f: column_bounds(ds.schema.columns[f]) for f in req.features}
     layout = StatisticLayout(len(req.features), False, req.family == "linear")
     try:
-        event = _gaussian_event(layout.dim, 2 * math.sqrt(layout.n_blocks), req.epsilon, req.delta)
+        event = _gaussian_event(layout.dim, layout.sensitivity, req.epsilon, req.delta)
     except InvalidPrivacyParameterError as exc:
         raise FieldError("epsilon", str(exc)) from None
     features, target = list(req.features), req.target
