@@ -94,8 +94,39 @@ def test_bad_sampler_options_and_a_release_of_the_wrong_shape_are_refused():
     rel = _release("logistic")
     with pytest.raises(InvalidDataError, match="method"):
         glm_posterior(rel, sampler=GLMSamplerOptions(method="nuts"))
+    for bad in (0, 1.5, "2", True):
+        with pytest.raises(InvalidDataError, match="threads"):
+            glm_posterior(rel, sampler=GLMSamplerOptions(threads=bad))
     with pytest.raises(InvalidDataError, match="shape"):
         glm_posterior(GLMRelease(**{**rel.__dict__, "z": np.zeros(3)}))
+
+
+def test_the_posterior_runs_on_its_threads_and_restores_the_callers():
+    """``threads`` (default 1) holds during the sampling and the caller's setting comes back."""
+    from dpinfer.inference.glm import posterior as post_mod
+
+    seen = []
+    orig = post_mod.laplace
+
+    def spy(model):
+        seen.append(torch.get_num_threads())
+        return orig(model)
+
+    old = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        post_mod.laplace = spy
+        rel = _release("logistic")
+        for threads, want in ((None, 2), (1, 1)):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                glm_posterior(rel, sampler=GLMSamplerOptions(proposals=200, adapt=0, draws=100,
+                                                             fallback="none", threads=threads),
+                              covariates="gaussian")
+            assert seen[-1] == want and torch.get_num_threads() == 2
+    finally:
+        post_mod.laplace = orig
+        torch.set_num_threads(old)
 
 
 def _logistic_data(n, seed, theta):
