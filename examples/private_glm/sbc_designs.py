@@ -32,7 +32,9 @@ of the truth among the posterior draws. Warned: fraction of replicates where the
 
 Run: ``nice -n 10 .venv/bin/python examples/private_glm/sbc_designs.py --reps 40 --cells binary-20000-1``
 (cells: ``DESIGN-N-EPS[-FAMILY]``; default: all); writes ``sbc_designs.json`` (merged by cell) and
-prints the table.
+prints the table. ``sbc_designs_before.json`` keeps the rows of cells that were rerun after issue 39's
+last round with ``--models moment-matched``, as they were before (both models); the table takes such
+a cell's gaussian columns from there, marked †.
 """
 
 from __future__ import annotations
@@ -174,7 +176,10 @@ def summarise(rows: list[dict], cm: str) -> dict:
             "width_ratio": float(width), "time": float(np.mean([r[cm]["time"] for r in rows]))}
 
 
-def table(results: dict) -> str:
+def table(results: dict, before: dict | None = None) -> str:
+    """The table of ``results``; a cell run with ``--models moment-matched`` takes its gaussian
+    columns from the same cell's rows in ``before`` (an earlier run, see ``--before``), marked †
+    and with their own replicate count in the reps column (mm / g†), else shows "–"."""
     lines = ["| design | family | n | ε | reps | coverage ± se: moment-matched (default) | gaussian (main) | "
              "rank p (mm / g) | warned (mm) | width ÷ non-private (mm / g) | s per fit (mm / g) |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -182,14 +187,19 @@ def table(results: dict) -> str:
         parts = cell.split("-")
         fam = parts[3] if len(parts) > 3 else "logistic"
         a = summarise(rows, "moment-matched")
-        if all("gaussian" in r for r in rows):
-            b = summarise(rows, "gaussian")
-            gc, gp = f"{b['coverage']:.2f} ± {b['se']:.2f}", f"{b['rank_p']:.2g}"
-            gw, gt = f"{b['width_ratio']:.1f}", f"{b['time']:.1f}"
+        reps, mark = f"{a['reps']}", ""
+        grows = rows if all("gaussian" in r for r in rows) else None
+        if grows is None and before and before.get(cell) and all("gaussian" in r for r in before[cell]):
+            grows, mark = before[cell], "†"
+            reps = f"{a['reps']} / {len(grows)}†"
+        if grows is not None:
+            b = summarise(grows, "gaussian")
+            gc, gp = f"{b['coverage']:.2f} ± {b['se']:.2f}{mark}", f"{b['rank_p']:.2g}{mark}"
+            gw, gt = f"{b['width_ratio']:.1f}{mark}", f"{b['time']:.1f}{mark}"
         else:  # run with --models moment-matched
             gc = gp = gw = gt = "–"
         lines.append(
-            f"| {parts[0]} | {fam} | {parts[1]} | {parts[2]} | {a['reps']} | "
+            f"| {parts[0]} | {fam} | {parts[1]} | {parts[2]} | {reps} | "
             f"{a['coverage']:.2f} ± {a['se']:.2f} | {gc} | "
             f"{a['rank_p']:.2g} / {gp} | {a['warned']:.2f} | "
             f"{a['width_ratio']:.1f} / {gw} | {a['time']:.1f} / {gt} |")
@@ -201,6 +211,9 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=40)
     ap.add_argument("--cells", default=None, help="cells to run (with --table: to print); default all")
     ap.add_argument("--out", default=str(HERE / "sbc_designs.json"))
+    ap.add_argument("--before", default=str(HERE / "sbc_designs_before.json"),
+                    help="earlier rows (before issue 39's last round) whose gaussian columns the table "
+                         "shows, marked †, for cells rerun with --models moment-matched")
     ap.add_argument("--proposals", type=int, default=2000)
     ap.add_argument("--table", action="store_true", help="only print the table of --out")
     ap.add_argument("--models", default="moment-matched,gaussian",
@@ -208,9 +221,11 @@ def main() -> None:
     args = ap.parse_args()
     path = Path(args.out)
     results = json.loads(path.read_text()) if path.exists() else {}
+    before_path = Path(args.before)
+    before = json.loads(before_path.read_text()) if before_path.exists() else {}
     if args.table:
         keep = args.cells.split(",") if args.cells else list(results)
-        print(table({c: results[c] for c in keep if c in results}))  # noqa: T201
+        print(table({c: results[c] for c in keep if c in results}, before))  # noqa: T201
         return
     torch.set_num_threads(1)
     opts = GLMSamplerOptions(proposals=args.proposals, adapt=1, draws=2000)
@@ -223,8 +238,8 @@ def main() -> None:
             rows.append(replicate(cell, r, opts, tuple(args.models.split(","))))
             results[cell] = rows
             path.write_text(json.dumps(results))
-        print(table({cell: rows}).splitlines()[-1], flush=True)  # noqa: T201
-    print(table(results))  # noqa: T201
+        print(table({cell: rows}, before).splitlines()[-1], flush=True)  # noqa: T201
+    print(table(results, before))  # noqa: T201
 
 
 if __name__ == "__main__":
