@@ -27,7 +27,8 @@ def test_the_docs_build_without_warnings(tmp_path):
     out = tmp_path / "html"
     proc = subprocess.run(
         [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
-         "-D", "nb_execution_mode=off", "-D", "html_theme=basic", "-d", str(tmp_path / "doctrees"), str(ROOT / "docs"), str(out)],
+         "-D", "nb_execution_mode=off", "-D", "html_theme=basic", "-d", str(tmp_path / "doctrees"),
+         str(ROOT / "docs"), str(out)],
         cwd=ROOT, capture_output=True, text=True, timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-5000:]

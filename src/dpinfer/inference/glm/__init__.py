@@ -80,10 +80,11 @@ d = 76, where t₅ with 1.5× gave an ESS of 1/90 of the proposals), checked by 
 the weights (Vehtari et al. 2024;
 k̂ > 0.7 warns, :class:`~dpinfer.errors.WeightDegeneracyWarning`). ``method="hmc"`` instead runs
 Hamiltonian Monte Carlo (Neal 2011) preconditioned by it: ``chains`` chains in one batch, a
-dual-averaging step size (Hoffman & Gelman 2014) during warm-up, a metric re-estimated twice from the
-chains' own warm-up draws (the Laplace curvature can be far narrower than the posterior) and a
-jittered number of leapfrog steps; split R-hat above 1.01 warns (:class:`~dpinfer.errors.ConvergenceWarning`). When the
-importance weights fail their check, the default ``fallback="hmc"`` runs HMC on the *same release*
+dual-averaging step size (Hoffman & Gelman 2014) during warm-up, a metric re-estimated twice from
+the chains' own warm-up draws (the Laplace curvature can be far narrower than the posterior) and a
+jittered number of leapfrog steps; split R-hat above 1.01 warns
+(:class:`~dpinfer.errors.ConvergenceWarning`). When the importance weights fail their check, the
+default ``fallback="hmc"`` runs HMC on the *same release*
 (post-processing: nothing is charged again); :meth:`GLMPosterior.resample` does the same on
 request. Warnings name that call, never a new release.
 """

@@ -292,10 +292,20 @@ def _glm_posterior(release: GLMRelease, prior: GLMPrior, opts: GLMSamplerOptions
                    rng: np.random.Generator, warn: bool, covariates: str) -> GLMPosterior:
     """:func:`glm_posterior` after its checks, under its torch threads."""
     model = GLMModel(release, prior, covariates)
-    mode, cov = laplace(model)
+    found: dict[str, float] = {}
+    mode, cov = laplace(model, found)
     k = model.p_theta + int(model.linear)
     diagnostics: dict[str, Any] = {"method": opts.method, "laplace_mode": mode[:k].tolist(),
-                                   "laplace_sd": np.sqrt(np.diag(cov))[:k].tolist()}
+                                   "laplace_sd": np.sqrt(np.diag(cov))[:k].tolist(), **found}
+    if warn and not found["laplace_converged"]:
+        warnings.warn(
+            "private GLM: the posterior mode was not found (Newton decrement "
+            f"{found['newton_decrement']:.3g} after {found['lbfgs_iterations']:.0f} L-BFGS iterations and "
+            "Newton steps), so the sampler starts from a wrong place and its draws are not this "
+            "release's posterior. Resample the same release with a long HMC warm-up (nothing more is "
+            "charged): post.resample(sampler=GLMSamplerOptions(method='hmc', warmup=2000, draws=8000)).",
+            ConvergenceWarning, stacklevel=3,
+        )
     method = opts.method
     if method == "laplace-is":
         draws, info = importance(model, mode, cov, opts, rng)
@@ -326,7 +336,7 @@ def _glm_posterior(release: GLMRelease, prior: GLMPrior, opts: GLMSamplerOptions
     ratio = draws[..., : model.p_theta].reshape(-1, model.p_theta).std(0, ddof=1) / nonprivate_sd(
         model, draws.reshape(-1, draws.shape[-1]).mean(0))
     diagnostics["privacy_width_ratio"] = ratio.tolist()
-    if warn and np.max(ratio) >= NOISE_DOMINATES:
+    if warn and np.max(ratio) >= NOISE_DOMINATES and found["laplace_converged"]:
         worst = int(np.argmax(ratio))
         warnings.warn(
             f"private GLM: the release's noise dominates: the interval of {names[worst]!r} is "
