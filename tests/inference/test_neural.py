@@ -53,7 +53,7 @@ def sple_post(model):
         rqmc_points=4,
         training=FAST,
         seed=0,
-        warmup=50,
+        warmup=25,  # measured: C2ST 0.48, R-hat 1.04, sd ratio 1.01 (50: 0.53, 1.02, 1.07), 0.5 s less
     ).fit(OBS)
 
 
