@@ -1,5 +1,8 @@
 """Shared test configuration."""
 
+import os
+import sys
+
 import pytest
 
 from seeded_privacy_rng import prng
@@ -23,6 +26,19 @@ def pg_server():
     server = PGServer().init()
     yield server
     server.close()
+
+
+def pytest_configure(config):
+    """Under pytest-xdist, one torch (OpenMP) thread per worker unless OMP_NUM_THREADS says
+    otherwise: the workers already fill the cores, and a worker's idle OpenMP threads spin while
+    the other worker runs, which made torch-heavy tests (the GLM's Laplace step, the flows) several
+    times slower on a busy 2-core machine. Set before any test module imports torch; subprocesses
+    (the command-line tests) inherit it. Tests that need more threads set them (test_dpvi_threads)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
+        torch = sys.modules.get("torch")
+        if torch is not None:
+            torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
 
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)

@@ -7,12 +7,15 @@ level 0.5 has a held-out sd of about 0.016 and the 0.6 threshold is far from bot
 mechanism-ignoring posterior (about 0.62-0.70 here).
 """
 
+import pickle
+
 import numpy as np
 import pytest
 import torch
 
 from dpinfer.diagnostics import c2st
 from dpinfer.errors import InvalidDataError
+from dpinfer.execution.base import Backend
 from dpinfer.inference.neural import SPLE, SPPE, SPLEPosterior, SPPEPosterior
 from dpinfer.inference.neural.flows import build_flow
 from dpinfer.inference.neural.losses import apt_loss, npe_loss
@@ -53,7 +56,7 @@ def sple_post(model):
         rqmc_points=4,
         training=FAST,
         seed=0,
-        warmup=50,
+        warmup=25,  # measured: C2ST 0.48, R-hat 1.04, sd ratio 1.01 (50: 0.53, 1.02, 1.07), 0.5 s less
     ).fit(OBS)
 
 
@@ -365,18 +368,42 @@ def test_sple_on_sir_matches_the_exact_posterior():
     assert c2st(post.sample(1000, seed=0), ref.sample(1000, seed=1)) <= 0.6
 
 
+class _PickledOutOfOrder(Backend):
+    """What a worker pool does to the batches, in this process: each function and payload goes
+    through pickle and the batches run in reverse order (results returned in submission order)."""
+
+    name = "pickled-out-of-order"
+    n_workers = 2
+
+    def map(self, fn, payloads):
+        run = pickle.loads(pickle.dumps(fn))
+        return [run(pickle.loads(pickle.dumps(p))) for p in reversed(payloads)][::-1]
+
+
 def test_simulations_identical_on_every_backend(model):
+    """Serial against batches pickled and run out of order (the same simulations: the seeds go with
+    the batches); the real process pool (about 3 s of worker start-up) is the slow test below."""
     from dpinfer.inference.neural.training import simulate_round
 
     theta = model.prior.sample(300, 0)
     s1, x1 = simulate_round(model, theta, 4, 7, 0, backend="serial", batch_size=100)
-    s2, x2 = simulate_round(model, theta, 4, 7, 0, backend="processes", batch_size=100, n_workers=2)
+    s2, x2 = simulate_round(model, theta, 4, 7, 0, backend=_PickledOutOfOrder(), batch_size=100)
     assert np.array_equal(s1, s2) and np.array_equal(x1, x2)
     assert x1.shape == (300, 4, 1)
     # the M copies of one simulation share s_i and are stratified through G (Laplace inverse CDF)
     u = (x1[:, :, 0] - s1) / model.mechanism.scale
     cdf = np.where(u < 0, 0.5 * np.exp(u), 1 - 0.5 * np.exp(-u))
     assert np.all(np.sort(np.floor(cdf * 4), axis=1) == np.arange(4))
+
+
+@pytest.mark.slow  # the fast test above covers the seeding with pickled, reordered batches
+def test_simulations_identical_on_the_process_backend(model):
+    from dpinfer.inference.neural.training import simulate_round
+
+    theta = model.prior.sample(300, 0)
+    s1, x1 = simulate_round(model, theta, 4, 7, 0, backend="serial", batch_size=100)
+    s2, x2 = simulate_round(model, theta, 4, 7, 0, backend="processes", batch_size=100, n_workers=2)
+    assert np.array_equal(s1, s2) and np.array_equal(x1, x2)
 
 
 @pytest.mark.parametrize("old", ["backend", "n_workers", "simulation_batch_size", "progress", "callback",

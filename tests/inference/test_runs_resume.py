@@ -11,6 +11,7 @@ count (so draws population 2 with population 0's seeds) must be caught by the sa
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -84,8 +85,30 @@ def _killed_run(store, tmp_path) -> str:
     return run["id"]
 
 
-def test_a_killed_run_resumes_to_the_uninterrupted_result(store, tmp_path, uninterrupted, capsys):
-    run_id = _killed_run(store, tmp_path)
+@pytest.fixture(scope="module")
+def killed_sqlite(tmp_path_factory):
+    """One SQLite store holding a run SIGKILLed in population 2 (a child process each costs about
+    2 s of start-up): the tests below resume copies of it."""
+    folder = tmp_path_factory.mktemp("killed")
+    store = folder / "runs.db"
+    return store, _killed_run(str(store), folder)
+
+
+def _copy_of_killed(killed, tmp_path) -> tuple[str, str]:
+    """A fresh copy of the killed run's store in ``tmp_path`` (with any -wal/-shm files), its run id."""
+    store, run_id = killed
+    for f in store.parent.glob(store.name + "*"):
+        shutil.copy2(f, tmp_path / f.name)
+    return str(tmp_path / store.name), run_id
+
+
+def test_a_killed_run_resumes_to_the_uninterrupted_result(store, tmp_path, uninterrupted, capsys,
+                                                          killed_sqlite):
+    if store.startswith("postgresql"):
+        run_id = _killed_run(store, tmp_path)
+    else:  # the same kind of run, killed the same way once for the module
+        store, run_id = _copy_of_killed(killed_sqlite, tmp_path)
+        assert RunStore(store).run(run_id)["status"] == "running"
     resumed = smc_abc(_model(), OBS, schedule=FixedSchedule(TOLERANCES), runs=store, resume=run_id,
                       **{**KW, "seed": None})  # the recorded seed is used
     assert _same(resumed, uninterrupted) and resumed.settings["run_id"] == run_id
@@ -102,12 +125,11 @@ def test_a_killed_run_resumes_to_the_uninterrupted_result(store, tmp_path, unint
     assert json.loads(capsys.readouterr().out)["settings"]["seed_entropy"] == "7"
 
 
-def test_a_resume_that_restarts_the_count_is_caught(tmp_path, uninterrupted, monkeypatch):
+def test_a_resume_that_restarts_the_count_is_caught(tmp_path, uninterrupted, monkeypatch, killed_sqlite):
     """Known-broken variant: population 2 redrawn with population 0's seeds differs."""
     from dpinfer.inference.smc import runs as smc_runs
 
-    store = str(tmp_path / "runs.db")
-    run_id = _killed_run(store, tmp_path)
+    store, run_id = _copy_of_killed(killed_sqlite, tmp_path)
     begin = smc_runs.SMCRunHook.begin
 
     def restart_count(self, *args):
@@ -119,7 +141,7 @@ def test_a_resume_that_restarts_the_count_is_caught(tmp_path, uninterrupted, mon
     assert not _same(broken, uninterrupted)
 
 
-def test_resume_refuses_other_inputs(tmp_path):
+def test_resume_refuses_other_inputs(tmp_path, killed_sqlite):
     store = str(tmp_path / "runs.db")
     first = smc_abc(_model(), OBS, schedule=FixedSchedule((1.0, 0.6)), runs=store, **KW)
     run_id = first.settings["run_id"]
@@ -129,8 +151,8 @@ def test_resume_refuses_other_inputs(tmp_path):
     with pytest.raises(RunStoreError, match="no run 'nope'"):
         smc_abc(_model(), OBS, runs=store, resume="nope", **KW)
     # an interrupted run, resumed with other settings or data: refused, naming what differs
-    store2 = str(tmp_path / "runs2.db")
-    run2 = _killed_run(store2, tmp_path)
+    (tmp_path / "killed").mkdir()
+    store2, run2 = _copy_of_killed(killed_sqlite, tmp_path / "killed")
     with pytest.raises(RunStoreError, match=r"settings\.n_particles, observed differ"):
         smc_abc(_model(), [0.2], schedule=FixedSchedule(TOLERANCES), runs=store2, resume=run2,
                 **{**KW, "n_particles": 200})

@@ -15,7 +15,7 @@ import dpinfer
 from dpinfer.errors import InvalidDataError
 from dpinfer.models.data_spec import DataSpec
 from dpinfer.privacy import Ledger, ReleaseContext
-from dpinfer.release.dpvi import DPVI, LogisticRegression, PoissonRegression, TrainingOptions
+from dpinfer.release.dpvi import DPVI, LogisticRegression, PoissonRegression, PrivacyOptions, TrainingOptions
 from dpinfer.release.glm import release_glm_statistics
 from seeded_privacy_rng import prng
 
@@ -66,7 +66,9 @@ def test_one_spec_describes_the_data_for_the_glm_and_for_dpvi():
         warnings.simplefilter("ignore")
         rel = release_glm_statistics(X, Y, family="logistic", epsilon=1.0, delta=1e-6, data=spec,
                                      context=ReleaseContext(privacy_rng=prng(0)))
-        fit = DPVI(LogisticRegression()).fit(X, Y, epsilon=1.0, delta=1e-5, data=spec, seed=0,
+        # a given noise multiplier: the names the spec gives are the check, not the calibration
+        fit = DPVI(LogisticRegression()).fit(X, Y, delta=1e-5, data=spec, seed=0,
+                                             privacy=PrivacyOptions(noise_multiplier=2.0),
                                              training=TrainingOptions(steps=10),
                                              context=ReleaseContext(privacy_rng=prng(1)))
     assert rel.intercept and rel.feature_names == ("age", "bmi")

@@ -176,7 +176,13 @@ def _exact_mean(x: np.ndarray) -> list[Fraction]:
     """The exact mean embedding √(2/D)/N·Σ_i x_i of unscaled features x (N, D = 8: √(2/D) = ½)."""
     n, d = x.shape
     assert d == 8
-    return [Fraction(sum(map(_exact, x[:, j])), 2**1075 * n) for j in range(d)]
+    return [Fraction(_exact_sum(x[:, j]), 2**1075 * n) for j in range(d)]
+
+
+def _exact_sum(col: np.ndarray) -> int:
+    """Σ _exact(v) over ``col``: each distinct double once, times its count (the same integer)."""
+    values, counts = np.unique(col, return_counts=True)
+    return sum(_exact(v) * int(k) for v, k in zip(values, counts, strict=True))
 
 
 def _computed(x: np.ndarray, accumulation: str, *, block: int = 64, bits: int = 40) -> np.ndarray:

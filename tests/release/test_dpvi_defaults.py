@@ -45,8 +45,15 @@ PREVIOUS = {"privacy": {"clip_quantile": 0.98}, "training": {"per_example": "lik
 
 
 @pytest.fixture(scope="module")
-def logistic():
-    X, y = simulate("logistic", 2000, BETA, 0)
+def logistic_data():
+    """The data alone: the fast tests compare no posterior, so they do not pay for the reference."""
+    return simulate("logistic", 2000, BETA, 0)
+
+
+@pytest.fixture(scope="module")
+def logistic(logistic_data):
+    """The data and the exact posterior's mean and sd (100 000 reference draws; the slow tests)."""
+    X, y = logistic_data
     ref = reference_posterior("logistic", X, y, draws=100_000)
     return X, y, ref["mean"], ref["sd"]
 
@@ -121,8 +128,8 @@ def test_non_private_default_does_not_clip(logistic):
     assert np.all(np.abs(z) < 1.0), z
 
 
-def test_clipped_fraction_warning_with_a_numeric_clip(logistic):
-    X, y, _, _ = logistic
+def test_clipped_fraction_warning_with_a_numeric_clip(logistic_data):
+    X, y = logistic_data
     kw = dict(delta=1e-5, training=TrainingOptions(steps=200), seed=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyWarning)
@@ -149,8 +156,8 @@ def test_clipped_fraction_warning_with_a_numeric_clip(logistic):
     assert "clipped_fraction" not in plain.privacy.details
 
 
-def test_adaptive_clip_refused_where_n_is_secret(logistic):
-    X, y, _, _ = logistic
+def test_adaptive_clip_refused_where_n_is_secret(logistic_data):
+    X, y = logistic_data
     with pytest.raises(InvalidPrivacyParameterError, match="replace-one"):
         DPVI(LogisticRegression(3)).fit(
             X, y, epsilon=1.0, delta=1e-5, privacy=PrivacyOptions(neighbouring="add-remove"),
@@ -163,7 +170,7 @@ def test_adaptive_clip_refused_where_n_is_secret(logistic):
         )
 
 
-def test_clip_quantile_rises_when_the_noise_is_small(logistic):
+def test_clip_quantile_rises_when_the_noise_is_small(logistic_data):
     """The default quantile is 0.999 when the public noise error per unit clip λ is <= 0.05 (here
     at ε = 100, λ = 0.016), 0.995 above (ε = 1, λ = 0.41); a given quantile is kept."""
     from dpinfer.release.dpvi.optim import default_clip_quantile, noise_error_per_clip
@@ -171,7 +178,7 @@ def test_clip_quantile_rises_when_the_noise_is_small(logistic):
     assert noise_error_per_clip(SIGMA_EPS100, 0.05, 2000, 500, 3) == pytest.approx(0.0156, abs=1e-4)
     assert default_clip_quantile(noise_error_per_clip(SIGMA_EPS100, 0.05, 2000, 500, 3)) == 0.999
     assert default_clip_quantile(noise_error_per_clip(SIGMA_EPS1, 0.05, 2000, 500, 3)) == 0.995
-    X, y, _, _ = logistic  # 20 steps (10 averaged): lambda = 0.0156 sqrt(50) sigma / 0.45
+    X, y = logistic_data  # 20 steps (10 averaged): lambda = 0.0156 sqrt(50) sigma / 0.45
     high, low, given = (
         _fits(X, y, LogisticRegression(3), s, [0], steps=20, **kw)[0].privacy.details["clip_quantile"]
         for s, kw in ((0.1, {}), (0.5, {}), (0.1, {"privacy": {"clip_quantile": 0.9}}))
@@ -190,8 +197,8 @@ def test_count_noise_and_the_single_gaussian_equivalence():
     assert count_noise_std(100.0, 0.45) == 5.0 and count_noise_std(100.0, 11.8) == 11.8
 
 
-def test_privacy_spent_during_training(logistic):
-    X, y, _, _ = logistic
+def test_privacy_spent_during_training(logistic_data):
+    X, y = logistic_data
     engine = DPVI(LogisticRegression(3))
     seen = {}
 
@@ -214,12 +221,12 @@ def test_privacy_spent_during_training(logistic):
         DPVI(LogisticRegression(3)).privacy_spent()
 
 
-def test_clip_learning_rate_keeps_the_adaptive_clip_steady_under_a_noisy_count(logistic, monkeypatch):
+def test_clip_learning_rate_keeps_the_adaptive_clip_steady_under_a_noisy_count(logistic_data, monkeypatch):
     from dpinfer.release.dpvi import loop, optim
 
     assert optim.clip_learning_rate(100.0, 5.0) == 0.2  # Andrew et al.'s regime: sigma_b = qn/20
     assert optim.clip_learning_rate(100.0, 47.5) == pytest.approx(0.2 * 5.0 / 47.5)
-    X, y, _, _ = logistic
+    X, y = logistic_data
     traces = []  # the clip norms the optimizer held (a fit's report keeps no per-step trace)
     record = loop.clip_record
     monkeypatch.setattr(loop, "clip_record", lambda dp: (traces.append(list(dp.clip_trace)), record(dp))[1])
@@ -235,12 +242,12 @@ def test_clip_learning_rate_keeps_the_adaptive_clip_steady_under_a_noisy_count(l
     assert spread() > 1.0  # measured 2.31
 
 
-def test_default_release_is_the_clipped_theta_gradient_sum(logistic, monkeypatch):
+def test_default_release_is_the_clipped_theta_gradient_sum(logistic_data, monkeypatch):
     """The default releases Σ clip(∇_θ log p(y_i | θ_s)) over the 4 draws (4·D entries, each row
     of norm <= C_t) plus N(0, (σ_Δ C_t)²); the (u, ω) gradient is computed from it afterwards."""
     from dpinfer.release.dpvi import optim
 
-    X, y, _, _ = logistic
+    X, y = logistic_data
     seen = []
     real = optim.DPOptimizer.privatize
 

@@ -331,7 +331,17 @@ def _exact_features(y: np.ndarray, W: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 
 def _dyadic_sum(col: np.ndarray) -> Fraction:
-    return Fraction(sum(num * (2**1074 // den) for num, den in map(float.as_integer_ratio, col)), 2**1074)
+    """The exact sum of ``col`` (each distinct double once, times its count: the same integer sum)."""
+    values, counts = np.unique(col, return_counts=True)
+    return Fraction(sum(int(k) * num * (2**1074 // den)
+                        for (num, den), k in zip(map(float.as_integer_ratio, values), counts, strict=True)),
+                    2**1074)
+
+
+def _exact_int_sum(col: np.ndarray) -> int:
+    """Σ int(v) over ``col`` in Python integers (each distinct value once, times its count)."""
+    values, counts = np.unique(col, return_counts=True)
+    return sum(int(v) * int(k) for v, k in zip(values, counts, strict=True))
 
 
 def test_released_mean_is_the_exact_fixed_point_sum_within_gamma5():
@@ -351,7 +361,7 @@ def test_released_mean_is_the_exact_fixed_point_sum_within_gamma5():
     y[n // 2:] = 0.3 + math.pi / abs(W[0, 0])
     b = fixed_point_bits(n)
     c, s = _exact_features(y, W)
-    ints = [sum(int(v) for v in np.rint(col * 2.0**b)) for col in np.concatenate([c, s], axis=1).T]
+    ints = [_exact_int_sum(np.rint(col * 2.0**b)) for col in np.concatenate([c, s], axis=1).T]
     got = np.empty(8, dtype=np.int64)
     rff_fixed_point_sums(y[:, None], W, float(2**b), got)
     assert [int(v) for v in got] == ints
