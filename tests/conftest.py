@@ -41,6 +41,16 @@ def pytest_configure(config):
             torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
 
 
+#: Tests of 5–30 s each (subprocess builds and notebooks): sent to the workers first, so that none
+#: of them starts last and leaves the other workers idle at the end of the run.
+LONG_FIRST = ("tests/docs/", "tests/cli/test_demo.py", "tests/test_readme.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Put the :data:`LONG_FIRST` tests at the front (stable otherwise): longest-first scheduling."""
+    items[:] = sorted(items, key=lambda item: not item.nodeid.startswith(LONG_FIRST))
+
+
 @pytest.hookimpl(tryfirst=True, optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     """Under pytest-xdist, the tests of a module that defines a module- or class-scoped fixture
