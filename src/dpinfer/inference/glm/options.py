@@ -82,7 +82,10 @@ class GLMSamplerOptions:
         HMC chains, their warm-up iterations (step-size adaptation) and kept draws per chain; for
         ``"laplace-is"``, ``draws`` is the number of resampled draws kept.
     leapfrog
-        Mean number of leapfrog steps per HMC iteration (jittered ±50%).
+        Least mean number of leapfrog steps per HMC iteration (jittered ±50%): where the adapted
+        step is small, the mean grows to 3 / step (a trajectory of about three posterior sds in the
+        whitened coordinates), at most 4 × ``leapfrog``
+        (:data:`~dpinfer.inference.glm.samplers.TRAJECTORY`).
     target_accept
         Target of the dual-averaging step-size adaptation.
     threads
