@@ -67,13 +67,16 @@ def laplace(model: GLMModel, info: dict[str, float] | None = None) -> tuple[np.n
         vals, vecs = np.linalg.eigh(Hn)
         return np.maximum(vals, 1e-3), vecs  # a flat or non-convex direction: a wide proposal there
 
-    def newton(mode: torch.Tensor) -> tuple[torch.Tensor, float]:
+    Eig = tuple[np.ndarray, np.ndarray]
+
+    def newton(mode: torch.Tensor) -> tuple[torch.Tensor, float, Eig | None]:
         """Newton steps from the L-BFGS point (its stopping rule is blind to very narrow
-        directions); the point and its Newton decrement."""
+        directions); the point, its Newton decrement and the floored Hessian's eigensystem there
+        (None when the last step moved away from where it was computed)."""
         lp0 = float(model.log_post(mode[None])[0])
-        decrement = math.inf
+        decrement, eig = math.inf, None
         for _ in range(30):
-            vals, vecs = floored(neg_hessian(mode))
+            eig = vals, vecs = floored(neg_hessian(mode))
             _, g = value_and_grad(model, mode[None])
             gv = g[0].numpy()
             step_np = (vecs / vals) @ vecs.T @ gv
@@ -89,25 +92,25 @@ def laplace(model: GLMModel, info: dict[str, float] | None = None) -> tuple[np.n
                 step = step / 2
             else:
                 break
-            mode, lp0 = cand, lp1
-        return mode, decrement
+            mode, lp0, eig = cand, lp1, None
+        return mode, decrement, eig
 
     options = {"gtol": 1e-7, "ftol": 1e-15, "maxcor": 20}
     res = minimize(fun, model.init(), jac=True, method="L-BFGS-B",
                    options={"maxiter": LBFGS_FIRST, **options})
     iterations = int(res.nit)
-    mode, decrement = newton(torch.as_tensor(res.x, dtype=torch.float64))
+    mode, decrement, eig = newton(torch.as_tensor(res.x, dtype=torch.float64))
     for _ in range(LBFGS_RESTARTS):
         if decrement < MODE_TOLERANCE:
             break
         res = minimize(fun, mode.numpy(), jac=True, method="L-BFGS-B",
                        options={"maxiter": LBFGS_MORE, **options})
         iterations += int(res.nit)
-        mode, decrement = newton(torch.as_tensor(res.x, dtype=torch.float64))
+        mode, decrement, eig = newton(torch.as_tensor(res.x, dtype=torch.float64))
     if info is not None:
         info.update(laplace_converged=float(decrement < MODE_TOLERANCE), newton_decrement=decrement,
                     lbfgs_iterations=float(iterations))
-    vals, vecs = floored(neg_hessian(mode))
+    vals, vecs = eig if eig is not None else floored(neg_hessian(mode))
     cov = (vecs / vals) @ vecs.T
     return mode.numpy(), cov
 
@@ -213,6 +216,7 @@ def hmc(model: GLMModel, mode: np.ndarray, cov: np.ndarray, opts: GLMSamplerOpti
         lp = torch.where(accept, lpx, lp)
         g = torch.where(accept[:, None], gx, g)
         mean_a = float(a.mean())
+        psi = m0 + zeta @ A.T
         if it < opts.warmup:
             t_da += 1
             h_bar = (1 - 1 / (t_da + t0)) * h_bar + (opts.target_accept - mean_a) / (t_da + t0)
@@ -221,9 +225,8 @@ def hmc(model: GLMModel, mode: np.ndarray, cov: np.ndarray, opts: GLMSamplerOpti
             w = t_da ** (-kappa)
             log_bar = w * log_step + (1 - w) * log_bar
             if it >= window_start:
-                warm_psi.append((m0 + zeta @ A.T).numpy())
+                warm_psi.append(psi.numpy())
             if it + 1 in ends and len(warm_psi) * C > d:
-                psi = m0 + zeta @ A.T
                 pooled = np.concatenate(warm_psi)
                 m0, A = whitening(pooled.mean(0), regularised_covariance(pooled, cov))
                 zeta = torch.linalg.solve_triangular(A, (psi - m0).T, upper=False).T
@@ -231,7 +234,7 @@ def hmc(model: GLMModel, mode: np.ndarray, cov: np.ndarray, opts: GLMSamplerOpti
                 warm_psi = []
                 log_bar, h_bar, mu_da, t_da = restart(step)
         else:
-            out[:, it - opts.warmup] = (m0 + zeta @ A.T).numpy()
+            out[:, it - opts.warmup] = psi.numpy()
             acc_sum += mean_a
             n_acc += 1
     return out, {"accept_rate": acc_sum / max(n_acc, 1), "step_size": math.exp(log_bar)}
