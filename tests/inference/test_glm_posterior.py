@@ -129,6 +129,16 @@ def test_the_posterior_runs_on_its_threads_and_restores_the_callers():
         torch.set_num_threads(old)
 
 
+def _logistic_release(X, y, epsilon, seed, bounds=(-1, 1)):
+    """A logistic GLM release of ``(X, y)`` with the seeded (insecure, tests-only) noise, no ledger:
+    its unaccounted-release warning silenced."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return release_glm_statistics(X, y, family="logistic", epsilon=epsilon, delta=1e-6,
+                                      context=ReleaseContext(privacy_rng=prng(seed)),
+                                      data=DataSpec(bounds=bounds))
+
+
 def _logistic_data(n, seed, theta):
     rng = np.random.default_rng(seed)
     X = rng.normal(0.0, 0.3, size=(n, len(theta) - 1)).clip(-1, 1)
@@ -174,9 +184,7 @@ def test_sbc_coverage_and_a_noise_ignoring_variant_is_caught():
         y = (rng.random(n) < 1 / (1 + np.exp(-(theta[0] + X @ theta[1:])))).astype(float)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            rel = release_glm_statistics(X, y, family="logistic", epsilon=0.5, delta=1e-6,
-                                         context=ReleaseContext(privacy_rng=prng(r)),
-                                         data=DataSpec(bounds=(-1, 1)))
+            rel = _logistic_release(X, y, 0.5, r)
             ci = glm_posterior(rel, prior=pr, sampler=FAST, seed=r, warn=False).interval(0.9)
             bad = GLMRelease(**{**rel.__dict__, "sigma": 1e-6})
             bci = glm_posterior(bad, prior=pr, sampler=FAST, seed=r, warn=False).interval(0.9)
@@ -196,9 +204,7 @@ def test_the_result_follows_the_contract_with_real_hmc_chains(tmp_path):
     X, y = _logistic_data(300, 3, theta)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        rel = release_glm_statistics(pd.DataFrame({"age": X[:, 0]}), y, family="logistic",
-                                     epsilon=2.0, delta=1e-6, context=ReleaseContext(privacy_rng=prng(2)),
-                                     data=DataSpec(bounds=(-1, 1)))
+        rel = _logistic_release(pd.DataFrame({"age": X[:, 0]}), y, 2.0, 2)
         fit = glm_posterior(rel, sampler=GLMSamplerOptions(method="hmc", chains=2, warmup=8, draws=40,
                                                            leapfrog=1), seed=0, warn=False)
     assert fit.param_names == ("intercept", "age") and fit.draws.shape == (2, 20, 2)
@@ -228,11 +234,7 @@ def test_the_dimension_sized_importance_proposal_gives_the_same_posterior_as_the
 
     theta = np.array([0.3, 1.5, -1.0, 0.5])
     X, y = _logistic_data(2000, 3, theta)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        rel = release_glm_statistics(X, y, family="logistic", epsilon=2.0, delta=1e-6,
-                                     context=ReleaseContext(privacy_rng=prng(3)),
-                                     data=DataSpec(bounds=(-1, 1)))
+    rel = _logistic_release(X, y, 2.0, 3)
     model = _Model(rel, GLMPrior(), covariates="moment-matched")
     assert model.dim == 13 and samplers.proposal_settings(13) == (13.0, 1.0 + 0.5 * 10 / 13)
     mode, cov = samplers.laplace(model)
@@ -277,11 +279,7 @@ def test_hmc_adapts_its_metric_where_the_laplace_approximation_is_too_narrow(mon
     X = rng.uniform(-1, 1, (200, 2))
     beta = rng.normal(0, 1, 2)
     y = (rng.random(200) < 1 / (1 + np.exp(-(0.3 + X @ beta)))).astype(float)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        rel = release_glm_statistics(X, y, family="logistic", epsilon=0.5, delta=1e-6,
-                                     context=ReleaseContext(privacy_rng=prng(3)),
-                                     data=DataSpec(bounds=(-1, 1)))
+    rel = _logistic_release(X, y, 0.5, 3)
     model = _Model(rel, GLMPrior(), covariates="moment-matched")
     mode, cov = samplers.laplace(model)
     opts = GLMSamplerOptions(method="hmc")
@@ -322,11 +320,7 @@ def test_the_mode_is_found_where_fifty_lbfgs_iterations_stop_far_from_it(monkeyp
     X = (rng.random((100_000, 3)) < rng.uniform(0.15, 0.85, 3)).astype(float)
     theta = np.concatenate([[rng.normal(0, 1.0)], rng.normal(0, 1.5, 3)])
     y = (rng.random(100_000) < 1 / (1 + np.exp(-(theta[0] + (2 * X - 1) @ theta[1:])))).astype(float)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        rel = release_glm_statistics(X, y, family="logistic", epsilon=10.0, delta=1e-6,
-                                     context=ReleaseContext(privacy_rng=prng(7)),
-                                     data=DataSpec(bounds=(0, 1)))
+    rel = _logistic_release(X, y, 10.0, 7, bounds=(0, 1))
     model = _Model(rel, GLMPrior(coef_sd=1.5, intercept_sd=1.0), covariates="moment-matched")
     info: dict = {}
     mode, _ = samplers.laplace(model, info)
