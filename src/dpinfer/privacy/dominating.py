@@ -54,6 +54,7 @@ from scipy.special import log_ndtr
 
 from ..deferred import DeferredModule
 from ..errors import InvalidPrivacyParameterError
+from .gaussian_pld import gaussian_pld
 
 if TYPE_CHECKING:
     import dp_accounting
@@ -423,9 +424,8 @@ def with_replacement_gaussian_pld(
         w = float(weights[k])
         if w <= 0.0:
             continue
-        part = pld_lib.from_gaussian_mechanism(
-            standard_deviation=float(sigma), sensitivity=2.0 * k, value_discretization_interval=vdi
-        )
+        part = gaussian_pld(standard_deviation=float(sigma), sensitivity=2.0 * k,
+                            value_discretization_interval=vdi)
         out = out.compute_mixture(part, acc_w / (acc_w + w))
         acc_w += w
     if tail > 0.0:
