@@ -83,3 +83,27 @@ def test_rdp_takes_the_better_of_pure_leaves_in_the_curve_and_composed_basically
     assert both == pytest.approx(min(basic, in_curve), rel=1e-12)
     assert both <= basic and both <= in_curve
     assert acc.delta(compose(g, pure), both) <= DELTA * (1 + 1e-3)
+
+
+def test_the_subsampled_gaussian_curve_is_dp_accountings_self_composition_to_the_bit():
+    """The RDP leaf curve of a Poisson-subsampled Gaussian (add-or-remove) is ``steps`` times one
+    cached step; it must equal dp-accounting's self-composed event exactly, and a caller that
+    writes into the returned curve must not change the next one (the cache hands out copies).
+    Known-broken variant: one step's curve without the ``steps`` factor is caught."""
+    import dp_accounting
+    from dp_accounting.rdp import rdp_privacy_accountant as rdp_lib
+
+    from dpinfer.privacy.events import PoissonSubsampledGaussianEvent
+
+    acc = RDPAccountant()
+    for q, sigma, steps in ((0.01, 1.1, 1000), (0.2, 2.0, 7)):
+        leaf = PoissonSubsampledGaussianEvent(q, sigma, steps)
+        ref = rdp_lib.RdpAccountant(acc.orders)
+        ref.compose(dp_accounting.SelfComposedDpEvent(
+            dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(sigma)), steps))
+        first = acc.leaf_curve(leaf, acc.orders)
+        assert np.array_equal(first, np.asarray(ref.rdp))
+        first[:] = 0.0  # a caller's own array
+        assert np.array_equal(acc.leaf_curve(leaf, acc.orders), np.asarray(ref.rdp))
+        one_step = acc.leaf_curve(PoissonSubsampledGaussianEvent(q, sigma, 1), acc.orders)
+        assert not np.array_equal(one_step, np.asarray(ref.rdp))  # the broken variant differs

@@ -11,7 +11,11 @@ import numpy as np
 
 from ...deferred import DeferredModule
 from .. import events as ev
-from ..dominating import replace_one_subsampled_gaussian_rdp, with_replacement_gaussian_rdp
+from ..dominating import (
+    replace_one_subsampled_gaussian_rdp,
+    subsampled_gaussian_add_remove_rdp,
+    with_replacement_gaussian_rdp,
+)
 from ..events import ADD_REMOVE, REPLACE_ONE, PrivacyEvent, compose, flatten
 from ..gaussian_svt import gaussian_svt_rdp
 from .base import ALL_LEAF_TYPES, WITH_REPLACEMENT_REFUSAL, Accountant, register_accountant
@@ -141,6 +145,9 @@ class RDPAccountant(Accountant):
         if isinstance(leaf, ev.SampledWithReplacementGaussianEvent):
             q, sigma, steps = leaf.sampling_rate, leaf.noise_multiplier, leaf.steps
             return with_replacement_gaussian_rdp(q, sigma, steps, orders)[0]
+        if isinstance(leaf, ev.PoissonSubsampledGaussianEvent):  # add-or-remove (replace-one above)
+            step = subsampled_gaussian_add_remove_rdp(leaf.sampling_rate, leaf.noise_multiplier, orders)
+            return leaf.steps * step  # what dp-accounting's self-composition computes, cached per step
         dpe = to_dp_accounting_event(leaf)
         if dpe is not None:
             acc = rdp_lib.RdpAccountant(orders)
