@@ -55,7 +55,9 @@ def pytest_collection_modifyitems(config, items):
 def pytest_xdist_make_scheduler(config, log):
     """Under pytest-xdist, the tests of a module that defines a module- or class-scoped fixture
     run on one worker, so that the fixture (fitted posteriors, a running service) is built once
-    instead of once per worker; the other tests are spread one by one, as ``--dist load`` does.
+    instead of once per worker, and so do the tests of a module that sets ``ONE_WORKER = True``
+    (a per-process cache, such as test_architecture's parsed sources); the other tests are spread
+    one by one, as ``--dist load`` does.
     (``--dist loadgroup`` would do it with marks, but pytest 9 ignores the node ids that
     pytest-xdist 3.8 rewrites for it.)"""
     import re
@@ -64,7 +66,7 @@ def pytest_xdist_make_scheduler(config, log):
     from xdist.scheduler import LoadScopeScheduling
 
     root = Path(config.rootpath)
-    shared_scope = re.compile(r"scope\s*=\s*[\"'](module|class)[\"']")
+    shared_scope = re.compile(r"scope\s*=\s*[\"'](module|class)[\"']|^ONE_WORKER = True", flags=re.M)
     shared = {p.relative_to(root).as_posix() for p in (root / "tests").rglob("test_*.py")
               if shared_scope.search(p.read_text(encoding="utf-8"))}
 

@@ -58,6 +58,9 @@ SECRET_RANDOMNESS_AUDITORS = ("dpinfer.audit",)
 # What post-processing may take from the privacy core.
 INFERENCE_MAY_USE = ("dpinfer.privacy.events", "dpinfer.privacy.report", "dpinfer.privacy.event_conversion")
 MAX_PRIVATE_IMPORTS = 3
+#: run these tests on one pytest-xdist worker (conftest's scheduler): the sources are read and
+#: parsed once per process (``parsed``), not once per worker
+ONE_WORKER = True
 
 
 @cache
