@@ -241,3 +241,31 @@ def test_a_command_prints_its_warning_once(tmp_path, capsys):
     assert code in (0, 3), err
     assert sum("prior-data conflict" in ln for ln in err.splitlines()) == 1, err
     assert [ln for ln in err.splitlines() if "conflict" in ln][0].startswith("dpinfer: warning: ")
+
+
+def _parses_are_independent(parser, argv, option="allowance") -> bool:
+    """Two parses of ``argv`` plus one value of the repeatable ``option`` each hold only their own
+    value, and a parse without it sees the default again: parsing left no state in ``parser``."""
+    first = parser.parse_args([*argv, f"--{option}", "d=1"])
+    second = parser.parse_args([*argv, f"--{option}", "f=3"])
+    return (getattr(first, option) == ["d=1"] and getattr(second, option) == ["f=3"]
+            and getattr(parser.parse_args(argv), option) is None)
+
+
+def test_main_reuses_one_parser_and_parsing_leaves_no_state_in_it():
+    """``main`` builds the parser once per process (``dpinfer.cli._parser``), so parsing must not
+    change it: the repeatable ``--allowance`` holds only the values of its own parse. Known-broken
+    variant: an action that keeps the values in the parser (its default) is caught."""
+    from dpinfer.cli import _parser
+
+    assert _parser() is _parser()
+    assert _parses_are_independent(_parser(), ["remote", "--url", "https://h", "add-analyst", "--name", "a"])
+
+    class KeepsValues(argparse.Action):
+        def __call__(self, parser, namespace, values, option_string=None):
+            self.default = [*(self.default or []), values]
+            setattr(namespace, self.dest, self.default)
+
+    broken = argparse.ArgumentParser()
+    broken.add_argument("--allowance", action=KeepsValues)
+    assert not _parses_are_independent(broken, [])
