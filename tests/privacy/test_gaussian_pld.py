@@ -116,3 +116,12 @@ def test_a_wrong_subsampling_transform_is_caught(monkeypatch):
     ref = pld_lib.from_gaussian_mechanism(standard_deviation=1.0, sampling_prob=0.5,
                                           value_discretization_interval=1e-3)
     assert _max_gap(ours, ref) > 1e-3
+
+
+def test_an_undefined_inverse_raises_instead_of_giving_a_nan_delta(monkeypatch):
+    """A NaN cut-off (an inverse evaluated outside its domain) must stop the accounting, as
+    dp-accounting's scalar code raises there, not give a NaN δ that composition would carry on."""
+    monkeypatch.setattr(gp, "gaussian_inverse_privacy_loss",
+                        lambda loss, **kw: np.full(np.shape(loss), np.nan))
+    with pytest.raises(ValueError, match="undefined"):
+        gp.gaussian_pld(standard_deviation=1.0, sampling_prob=0.5, value_discretization_interval=1e-2)

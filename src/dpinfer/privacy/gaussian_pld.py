@@ -148,6 +148,8 @@ def _grid_loss_class() -> type:
                 epsilons[inverse], sigma=float(self._standard_deviation), sensitivity=float(self.sensitivity),
                 q=q, adjacency=adjacency,
             )
+            if np.isnan(x_cutoffs).any():  # never a silent NaN in an accountant (dp-accounting raises)
+                raise ValueError("the Gaussian inverse privacy loss is undefined at some loss of the grid.")
             deltas[inverse] = self.mu_upper_cdf(x_cutoffs) - np.exp(
                 epsilons[inverse] + self.mu_lower_log_cdf(x_cutoffs))
             deltas = np.clip(deltas, 0, 1)
