@@ -5,8 +5,9 @@ dp-accounting's connect-the-dots construction (Doroshenko, Ghazi, Kamath, Kumar 
 Alg. 1; ``privacy_loss_distribution._create_pld_pmf_from_monotone_privacy_loss``) asks the
 mechanism for the hockey-stick divergence δ(ε) at every point ε of the loss grid, and its
 ``get_delta_for_epsilon`` finds the cut-off ``x(ε) = L⁻¹(ε)`` (the largest x whose privacy loss
-is at least ε) with one Python call per grid point: about 10⁵ calls, 0.1 s per Gaussian leaf,
-which every calibration step pays again. :class:`GridGaussianPrivacyLoss` is dp-accounting's
+is at least ε) with one Python call per grid point: up to 10⁵ calls, 0.02-1.8 s per Gaussian leaf
+at the grid step 1e-4, which every calibration step pays again (3-12x less here:
+``benchmarks/gaussian_pld.py``). ``GridGaussianPrivacyLoss`` is dp-accounting's
 ``GaussianPrivacyLoss`` with that one method evaluated elementwise in numpy, from the same closed
 forms (dp-accounting 0.6.0, ``privacy_loss_mechanism.py``):
 
