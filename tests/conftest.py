@@ -2,7 +2,6 @@
 
 import os
 import sys
-import tempfile
 
 import pytest
 
@@ -40,10 +39,10 @@ def pytest_configure(config):
         torch = sys.modules.get("torch")
         if torch is not None:
             torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
-        testrun = os.environ.get("PYTEST_XDIST_TESTRUNUID", "")
-        if testrun:
-            _compile_numba_kernels_one_at_a_time(os.path.join(
-                tempfile.gettempdir(), f"dpinfer-numba-compile-{testrun}.lock"))
+        basetemp = getattr(config.option, "basetemp", None)  # this worker's: <the run's>/gwN
+        if basetemp:  # the lock lives (and is pruned) with the run's temporary directory
+            lock = os.path.join(os.path.dirname(basetemp), "numba-compile.lock")
+            _compile_numba_kernels_one_at_a_time(lock)
 
 
 #: Longest wait for another worker's numba compilation before compiling anyway (never a hang).
