@@ -33,7 +33,9 @@ def pytest_configure(config):
     otherwise: the workers already fill the cores, and a worker's idle OpenMP threads spin while
     the other worker runs, which made torch-heavy tests (the GLM's Laplace step, the flows) several
     times slower on a busy 2-core machine. Set before any test module imports torch; subprocesses
-    (the command-line tests) inherit it. Tests that need more threads set them (test_dpvi_threads)."""
+    (the command-line tests) inherit it. Tests that need more threads set them (test_dpvi_threads).
+    Also under pytest-xdist, numba kernels are compiled one worker at a time
+    (:func:`_compile_numba_kernels_one_at_a_time`)."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
         os.environ.setdefault("OMP_NUM_THREADS", "1")
         torch = sys.modules.get("torch")
