@@ -241,4 +241,7 @@ def binom_ppf(u: np.ndarray, n: int, p: np.ndarray) -> np.ndarray:
     u, p = np.broadcast_arrays(np.asarray(u, dtype=np.float64), np.asarray(p, dtype=np.float64))
     if np.isnan(u).any() or np.isnan(p).any():
         raise InvalidDataError("binom_ppf: u and p must not be NaN.")
-    return _binom_ppf(np.ascontiguousarray(u), int(n), np.ascontiguousarray(p))
+    # one compiled signature (1-d) for every shape: each further one is another ~1.5 s compile of
+    # this parallel kernel at first use (three were compiled in the test suite: 1-, 2-, 3-d)
+    flat = _binom_ppf(np.ascontiguousarray(u).reshape(-1), int(n), np.ascontiguousarray(p).reshape(-1))
+    return flat.reshape(u.shape)
