@@ -26,6 +26,7 @@ over a grid of (σ, q, relation, grid step) and catches a wrong subsampling tran
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from typing import TYPE_CHECKING, Any
@@ -119,12 +120,10 @@ def gaussian_inverse_privacy_loss(
     raise ValueError(f"adjacency must be 'add', 'remove' or 'replace', got {adjacency!r}.")
 
 
-_ADJACENCY_NAMES = {"ADD": "add", "REMOVE": "remove", "REPLACE": "replace"}
-
-
+@functools.cache
 def _grid_loss_class() -> type:
     """dp-accounting's ``GaussianPrivacyLoss`` with :meth:`get_delta_for_epsilon` on the whole grid
-    (a class made at first use, so that importing this module does not import dp-accounting)."""
+    (made once, at first use, so that importing this module does not import dp-accounting)."""
 
     class GridGaussianPrivacyLoss(plm.GaussianPrivacyLoss):
         """dp-accounting's Gaussian privacy loss; the hockey-stick divergence of a whole grid of ε
@@ -136,7 +135,7 @@ def _grid_loss_class() -> type:
             is_scalar = isinstance(epsilon, numbers.Number)
             epsilons = np.asarray([epsilon] if is_scalar else epsilon, dtype=np.float64)
             deltas = np.zeros_like(epsilons, dtype=float)
-            adjacency = _ADJACENCY_NAMES[self.adjacency_type.name]
+            adjacency = self.adjacency_type.name.lower()  # "add", "remove" or "replace"
             q = float(self.sampling_prob)
             if q == 1.0 or adjacency == "replace":
                 inverse = np.full(epsilons.shape, True)
@@ -157,9 +156,6 @@ def _grid_loss_class() -> type:
             return float(deltas[0]) if is_scalar else deltas
 
     return GridGaussianPrivacyLoss
-
-
-_CLASS: list[type] = []
 
 
 def gaussian_pld(
@@ -189,9 +185,7 @@ def gaussian_pld(
     """
     import dp_accounting
 
-    if not _CLASS:
-        _CLASS.append(_grid_loss_class())
-    cls = _CLASS[0]
+    cls = _grid_loss_class()
     rel = dp_accounting.NeighboringRelation
     relation = rel.ADD_OR_REMOVE_ONE if neighboring_relation is None else neighboring_relation
 
