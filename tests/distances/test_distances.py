@@ -300,3 +300,19 @@ def test_vanishing_or_invalid_sensitivity_is_refused(declared):
 
     with pytest.raises(InvalidPrivacyParameterError, match="sensitivity"):
         release_sensitivity(Declared(), 4)
+
+
+def test_writable_and_read_only_simulations_share_one_compiled_kernel():
+    """numba specialises on the writeable flag; the distances hand their kernels read-only views
+    (no copy), so read-only simulations (a memory map, a cached batch) compile nothing new."""
+    from dpinfer.distances import mmd, rff_kernels
+
+    rng = np.random.default_rng(3)
+    obs = rng.normal(size=(20, 2))
+    frozen = rng.normal(size=(3, 20, 2))
+    frozen.flags.writeable = False
+    for d in (RFFMMD(0.9, 16, backend="numba"), ExactMMD(0.9)):
+        p = d.prepare(obs)
+        assert np.array_equal(d.batch(p, frozen), d.batch(p, frozen.copy()))
+    assert len(rff_kernels.rff_sums_fast.signatures) == 1
+    assert len(mmd._exact_mmd2.signatures) == 1

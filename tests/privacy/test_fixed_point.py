@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpinfer.inference.glm import StatisticLayout
+from dpinfer.privacy import fixed_point
 from dpinfer.privacy.fixed_point import (
     BINARY,
     GLM_BITS,
@@ -81,6 +82,28 @@ def test_the_totals_are_the_same_bits_for_chunks_of_1_7_1000_and_all(name):
     f = [r.as_float(1.0) for r in runs]
     assert all(np.array_equal(v, f[0]) and v.tobytes() == f[0].tobytes() for v in f)
 
+
+
+@pytest.mark.parametrize("name", ["glm-poisson-offset", "histogram"])
+def test_a_chunk_longer_than_one_kernel_block_gives_the_same_totals(name):
+    """A chunk of 2.1 kernel blocks (2^15 rows each) equals chunks of 1000 rows, bit for bit."""
+    n = 2 * fixed_point._KERNEL_ROWS + 3277
+    spec, data = SPECS[name](), _data(5, n)
+    whole = spec.partial(data)
+    assert whole == _by_size(spec, data, 1000) and whole.rows == n
+
+
+def test_the_multi_column_kernels_are_compiled_once_for_any_number_of_columns():
+    """One compiled signature serves 1 to 4 features and 1 to 3 histogram columns (a tuple of
+    column arrays would compile a new type for each count)."""
+    data = _data(6, 50)
+    for k in range(1, 4):
+        feats = tuple("abc"[:k])
+        GLMSums(feats, "y", None, (10.0,) * k + (0.0,), (30.0,) * k + (8.0,), (20.0,) * k + (0.0,),
+                (0.1,) * k + (1 / 8,), (REAL,) * k + (INTEGER,)).partial(data)
+        HistogramCounts(feats, (10.0,) * k, (30.0,) * k, (4,) * k, (False,) * k).partial(data)
+    assert len(fixed_point._glm_kernel.signatures) == 1
+    assert len(fixed_point._histogram_kernel.signatures) == 1
 
 @settings(max_examples=40, deadline=None, derandomize=True)
 @given(cuts=st.lists(st.integers(0, N), max_size=25), name=st.sampled_from(sorted(SPECS)))

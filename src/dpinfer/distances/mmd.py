@@ -77,6 +77,15 @@ def _check_n(n_records: Any) -> int:
     return int(n_records)
 
 
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    """A read-only view of ``a`` (no copy), so that a jitted kernel is compiled for one array type
+    whether the caller's simulations are writable or not (numba specialises on the flag: a
+    second compilation, 2.4 s for ``rff_sums_fast``)."""
+    view = a.view()
+    view.flags.writeable = False
+    return view
+
 @dataclass(frozen=True)
 class _RFFPrepared:
     mu: np.ndarray  # (D,) mean embedding of the observed data (confidential; exact path)
@@ -185,6 +194,7 @@ class RFFMMD(Distance):
         Yd = np.ascontiguousarray(sims, dtype=self.dtype)
         if self.backend == "torch":
             return rff_sums_torch(Yd, Wd, self.dtype, self.device)
+        Yd = _read_only(Yd)
         out = np.empty((B, 2 * J), dtype=np.float64)
         bound = float(np.abs(Yd).max()) * float(np.abs(Wd).sum(axis=1).max()) if Yd.size else 0.0
         if self.backend == "numba" and self.dtype == np.float32 and bound <= FAST_TRIG_MAX32:
@@ -375,7 +385,7 @@ class ExactMMD(Distance):
         return _ExactPrepared(X, kxx, X.shape[0], X.shape[1])
 
     def batch(self, prepared: _ExactPrepared, sims: Any) -> np.ndarray:
-        arr = np.ascontiguousarray(as_batch(sims, prepared.d), dtype=np.float64)
+        arr = _read_only(np.ascontiguousarray(as_batch(sims, prepared.d), dtype=np.float64))
         mmd2 = _exact_mmd2(prepared.X, arr, 1.0 / (2 * self.bandwidth**2), prepared.kxx)
         return np.sqrt(np.maximum(mmd2, 0.0))
 
