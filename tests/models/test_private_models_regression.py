@@ -101,7 +101,9 @@ def test_da_mcmc_is_calibrated_and_catches_a_broken_variant():
     # seed 1: the grid release (issue #10) changed the release stream; under it seed 0 gives
     # KS p = 7e-4 on beta_1 (a 1-in-1000 draw; seeds 1 and 2 give p >= 0.25 on every coordinate)
     # 150 replicates (was 300): measured KS p = 0.50, 0.43, 0.15 here, and the broken variant's
-    # smallest p = 1.2e-5, 80x below the 1e-3 it must reach (at 300: 1.7e-6; at 100: 5.6e-4, too close)
+    # smallest p = 1.2e-5, 80x below the 1e-3 it must reach (at 300: 1.7e-6; at 100: 5.6e-4, too close).
+    # With the Gibbs draw from the Cholesky factor of the precision (other draws, the same law):
+    # p = 0.73, 0.41, 0.24, and the broken variant's smallest p = 6.5e-6
     fr = _sbc_ranks(model, 150, seed=1)
     for k in range(3):
         assert stats.kstest(fr[:, k], "uniform").pvalue > 1e-3

@@ -54,6 +54,33 @@ def _record_stats(x1: float, x2: float, y: float, clamp: float, out: np.ndarray)
 
 
 @numba.njit(cache=True)
+def _gaussian_from_precision(A: np.ndarray, r: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """A draw of N(A⁻¹ r, A⁻¹) from standard normals ``z``, for a 3×3 positive-definite precision A.
+
+    With the Cholesky factor A = L Lᵀ, β = L⁻ᵀ (L⁻¹ r + z): its mean is L⁻ᵀ L⁻¹ r = A⁻¹ r and its
+    covariance L⁻ᵀ L⁻¹ = A⁻¹. Written out for 3×3, as the kernel's other steps are written as loops:
+    numba's LAPACK bindings and array expressions made :func:`_da_mcmc_kernel` compile in 9.3 s of
+    CPU, 2.7 s without them. Factoring A is also better conditioned than inverting A and
+    factoring A⁻¹ (what the kernel did before; the same law, other draws for a seed).
+    """
+    l00 = np.sqrt(A[0, 0])
+    l10 = A[1, 0] / l00
+    l20 = A[2, 0] / l00
+    l11 = np.sqrt(A[1, 1] - l10 * l10)
+    l21 = (A[2, 1] - l20 * l10) / l11
+    l22 = np.sqrt(A[2, 2] - l20 * l20 - l21 * l21)
+    v0 = r[0] / l00  # L v = r (forward substitution)
+    v1 = (r[1] - l10 * v0) / l11
+    v2 = (r[2] - l20 * v0 - l21 * v1) / l22
+    w0, w1, w2 = v0 + z[0], v1 + z[1], v2 + z[2]
+    out = np.empty(3)
+    out[2] = w2 / l22  # Lᵀ β = v + z (back substitution)
+    out[1] = (w1 - l21 * out[2]) / l11
+    out[0] = (w0 - l10 * out[1] - l20 * out[2]) / l00
+    return out
+
+
+@numba.njit(cache=True)
 def _da_mcmc_kernel(
     sdp, x, y, beta, n_keep, burn_in, thin, scale, x_mean, sigma, prior_prec, prior_mean, clamp, seed
 ):
@@ -104,18 +131,19 @@ def _da_mcmc_kernel(
                 r[p] += row[p] * y[i]
                 for q in range(3):
                     A[p, q] += row[p] * row[q]
-        A /= sigma * sigma
-        r /= sigma * sigma
+        s2 = sigma * sigma
+        for p in range(3):
+            r[p] /= s2
+            for q in range(3):
+                A[p, q] /= s2
         for p in range(3):
             A[p, p] += prior_prec[p]
             r[p] += prior_prec[p] * prior_mean[p]
-        cov = np.linalg.inv(A)
-        mean = cov @ r
-        L = np.linalg.cholesky(0.5 * (cov + cov.T))
         z = np.random.standard_normal(3)  # noqa: NPY002 (numba-compiled: per-kernel seeded legacy stream)
-        beta = mean + L @ z
+        beta = _gaussian_from_precision(A, r, z)
         if it >= burn_in and (it - burn_in) % thin == 0 and kept < n_keep:
-            out[kept] = beta
+            for p in range(3):
+                out[kept, p] = beta[p]
             kept += 1
     return out, accepted / max(proposed, 1)
 
