@@ -7,8 +7,13 @@ questions: the smallest ε it can certify at a given δ, and the smallest δ at 
 from __future__ import annotations
 
 import math
+import threading
 from abc import ABC, abstractmethod
+from collections import OrderedDict
 from collections.abc import Callable
+from typing import Any
+
+import numpy as np
 
 from ...errors import InvalidPrivacyParameterError, UnsupportedEventError
 from .. import events as ev
@@ -32,6 +37,26 @@ GAUSSIAN_SVT_REFUSAL = (
     "dominating PLD."
 )
 _REGISTRY: dict[str, Callable[[], Accountant]] = {}
+
+#: ε answers kept by :meth:`Accountant.epsilon` (least recently used dropped first).
+EPSILON_MEMO_SIZE = 4096
+_memo: OrderedDict[tuple[Any, ...], float] = OrderedDict()
+_memo_lock = threading.Lock()
+
+
+def clear_epsilon_memo() -> None:
+    """Forget every remembered ε (:meth:`Accountant.epsilon`); for tests that patch an accountant."""
+    with _memo_lock:
+        _memo.clear()
+
+
+def _settings_key(acc: Accountant) -> tuple[Any, ...]:
+    """The accountant's class and settings (its attributes; arrays by dtype, shape and bytes)."""
+    items = tuple(
+        (k, (v.dtype.str, v.shape, v.tobytes()) if isinstance(v, np.ndarray) else v)
+        for k, v in sorted(vars(acc).items())
+    )
+    return (type(acc), items)
 
 
 class Accountant(ABC):
@@ -78,8 +103,34 @@ class Accountant(ABC):
         """The smallest ε this accountant certifies for ``event`` at ``delta``.
 
         Returns ``math.inf`` when no finite ε can be certified at that δ.
+
+        Remembered: the answer is a pure function of the accountant's class and settings, the
+        event (a frozen, hashable value holding public parameters only) and δ, so the last
+        :data:`EPSILON_MEMO_SIZE` answers are reused (a release's report, a ledger's check and a
+        calibration ask the same questions again: 125 000 calls in the test suite). An event that
+        cannot be hashed is computed every time; an error is never remembered.
         """
         delta = check_delta(delta)
+        try:
+            key: tuple[Any, ...] | None = (_settings_key(self), event, delta)
+            hash(key)
+        except TypeError:
+            key = None
+        if key is not None:
+            with _memo_lock:
+                hit = _memo.get(key)
+                if hit is not None:
+                    _memo.move_to_end(key)
+                    return hit
+        eps = self._compute_epsilon(event, delta)
+        if key is not None:
+            with _memo_lock:
+                _memo[key] = eps
+                while len(_memo) > EPSILON_MEMO_SIZE:
+                    _memo.popitem(last=False)
+        return eps
+
+    def _compute_epsilon(self, event: PrivacyEvent, delta: float) -> float:
         self.check_supported(event)
         leaves = flatten(event)
         if not leaves:
