@@ -33,7 +33,6 @@ from dpinfer.models.data_spec import DataSpec
 from dpinfer.privacy import PrivacyRNG
 from dpinfer.privacy.context import ReleaseContext
 from dpinfer.release.dpvi import DPVI, LogisticRegression, PrivacyOptions, TrainingOptions
-from dpinfer.release.dpvi.diagnostics import DPVINoiseWarning
 from dpinfer.release.dpvi.optim import count_noise_std, gradient_noise_multiplier
 from glm_reference import reference_posterior, simulate
 
@@ -139,14 +138,16 @@ def test_clipped_fraction_warning_with_a_numeric_clip(logistic_data):
                 data=DataSpec(intercept=False),
             )
         assert tight.privacy.details["clipped_fraction"] > 0.7
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", UserWarning)  # known-good: a wide clip does not warn
-            warnings.simplefilter("ignore", PrivacyWarning)
-            warnings.simplefilter("ignore", DPVINoiseWarning)  # sigma C = 100 swamps 200 steps
+        # known-good: a wide clip does not warn of clipping. sigma C = 100 swamps 200 steps, so the
+        # noise and convergence diagnostics may fire (the release noise is the OS's: they did, now
+        # and then, when every UserWarning was an error here); only the clipping warning is checked
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
             wide = DPVI(LogisticRegression(3)).fit(
                 X, y, privacy=PrivacyOptions(noise_multiplier=2.0, clip=50.0, clip_count=True), **kw,
                 data=DataSpec(intercept=False),
             )
+        assert not [w for w in caught if "were clipped" in str(w.message)]
         assert wide.privacy.details["clipped_fraction"] < 0.1
         # without the private count nothing is reported (never a non-private count)
         plain = DPVI(LogisticRegression(3)).fit(
