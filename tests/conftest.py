@@ -97,6 +97,18 @@ def _compile_numba_kernels_one_at_a_time(lock_path: str) -> None:
 LONG_FIRST = ("tests/docs/", "tests/cli/test_demo.py", "tests/test_readme.py")
 
 
+def pytest_collection_finish(session):
+    """Move everything alive after collection (the imported libraries: about a million objects per
+    worker) out of the cyclic garbage collector's reach (``gc.freeze``): a full collection then
+    walks only what the tests allocate. Measured over a full run with 3 workers: 35 full
+    collections took 13.2 s of CPU, 0.38 s each, almost all of it re-walking torch, scipy and
+    numba objects that live until the process exits. Nothing a test allocates is frozen."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+
+
 def pytest_collection_modifyitems(config, items):
     """Put the :data:`LONG_FIRST` tests at the front (stable otherwise): longest-first scheduling."""
     items[:] = sorted(items, key=lambda item: not item.nodeid.startswith(LONG_FIRST))
