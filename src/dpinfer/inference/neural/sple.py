@@ -61,8 +61,12 @@ def rhat_threshold(chains: int, per_chain: int, ess: Any) -> float:
 class SPLEPosterior(NeuralPosterior):
     """``p(θ | s_obs) ∝ q_φ(s_obs | θ)·p(θ)``, sampled by MCMC.
 
-    ``draws`` holds the draws of the last MCMC run (after :meth:`SPLE.fit`: the run that made the
-    final round's proposal, ``mcmc`` its diagnostics including R-hat).
+    ``draws`` holds the draws of the fit's last MCMC run (after :meth:`SPLE.fit`: the run that made
+    the final round's proposal, ``mcmc`` its diagnostics including R-hat). :meth:`sample` and the
+    summaries built on it (``mean``, ``sd``, ``interval``, ``summary``, ``to_arviz``) run fresh
+    chains started from those draws and leave them as they are, so the same ``n`` and integer
+    ``seed`` give the same draws on every call; the last such run is remembered, so ``mean()``,
+    ``sd()`` and ``interval()`` with their default ``n`` and ``seed`` share one MCMC run.
     """
 
     kind = "sple"
@@ -72,6 +76,8 @@ class SPLEPosterior(NeuralPosterior):
         self.mcmc_settings = dict(mcmc_settings or {})
         self.draws: np.ndarray | None = None
         self.mcmc: dict[str, Any] = {}
+        # the last sample() run: (its start draws, n, seed) and its draws
+        self._last_sample: tuple[tuple[Any, ...], np.ndarray] | None = None
 
     def log_likelihood(self, theta: Any) -> np.ndarray:
         """``log q_φ(s_obs | θ)``."""
@@ -118,6 +124,23 @@ class SPLEPosterior(NeuralPosterior):
 
     def run_mcmc(self, n: int, seed: Any = None, candidates: np.ndarray | None = None) -> np.ndarray:
         """Run the chains for ``n`` draws; store them in ``draws`` and diagnostics in ``mcmc``."""
+        res, chains = self._chains(n, seed, candidates)
+        self.draws = res.draws
+        self.mcmc = {
+            "method": res.method,
+            "chains": chains,
+            "rhat": res.rhat.tolist(),
+            "max_rhat": float(np.nanmax(res.rhat)),
+            "ess": None if res.ess is None else res.ess.tolist(),
+            "ess_tail": None if res.ess_tail is None else res.ess_tail.tolist(),
+            "draws_per_chain": int(res.chains.shape[0]),
+            "acceptance_rate": res.acceptance_rate,
+            "log_prob_calls": res.n_log_prob_calls,
+        }
+        return res.draws
+
+    def _chains(self, n: int, seed: Any, candidates: np.ndarray | None) -> tuple[Any, int]:
+        """(the MCMC result of ``n`` draws, the number of chains), changing nothing stored."""
         s = self.mcmc_settings
         rng = np.random.default_rng(seed_int(seed))
         init = self._initial_states(int(s.get("chains", 10)), rng, candidates)
@@ -136,27 +159,30 @@ class SPLEPosterior(NeuralPosterior):
                 seed=rng,
                 scale=scale,
             )
-        self.draws = res.draws
-        self.mcmc = {
-            "method": res.method,
-            "chains": int(init.shape[0]),
-            "rhat": res.rhat.tolist(),
-            "max_rhat": float(np.nanmax(res.rhat)),
-            "ess": None if res.ess is None else res.ess.tolist(),
-            "ess_tail": None if res.ess_tail is None else res.ess_tail.tolist(),
-            "draws_per_chain": int(res.chains.shape[0]),
-            "acceptance_rate": res.acceptance_rate,
-            "log_prob_calls": res.n_log_prob_calls,
-        }
-        return res.draws
+        return res, int(init.shape[0])
 
     def sample(self, n: int, seed: Any = None, x: Any = None) -> np.ndarray:
-        """``n`` MCMC draws (fresh chains started near the stored draws); ``x``: another observed
-        release (:meth:`at`; chains then start from likelihood-weighted prior draws)."""
+        """``n`` MCMC draws of fresh chains started from the fit's draws (``draws``, unchanged);
+        the same ``n`` and integer ``seed`` give the same draws. ``x``: another observed release
+        (:meth:`at`; chains then start from likelihood-weighted prior draws)."""
         if x is not None:
             return self.at(x).sample(n, seed)
         check_allocation(f"sample({n})", n, len(self.param_names), copies=4)
-        return self.run_mcmc(int(n), seed, self.draws).copy()
+        return self._fresh_draws(int(n), seed).copy()
+
+    def _fresh_draws(self, n: int, seed: Any) -> np.ndarray:
+        """The draws of :meth:`sample`; the last run is reused for the same start draws, ``n`` and
+        integer seed (a seed of ``None`` or a generator always runs new chains)."""
+        fixed = isinstance(seed, (int, np.integer)) and not isinstance(seed, bool)
+        last = getattr(self, "_last_sample", None)  # absent on an object built without __init__
+        if fixed and last is not None and last[0][0] is self.draws and last[0][1:] == (n, int(seed)):
+            return last[1]
+        res, _ = self._chains(n, seed, self.draws)
+        draws = np.asarray(res.draws)
+        draws.setflags(write=False)
+        if fixed:
+            self._last_sample = ((self.draws, n, int(seed)), draws)
+        return draws
 
     def _arviz_draws(self, n_draws: int, seed: Any) -> np.ndarray:
         """Exactly ``n_draws`` draws as real chains: the most chains (up to the sampler's) that
@@ -165,9 +191,8 @@ class SPLEPosterior(NeuralPosterior):
         C = int(self.mcmc_settings.get("chains", 10))
         used = max(c for c in range(1, min(C, n_draws) + 1) if n_draws % c == 0)
         per = n_draws // used
-        draws = self.run_mcmc(per * C, seed, self.draws)
-        C = self.mcmc["chains"]
-        return draws[: per * C].reshape(per, C, self.dim)[:, :used].transpose(1, 0, 2)
+        res, C = self._chains(per * C, seed, self.draws)
+        return np.asarray(res.draws)[: per * C].reshape(per, C, self.dim)[:, :used].transpose(1, 0, 2)
 
     def _fields(self) -> dict[str, Any]:
         return {**super()._fields(), "mcmc_settings": self.mcmc_settings, "mcmc": self.mcmc}
