@@ -179,10 +179,15 @@ class GaussianMean(PrivateDataModel):
 
         A coarse grid over the prior mean ± 10 prior sd locates the mass; a fine grid of ``grid_size`` points
         over the region where the density exceeds 1e-10 of its maximum then carries the answer.
+        The coarse pass uses a lattice ten times coarser (``bins // 10``, at least 20): it only
+        places the region, and a coarser lattice adds rounding noise to the mean, which widens
+        the likelihood (it never narrows it); the fine pass uses ``bins``. Each pass costs in
+        proportion to ``bins``: the coarse one was a third of the time.
         """
         s_dp = self.check_observed(observed)
         coarse = self.prior_mean + np.linspace(-10 * self.prior_sd, 10 * self.prior_sd, 401)
-        logp = np.log(self.private_likelihood(coarse, s_dp, bins) + 1e-300) + self.prior.log_prob(
+        coarse_bins = max(20, int(bins) // 10)
+        logp = np.log(self.private_likelihood(coarse, s_dp, coarse_bins) + 1e-300) + self.prior.log_prob(
             coarse[:, None]
         )
         keep = np.nonzero(logp > logp.max() - np.log(1e10))[0]
