@@ -431,6 +431,9 @@ def test_sple_summaries_are_reproducible_and_share_one_run(sple_post):
     assert np.array_equal(sple_post.interval(level, n=1000, seed=0), expected)
     assert sple_post.draws is fit_draws
     assert not np.array_equal(sple_post.sample(1000, seed=4), a)  # another seed, other chains
+    other = sple_post.at([0.9])  # another release: never this one's remembered draws
+    assert not np.array_equal(other.sample(1000, seed=0), a)
+    assert other.sample(1000, seed=0).mean() > a.mean()
     b = sple_post.sample(1000, seed=0)
     b[0] = 99.0  # a caller's copy: the remembered run is not changed through it
     assert np.array_equal(sple_post.sample(1000, seed=0), a)

@@ -76,7 +76,7 @@ class SPLEPosterior(NeuralPosterior):
         self.mcmc_settings = dict(mcmc_settings or {})
         self.draws: np.ndarray | None = None
         self.mcmc: dict[str, Any] = {}
-        # the last sample() run: (its start draws, n, seed) and its draws
+        # the last sample() run: (its start draws, the observed release, n, seed) and its draws
         self._last_sample: tuple[tuple[Any, ...], np.ndarray] | None = None
 
     def log_likelihood(self, theta: Any) -> np.ndarray:
@@ -174,14 +174,15 @@ class SPLEPosterior(NeuralPosterior):
         """The draws of :meth:`sample`; the last run is reused for the same start draws, ``n`` and
         integer seed (a seed of ``None`` or a generator always runs new chains)."""
         fixed = isinstance(seed, (int, np.integer)) and not isinstance(seed, bool)
+        key = (np.asarray(self.observed, dtype=np.float64).tobytes(), n, int(seed)) if fixed else None
         last = getattr(self, "_last_sample", None)  # absent on an object built without __init__
-        if fixed and last is not None and last[0][0] is self.draws and last[0][1:] == (n, int(seed)):
+        if key is not None and last is not None and last[0][0] is self.draws and last[0][1:] == key:
             return last[1]
         res, _ = self._chains(n, seed, self.draws)
         draws = np.asarray(res.draws)
         draws.setflags(write=False)
-        if fixed:
-            self._last_sample = ((self.draws, n, int(seed)), draws)
+        if key is not None:
+            self._last_sample = ((self.draws, *key), draws)
         return draws
 
     def _arviz_draws(self, n_draws: int, seed: Any) -> np.ndarray:
@@ -201,6 +202,7 @@ class SPLEPosterior(NeuralPosterior):
         return {} if self.draws is None else {"draws": torch.as_tensor(self.draws)}
 
     def _restore(self, state: dict[str, Any], meta: dict[str, Any]) -> None:
+        self._last_sample = None  # at(x) copies the object: the copy's draws start afresh
         self.mcmc_settings = dict(meta.get("mcmc_settings", {}))
         self.mcmc = meta.get("mcmc", {})
         self.draws = state["draws"].numpy() if "draws" in state else None
