@@ -208,16 +208,24 @@ class GaussianMean(PrivateDataModel):
         return GaussianPosterior([mean], [[1.0 / prec]], self.param_names)
 
     def confidential_posterior(self, s: Any, grid_size: int = 801, bins: int = 1000) -> GridPosterior:
-        """``p(θ | s)`` for the confidential clamped mean ``s`` (no privacy noise), on a grid."""
+        """``p(θ | s)`` for the confidential clamped mean ``s`` (no privacy noise), on a grid.
+
+        A coarse grid of 2001 points over the prior mean ± 10 prior sd, on a lattice ten times
+        coarser (as in :meth:`exact_posterior`), places a fine grid of ``grid_size`` points, on which
+        the lattice pmf with ``bins`` gives the answer.
+        """
         s = float(np.asarray(s, dtype=np.float64).reshape(-1)[0])
         lo, hi = self.clamp
         if not lo <= s <= hi:
             raise InvalidDataError(f"a clamped mean lies in [{lo}, {hi}], got {s}.")
         k = int(round((s - lo) / (hi - lo) * self.n * bins))
         grid = self.prior_mean + np.linspace(-10 * self.prior_sd, 10 * self.prior_sd, 2001)
+        # the coarse pass only places the fine grid: a lattice ten times coarser, as in exact_posterior
+        coarse_bins = max(20, int(bins) // 10)
+        kc = int(round((s - lo) / (hi - lo) * self.n * coarse_bins))
         like = np.concatenate(
             [
-                clipped_mean_lattice_pmf(grid[i : i + 32], self.n, lo, hi, self.noise_sd, bins)[:, k]
+                clipped_mean_lattice_pmf(grid[i : i + 32], self.n, lo, hi, self.noise_sd, coarse_bins)[:, kc]
                 for i in range(0, grid.size, 32)
             ]
         )
