@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from ...deferred import DeferredModule
 from .. import events as ev
+from ..discrete_gaussian_pld import discrete_gaussian_pld
 from ..dominating import pld_from_rdp, with_replacement_gaussian_pld
 from ..events import ADD_REMOVE, REPLACE_ONE, PrivacyEvent, flatten
 from ..gaussian_pld import gaussian_pld
@@ -69,8 +70,9 @@ def _leaf_pld(event: PrivacyEvent, count: int, vdi: float) -> pld_lib.PrivacyLos
             event.sampling_rate, event.noise_multiplier, event.steps, value_discretization_interval=vdi
         )
     elif isinstance(event, ev.DiscreteGaussianEvent):
-        # exact (pessimistic) PLD of the discrete Gaussian, CKS 2020 Thm 7
-        out = pld_lib.from_discrete_gaussian_mechanism(
+        # exact (pessimistic) PLD of the discrete Gaussian, CKS 2020 Thm 7: dp-accounting's
+        # from_discrete_gaussian_mechanism, to the bit, with its buckets filled in numpy
+        out = discrete_gaussian_pld(
             sigma=event.sigma,
             sensitivity=int(event.sensitivity),
             value_discretization_interval=vdi,
