@@ -16,7 +16,7 @@ method call per x. :func:`discrete_gaussian_pld` fills the same buckets in numpy
    double;
 3. the buckets go to dp-accounting's ``create_pmf`` in dp-accounting's order (first seen first).
 
-The result is the same PLD to the bit: tested against dp-accounting for σ from 0.6 to 2000, Δ from
+The result is the same PLD to the bit: 90 cases against dp-accounting, σ from 0.6 to 2000, Δ from
 1 to 256 and loss steps from 10⁻⁴ to 10⁻².
 """
 
