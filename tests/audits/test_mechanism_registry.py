@@ -42,8 +42,6 @@ import pytest
 import dpinfer
 from dpinfer import audit as A
 from dpinfer.audit import registry as R
-from dpinfer.privacy.accountants.pld import PLDAccountant
-from dpinfer.privacy.accountants.rdp import RDPAccountant
 from dpinfer.privacy.context import ReleaseContext
 from dpinfer.privacy.mechanisms.base import Mechanism
 from seeded_privacy_rng import prng
@@ -54,40 +52,16 @@ PRIVACY_SRC = Path(dpinfer.__file__).resolve().parent / "privacy"
 
 
 # ------------------------------------------------------------------------------------------------
-# fixtures: the accountants are pure functions of (configuration, event, δ); every release asks
-# them the same question again (its report, its calibration), so they are memoised for speed
+# fixtures: the accountants are pure functions of (configuration, event, δ) and every release asks
+# them the same question again (its report, its calibration): Accountant.epsilon remembers them
 # ------------------------------------------------------------------------------------------------
 
 
-def _config_key(acc: Any) -> tuple:
-    return (type(acc).__name__, *(
-        (k, v.tobytes() if isinstance(v, np.ndarray) else v) for k, v in sorted(vars(acc).items())
-    ))
-
-
 @pytest.fixture(scope="module", autouse=True)
-def memoised_accountants():
-    cache: dict[tuple, float] = {}
-
-    def memo(original):
-        def _epsilon(self, event, delta):
-            try:
-                key = (_config_key(self), event, float(delta))
-                hash(key)
-            except TypeError:
-                return original(self, event, delta)
-            if key not in cache:
-                cache[key] = original(self, event, delta)
-            return cache[key]
-
-        return _epsilon
-
-    with pytest.MonkeyPatch.context() as mp:
-        for cls in (PLDAccountant, RDPAccountant):
-            mp.setattr(cls, "_epsilon", memo(cls._epsilon))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            yield
+def _quiet_runtime_warnings():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        yield
 
 
 @functools.cache
