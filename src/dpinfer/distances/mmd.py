@@ -77,7 +77,6 @@ def _check_n(n_records: Any) -> int:
     return int(n_records)
 
 
-
 def _read_only(a: np.ndarray) -> np.ndarray:
     """A read-only view of ``a`` (no copy), so that a jitted kernel is compiled for one array type
     whether the caller's simulations are writable or not (numba specialises on the flag: a
@@ -85,6 +84,7 @@ def _read_only(a: np.ndarray) -> np.ndarray:
     view = a.view()
     view.flags.writeable = False
     return view
+
 
 @dataclass(frozen=True)
 class _RFFPrepared:

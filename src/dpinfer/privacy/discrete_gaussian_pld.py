@@ -77,8 +77,9 @@ def discrete_gaussian_pld(
     T, s = loss._truncation_bound, loss.sensitivity  # noqa: SLF001 - dp-accounting's own truncation
     sigma2 = loss._sigma**2  # noqa: SLF001
     lower_x, upper_x = tail.lower_x_truncation, tail.upper_x_truncation
-    if set(tail.tail_probability_mass_function) - {math.inf} or lower_x < -T or upper_x > T - s:
-        # pragma: no cover - dp-accounting's tail holds only the infinite loss, inside [-T, T - s]
+    # dp-accounting's tail holds only the infinite loss, and the finite losses lie on [-T, T - s]
+    unexpected = set(tail.tail_probability_mass_function) - {math.inf} or lower_x < -T or upper_x > T - s
+    if unexpected:  # pragma: no cover
         raise ValueError("unexpected tail of dp-accounting's discrete Gaussian privacy loss.")
     infinity_mass = tail.tail_probability_mass_function.get(math.inf, 0)
     xs = np.arange(math.ceil(lower_x) - 1, math.floor(upper_x) + 1, dtype=np.int64)

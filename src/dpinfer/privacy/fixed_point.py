@@ -115,7 +115,8 @@ def _split_totals(hi: np.ndarray, lo: np.ndarray) -> tuple[int, ...]:
 def _columns(chunk: Mapping[str, Any], names: Sequence[str]) -> tuple[tuple[np.ndarray, ...], int]:
     """The named 1-d columns of a chunk as a tuple of contiguous float64 arrays (no copy when they
     are float64 already, as Parquet and pyarrow columns are), made read-only views so that the
-    kernels see one array type; refuses non-numeric or ragged columns."""
+    one-column kernel sees one array type (the multi-column ones get :func:`_row_blocks`);
+    refuses non-numeric or ragged columns."""
     from ..errors import InvalidDataError
 
     arrays = []

@@ -66,6 +66,12 @@ def clipped_mean_lattice_pmf(
     return np.clip(pmf, 0.0, None)
 
 
+def _coarse_bins(bins: int) -> int:
+    """The lattice of a coarse pass that only places a fine grid: ten times coarser, at least 20
+    cells. Coarser rounding adds noise to the mean, which widens the likelihood (never narrows it)."""
+    return max(20, int(bins) // 10)
+
+
 def prior_from_clamp(clamp: tuple[float, float]) -> dict[str, float]:
     """A weakly informative prior and record spread in the units of the clamp bounds.
 
@@ -179,17 +185,14 @@ class GaussianMean(PrivateDataModel):
 
         A coarse grid over the prior mean ± 10 prior sd locates the mass; a fine grid of ``grid_size`` points
         over the region where the density exceeds 1e-10 of its maximum then carries the answer.
-        The coarse pass uses a lattice ten times coarser (``bins // 10``, at least 20): it only
-        places the region, and a coarser lattice adds rounding noise to the mean, which widens
-        the likelihood (it never narrows it); the fine pass uses ``bins``. Each pass costs in
-        proportion to ``bins``: the coarse one was a third of the time.
+        The coarse pass uses a lattice ten times coarser (``_coarse_bins``): it only places
+        the region; the fine pass uses ``bins``. Each pass costs in proportion to ``bins``: the
+        coarse one was a third of the time.
         """
         s_dp = self.check_observed(observed)
         coarse = self.prior_mean + np.linspace(-10 * self.prior_sd, 10 * self.prior_sd, 401)
-        coarse_bins = max(20, int(bins) // 10)
-        logp = np.log(self.private_likelihood(coarse, s_dp, coarse_bins) + 1e-300) + self.prior.log_prob(
-            coarse[:, None]
-        )
+        like = self.private_likelihood(coarse, s_dp, _coarse_bins(bins))
+        logp = np.log(like + 1e-300) + self.prior.log_prob(coarse[:, None])
         keep = np.nonzero(logp > logp.max() - np.log(1e10))[0]
         a = coarse[max(keep[0] - 1, 0)]
         z = coarse[min(keep[-1] + 1, coarse.size - 1)]
@@ -211,8 +214,8 @@ class GaussianMean(PrivateDataModel):
         """``p(θ | s)`` for the confidential clamped mean ``s`` (no privacy noise), on a grid.
 
         A coarse grid of 2001 points over the prior mean ± 10 prior sd, on a lattice ten times
-        coarser (as in :meth:`exact_posterior`), places a fine grid of ``grid_size`` points, on which
-        the lattice pmf with ``bins`` gives the answer.
+        coarser (``_coarse_bins``), places a fine grid of ``grid_size`` points, on which the
+        lattice pmf with ``bins`` gives the answer.
         """
         s = float(np.asarray(s, dtype=np.float64).reshape(-1)[0])
         lo, hi = self.clamp
@@ -220,8 +223,7 @@ class GaussianMean(PrivateDataModel):
             raise InvalidDataError(f"a clamped mean lies in [{lo}, {hi}], got {s}.")
         k = int(round((s - lo) / (hi - lo) * self.n * bins))
         grid = self.prior_mean + np.linspace(-10 * self.prior_sd, 10 * self.prior_sd, 2001)
-        # the coarse pass only places the fine grid: a lattice ten times coarser, as in exact_posterior
-        coarse_bins = max(20, int(bins) // 10)
+        coarse_bins = _coarse_bins(bins)
         kc = int(round((s - lo) / (hi - lo) * self.n * coarse_bins))
         like = np.concatenate(
             [
