@@ -16,17 +16,13 @@ def _fixed_privacy_noise(monkeypatch) -> None:
     import itertools
 
     from dpinfer.privacy import context as release_context
-    from dpinfer.privacy.rng import PrivacyRNG
+    from seeded_privacy_rng import prng
 
     seeds = itertools.count(2026)
     real = release_context.as_privacy_rng
 
     def seeded(rng):
-        if rng is not None:
-            return real(rng)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return PrivacyRNG.insecure_deterministic(next(seeds))
+        return real(rng) if rng is not None else prng(next(seeds))
 
     monkeypatch.setattr(release_context, "as_privacy_rng", seeded)
 
